@@ -121,6 +121,7 @@ int atomic_file__commit(struct atomic_file *af)
 
 	if (!af->fp)
 		return -EINVAL;
+	errno = 0;
 	if (fflush(af->fp) || ferror(af->fp))
 		err = errno ? -errno : -EIO;
 	/* Without fsync a crash after the rename can leave an empty target. */
