@@ -172,3 +172,61 @@ int write_folded_weighted(const struct profile *p, FILE *out)
 {
 	return folded(p, out, true);
 }
+
+/* Length of the valid UTF-8 sequence at @s, 0 if there is none. */
+static size_t utf8_seq(const unsigned char *s)
+{
+	unsigned char c = s[0];
+	size_t n;
+	uint32_t cp;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		n = 2, cp = c & 0x1f;
+	else if (c >= 0xe0 && c <= 0xef)
+		n = 3, cp = c & 0x0f;
+	else if (c >= 0xf0 && c <= 0xf4)
+		n = 4, cp = c & 0x07;
+	else
+		return 0;
+	for (size_t i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3f);
+	}
+	/* Overlong forms, surrogates and values past U+10FFFF are invalid too. */
+	if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10ffff ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
+char *writer__clean_utf8(const char *s)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t len = strlen(s), o = 0;
+	/* Each bad byte becomes U+FFFD: 3 bytes. */
+	char *out = malloc(len * 3 + 1);
+
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < len;) {
+		size_t n = utf8_seq(u + i);
+
+		if (!n) {
+			memcpy(out + o, "\xef\xbf\xbd", 3);
+			o += 3;
+			i++;
+		} else if (n == 1 && (u[i] < 0x20 || u[i] == 0x7f)) {
+			out[o++] = '?';
+			i++;
+		} else {
+			memcpy(out + o, u + i, n);
+			o += n;
+			i += n;
+		}
+	}
+	out[o] = '\0';
+	return out;
+}

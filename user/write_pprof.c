@@ -272,8 +272,17 @@ struct pprof {
 /* Return: the string table index of @s ("" for NULL), or -ENOMEM. */
 static int64_t str_idx(struct pprof *pp, const char *s)
 {
-	uint32_t id = keyset_add(&pp->strs, s ? s : "", s ? strlen(s) : 0, NULL);
+	char *clean;
+	uint32_t id;
 
+	if (!s)
+		s = "";
+	/* protobuf strings must be UTF-8; names from binaries may be anything. */
+	clean = writer__clean_utf8(s);
+	if (!clean)
+		return -ENOMEM;
+	id = keyset_add(&pp->strs, clean, strlen(clean), NULL);
+	free(clean);
 	return id ? (int64_t)id - 1 : -ENOMEM;
 }
 

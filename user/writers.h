@@ -57,6 +57,15 @@ int write_folded_weighted(const struct profile *p, FILE *out);
  */
 size_t writer__frame_name(const struct frame *f, char *buf, size_t size);
 
+/**
+ * writer__clean_utf8 - a copy of @s that is valid UTF-8 with no control characters
+ *
+ * Invalid bytes become U+FFFD and control characters '?'.
+ *
+ * Return: a string the caller frees, or NULL on allocation failure.
+ */
+char *writer__clean_utf8(const char *s);
+
 struct svg_opts {
 	const char *title;    /* NULL: "Flame Graph" */
 	const char *subtitle; /* NULL: none */
