@@ -1,0 +1,143 @@
+# liveprof - one build: BPF objects -> skeletons -> liveprof.
+#
+#   make            build ./liveprof (runs `make deps` first if a tool is missing)
+#   make deps       install the Debian packages the build and the tests need
+#   make test       build, then run every test (unit, end-to-end, TUI)
+#   make demo       profile the built-in demo workload and write flamegraphs
+#   make bench      run the benchmarks and write BENCHMARKS.md
+#   make format     apply .clang-format
+#   V=1             show the full commands
+
+.DELETE_ON_ERROR:
+.SECONDARY:
+.SUFFIXES:
+
+Q := $(if $(V),,@)
+msg = $(if $(V),,@printf '  %-8s %s\n' "$(1)" "$(2)";)
+
+OUT      := build
+CC       ?= gcc
+CLANG    ?= clang
+BPFTOOL  ?= bpftool
+ARCH     := x86
+PYTHON   := /usr/bin/python3
+
+# Debian packages needed to build and to test. `make deps` is idempotent.
+DEB_BUILD := clang llvm libbpf-dev libelf-dev libdw-dev zlib1g-dev libjansson-dev \
+	libncurses-dev bpftool pkg-config make gcc
+DEB_TEST  := python3 python3-pytest tmux chromium elfutils linux-perf bpftrace \
+	golang-go ruby xz-utils libclang-rt-14-dev procps
+DEPS_STAMP := $(OUT)/.deps-ok
+
+CFLAGS_COMMON := -g -O2 -Wall -Wextra -Werror -std=gnu11 -D_GNU_SOURCE \
+	-I$(OUT) -I. -MMD -MP
+CFLAGS  ?=
+LDLIBS  := -lbpf -ldw -lelf -ljansson -lncursesw -lz -lpthread -lm
+
+BPF_SRCS  := $(wildcard bpf/*.bpf.c)
+BPF_OBJS  := $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.bpf.o,$(BPF_SRCS))
+BPF_SKELS := $(patsubst bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRCS))
+
+LIB_SRCS  := $(filter-out user/main.c,$(wildcard user/*.c dwarf/*.c ui-tui/*.c))
+LIB_OBJS  := $(patsubst %.c,$(OUT)/%.o,$(LIB_SRCS))
+MAIN_OBJ  := $(OUT)/user/main.o
+
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_BINS := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(UNIT_SRCS))
+WL_SRCS   := $(wildcard tests/workloads/*.c)
+
+.PHONY: all deps test unit demo bench format clean workloads check-tools
+all: liveprof
+
+# ---- dependencies -------------------------------------------------------
+# Run deps automatically when a tool or header the build needs is missing.
+$(DEPS_STAMP):
+	$(Q)mkdir -p $(OUT)
+	$(Q)if ! command -v $(CLANG) >/dev/null || ! command -v $(BPFTOOL) >/dev/null || \
+	     ! test -f /usr/include/bpf/libbpf.h || ! test -f /usr/include/elfutils/libdw.h || \
+	     ! test -f /usr/include/jansson.h || ! test -f /usr/include/gelf.h || \
+	     ! test -f /usr/include/ncursesw/curses.h; then \
+		$(MAKE) --no-print-directory deps; \
+	fi
+	$(Q)touch $@
+
+deps:
+	@if [ "$$(id -u)" != 0 ]; then echo "make deps: run as root (it calls apt-get)" >&2; exit 1; fi
+	@missing=""; for p in $(DEB_BUILD) $(DEB_TEST); do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	else echo "all Debian packages present"; fi
+	@mkdir -p $(OUT) && touch $(DEPS_STAMP)
+
+# ---- kernel types -------------------------------------------------------
+vmlinux/vmlinux.h: | $(DEPS_STAMP)
+	$(Q)if [ ! -r /sys/kernel/btf/vmlinux ]; then \
+		echo "error: this kernel has no BTF (/sys/kernel/btf/vmlinux); liveprof needs CONFIG_DEBUG_INFO_BTF=y" >&2; exit 1; fi
+	$(call msg,BTF,$@)
+	$(Q)$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
+
+# ---- BPF ----------------------------------------------------------------
+$(OUT)/bpf/%.bpf.o: bpf/%.bpf.c vmlinux/vmlinux.h | $(DEPS_STAMP)
+	$(call msg,BPF,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) -g -O2 -Wall -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Ibpf -I. \
+		-MMD -MP -c $< -o $@.raw.o
+	$(Q)$(BPFTOOL) gen object $@ $@.raw.o && rm -f $@.raw.o
+
+$(OUT)/%.skel.h: $(OUT)/bpf/%.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@
+
+# ---- user space ---------------------------------------------------------
+$(OUT)/%.o: %.c $(BPF_SKELS) | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS_COMMON) $(CFLAGS) -c $< -o $@
+
+$(OUT)/libliveprof.a: $(LIB_OBJS)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+liveprof: $(MAIN_OBJ) $(OUT)/libliveprof.a
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+# ---- tests --------------------------------------------------------------
+# Unit tests link against the library objects; `make test` also builds an
+# ASan+UBSan copy of them (SAN=1).
+$(OUT)/tests/%: tests/unit/%.c tests/unit/unit.h $(OUT)/libliveprof.a
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS_COMMON) $(CFLAGS) -Itests/unit -o $@ $< $(OUT)/libliveprof.a $(LDLIBS)
+
+workloads: | $(DEPS_STAMP)
+	$(Q)$(MAKE) --no-print-directory -C tests/workloads
+
+unit: $(UNIT_BINS)
+
+test: liveprof unit workloads
+	$(Q)$(MAKE) --no-print-directory -f Makefile OUT=build-san \
+		CFLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
+		build-san/liveprof-unit-san
+	$(Q)$(PYTHON) -m pytest -q -p no:cacheprovider tests
+
+# ASan/UBSan build of the unit tests only; they run as part of pytest.
+build-san/liveprof-unit-san: $(UNIT_BINS)
+	$(Q)touch $@
+
+demo: liveprof workloads
+	$(Q)tests/demo.sh
+
+bench: liveprof workloads
+	$(Q)$(PYTHON) tests/bench/run_bench.py
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf $(OUT) build-san liveprof tests/build
+
+-include $(shell find $(OUT) -name '*.d' 2>/dev/null)

@@ -1,0 +1,205 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * liveprof.h - the contract between the BPF programs and the daemon.
+ *
+ * Only fixed-width fields. Every event starts with struct lp_event_hdr so
+ * the daemon can dispatch on ->type before it looks at anything else. New
+ * event kinds get a new type; existing layouts only grow at their end.
+ */
+#ifndef LIVEPROF_H
+#define LIVEPROF_H
+
+#define LP_MAX_USTACK	   127 /* user frames per sample (perf's default max) */
+#define LP_MAX_KSTACK	   64  /* kernel frames per sample */
+#define LP_MAX_CALLS	   8   /* traced calls in flight per thread */
+#define LP_MAX_PROBES	   256 /* probe ids are < this */
+#define LP_MAX_FETCH_OPS   16  /* ops in one value-fetch program */
+#define LP_MAX_VALUES	   6   /* captured values per probe hit */
+#define LP_STR_LEN	   32  /* bytes kept of a captured C string */
+#define LP_COMM_LEN	   16
+#define LP_HIST_BUCKETS	   2048 /* log-linear buckets up to ~68 s, see lp_hist_bucket() */
+#define LP_HIST_SUB_BITS   6    /* 64 linear sub-buckets per power of two: <= 1.6% width */
+#define LP_UPROBE_TRAMP_LO 0x7fffffffe000ULL /* [uprobes] trampoline page on x86-64 */
+#define LP_UPROBE_TRAMP_HI 0x7ffffffff000ULL
+
+enum lp_event_type {
+	LP_EV_SAMPLE = 1,   /* struct lp_sample: on-CPU tick or off-CPU block */
+	LP_EV_CALL_END = 2, /* struct lp_call_end: a sampled traced call returned */
+	LP_EV_HIT = 3,	    /* struct lp_hit: a probe hit that captures values */
+};
+
+/* lp_sample.flags */
+#define LP_SF_OFFCPU	   (1u << 0) /* weight_ns is time blocked, stack is where it blocked */
+#define LP_SF_USTACK_ERR   (1u << 1) /* bpf_get_stack failed for the user stack */
+#define LP_SF_KSTACK	   (1u << 2) /* kstack[] is valid */
+#define LP_SF_CALLS_OVFL   (1u << 3) /* more calls were in flight than fit in calls[] */
+
+/* Indices into the per-CPU counter array (map "counters"). */
+enum lp_counter {
+	LP_CNT_SAMPLES = 0,   /* samples of target threads seen by the sampler */
+	LP_CNT_LOST,	      /* events dropped because the ring buffer was full */
+	LP_CNT_CALLS_DROPPED, /* calls not tracked: per-thread call stack full */
+	LP_CNT_CALLS_UNWOUND, /* stale frames discarded (longjmp, exceptions) */
+	LP_CNT_OFFCPU,	      /* off-CPU events emitted */
+	LP_CNT_FETCH_FAULTS,  /* value fetches that faulted */
+	LP_CNT_NR,
+};
+
+struct lp_event_hdr {
+	__u32 type; /* enum lp_event_type */
+	__u32 size; /* bytes of the whole event */
+};
+
+/*
+ * One traced call that was in flight when a sample was taken. The daemon
+ * holds the sample until the call's LP_EV_CALL_END arrives, then files it
+ * under the call's latency class. ret_addr/ret_slot let the daemon put back
+ * the caller's return address where a pending uretprobe left the
+ * trampoline address in an unwound stack.
+ */
+struct lp_call_tag {
+	__u32 probe_id;
+	__u32 depth;	 /* position in the thread's call stack, 0 = outermost */
+	__u64 call_id;	 /* unique per call, never 0 */
+	__u64 ret_addr;	 /* the real return address saved at entry */
+	__u64 ret_slot;	 /* user address of the stack slot holding it */
+};
+
+/* User registers at the sample, for unwinding the first frame with CFI. */
+struct lp_uregs {
+	__u64 ip;
+	__u64 sp;
+	__u64 bp;
+};
+
+struct lp_sample {
+	struct lp_event_hdr hdr;
+	__u32 pid; /* tgid */
+	__u32 tid;
+	__u32 cpu;
+	__u32 flags; /* LP_SF_* */
+	__u64 time_ns;	 /* bpf_ktime_get_ns() */
+	__u64 weight_ns; /* on-CPU: the sampling period; off-CPU: time blocked */
+	__u16 n_ustack;	 /* valid entries in ustack[] */
+	__u16 n_kstack;	 /* valid entries in kstack[] */
+	__u16 n_calls;	 /* valid entries in calls[], outermost first */
+	__u16 reserved;
+	__u32 reserved2;
+	char comm[LP_COMM_LEN];
+	struct lp_uregs regs;
+	struct lp_call_tag calls[LP_MAX_CALLS];
+	__u64 ustack[LP_MAX_USTACK];
+	__u64 kstack[LP_MAX_KSTACK];
+};
+
+/* Sent at return only for calls that had a sample taken inside them. */
+struct lp_call_end {
+	struct lp_event_hdr hdr;
+	__u32 pid;
+	__u32 tid;
+	__u32 probe_id;
+	__u32 flags; /* LP_CF_* */
+	__u64 call_id;
+	__u64 start_ns;
+	__u64 latency_ns;
+	__u64 by_value; /* the --by value captured at entry, if any */
+};
+
+#define LP_CF_LINE_HIT (1u << 0) /* the --when line was hit during the call */
+#define LP_CF_HAS_BY   (1u << 1)
+
+/*
+ * Value fetch programs. A captured value is computed by a few ops that
+ * the generic interpreter in BPF runs in a bounded loop. Computed in user
+ * space from DWARF location expressions; no compiler at run time.
+ */
+enum lp_fetch_opcode {
+	LP_OP_END = 0,
+	LP_OP_REG,	/* acc = regs[arg]            (DWARF register number) */
+	LP_OP_ADD,	/* acc += (s64)arg                                    */
+	LP_OP_DEREF,	/* acc = *(u64 *)acc  (user memory)                   */
+	LP_OP_ADDR,	/* acc = arg + load bias of the probed module         */
+	LP_OP_CFA,	/* acc = CFA at the probe (sp + arg)                  */
+	LP_OP_LOAD,	/* value = read `size` bytes at acc (final)          */
+	LP_OP_STR,	/* value = C string at acc (final, LP_STR_LEN)        */
+	LP_OP_RETVAL,	/* acc = return value register (uretprobe only)       */
+};
+
+struct lp_fetch_op {
+	__u8 op;   /* enum lp_fetch_opcode */
+	__u8 size; /* LOAD: 1, 2, 4 or 8 */
+	__u16 reg; /* REG: DWARF register number */
+	__u32 reserved;
+	__s64 arg;
+};
+
+struct lp_fetch_prog {
+	__u32 n_ops;
+	__u32 is_signed;
+	struct lp_fetch_op ops[LP_MAX_FETCH_OPS];
+};
+
+/* Per-probe configuration, in map "probes" indexed by probe id. */
+struct lp_probe_cfg {
+	__u32 kind;	   /* LP_PK_* */
+	__u32 flags;	   /* LP_PCF_* */
+	__u32 n_values;	   /* entry fetch programs, in "fetch" at probe_id * LP_MAX_VALUES */
+	__s32 by_index;	   /* entry value index grouped by --by, -1 for none */
+	__u32 when_of;	   /* line probes: mark calls of probe (when_of - 1) as LINE_HIT */
+	__u32 n_ret_values; /* fetch programs run at return, after the entry ones */
+	__u64 module_bias; /* load bias of the probed module in the target */
+};
+
+#define LP_PCF_EMIT_VALUES (1u << 0) /* send an LP_EV_HIT with the values of every hit */
+
+enum lp_probe_kind {
+	LP_PK_NONE = 0,
+	LP_PK_FUNC,   /* entry + return: latency */
+	LP_PK_LINE,   /* hit counter (and values) */
+};
+
+struct lp_value {
+	__u64 u64;
+	char str[LP_STR_LEN];
+};
+
+/* A probe hit that captured values (line probes, functions with args). */
+struct lp_hit {
+	struct lp_event_hdr hdr;
+	__u32 pid;
+	__u32 tid;
+	__u32 probe_id;
+	__u32 n_values;
+	__u64 time_ns;
+	__u64 call_id; /* the traced call (entry or return), 0 for line hits */
+	__u32 at_return; /* values fetched at return (ret) */
+	__u32 reserved;
+	__u64 fault_mask; /* bit i set: value i could not be read */
+	struct lp_value values[LP_MAX_VALUES];
+};
+
+/* Bucket of a latency in ns: exact below 64 ns, 64 sub-buckets per octave above. */
+static inline __u32 lp_hist_bucket(__u64 v)
+{
+	__u32 msb = 0;
+	__u64 t = v;
+
+	if (v < (1ULL << LP_HIST_SUB_BITS))
+		return (__u32)v;
+	/* 64 - clz, written so the BPF backend needs no builtin */
+	if (t >> 32) { msb += 32; t >>= 32; }
+	if (t >> 16) { msb += 16; t >>= 16; }
+	if (t >> 8) { msb += 8; t >>= 8; }
+	if (t >> 4) { msb += 4; t >>= 4; }
+	if (t >> 2) { msb += 2; t >>= 2; }
+	if (t >> 1) { msb += 1; }
+	{
+		__u32 shift = msb - LP_HIST_SUB_BITS;
+		__u32 sub = (__u32)(v >> shift) & ((1u << LP_HIST_SUB_BITS) - 1);
+		__u32 b = ((shift + 1) << LP_HIST_SUB_BITS) + sub;
+
+		return b < LP_HIST_BUCKETS ? b : LP_HIST_BUCKETS - 1;
+	}
+}
+
+#endif /* LIVEPROF_H */

@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * maps.bpf.h - maps and configuration shared by every liveprof program.
+ * Only the BPF side includes this; user space sees the maps through the
+ * skeleton and the layouts through liveprof.h.
+ */
+#ifndef LP_MAPS_BPF_H
+#define LP_MAPS_BPF_H
+
+/* Set by the loader before load (skeleton rodata). */
+const volatile bool filter_all = false;	    /* -a: every process */
+const volatile bool capture_kernel = false; /* --kernel */
+const volatile bool offcpu_enabled = false; /* --offcpu */
+const volatile __u64 offcpu_min_ns = 0;	    /* shorter blocks are not reported */
+const volatile __u32 self_tgid = 0;	    /* never profile liveprof itself */
+
+/* Runtime switches, written by the daemon while running. */
+struct lp_runtime {
+	__u32 paused;
+	__u32 offcpu_only_in_calls; /* only report blocks inside traced calls */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lp_runtime);
+} runtime SEC(".maps");
+
+/* tgid -> 1 for the processes being profiled. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u8);
+} targets SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 8 << 20); /* resized by the loader */
+} events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, LP_CNT_NR);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+/* One traced call in flight on a thread. */
+struct lp_frame_state {
+	__u32 probe_id;
+	__u32 flags; /* LP_FS_* */
+	__u64 call_id;
+	__u64 start_ns;
+	__u64 sp;	/* user sp at entry: the address of the return-address slot */
+	__u64 ret_addr; /* the return address found there at entry */
+	__u64 by_value;
+};
+
+#define LP_FS_SAMPLED  (1u << 0) /* a sample was taken inside this call */
+#define LP_FS_LINE_HIT (1u << 1) /* the --when line was hit inside this call */
+#define LP_FS_HAS_BY   (1u << 2)
+
+struct lp_thread_calls {
+	__u32 depth;
+	__u32 pad;
+	struct lp_frame_state f[LP_MAX_CALLS];
+};
+
+/* tid -> the traced calls in flight on that thread. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct lp_thread_calls);
+} thread_calls SEC(".maps");
+
+/* Latency histogram: index probe_id * LP_HIST_BUCKETS + lp_hist_bucket(ns). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, LP_MAX_PROBES * LP_HIST_BUCKETS);
+	__type(key, __u32);
+	__type(value, __u64);
+} hist SEC(".maps");
+
+/* Per probe: calls (or line hits), sum of latencies, max latency. */
+struct lp_probe_stats {
+	__u64 calls;
+	__u64 sum_ns;
+	__u64 max_ns;
+	__u64 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, LP_MAX_PROBES);
+	__type(key, __u32);
+	__type(value, struct lp_probe_stats);
+} probe_stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, LP_MAX_PROBES);
+	__type(key, __u32);
+	__type(value, struct lp_probe_cfg);
+} probes SEC(".maps");
+
+/* Fetch programs: index probe_id * LP_MAX_VALUES + value index. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, LP_MAX_PROBES * LP_MAX_VALUES);
+	__type(key, __u32);
+	__type(value, struct lp_fetch_prog);
+} fetch SEC(".maps");
+
+/* --by: (probe, value, bucket) -> calls. */
+struct lp_by_key {
+	__u32 probe_id;
+	__u32 bucket;
+	__u64 value;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct lp_by_key);
+	__type(value, __u64);
+} by_hist SEC(".maps");
+
+static __always_inline void count_event(__u32 which)
+{
+	__u64 *c = bpf_map_lookup_elem(&counters, &which);
+
+	if (c)
+		*c += 1;
+}
+
+static __always_inline bool is_target(__u32 tgid)
+{
+	if (tgid == 0 || tgid == self_tgid)
+		return false;
+	if (filter_all)
+		return true;
+	return bpf_map_lookup_elem(&targets, &tgid) != NULL;
+}
+
+static __always_inline bool is_paused(void)
+{
+	__u32 zero = 0;
+	struct lp_runtime *rt = bpf_map_lookup_elem(&runtime, &zero);
+
+	return rt && rt->paused;
+}
+
+#endif /* LP_MAPS_BPF_H */

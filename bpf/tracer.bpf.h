@@ -1,0 +1,286 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * tracer.bpf.h - function entry/return and line probes.
+ *
+ * Each attachment carries a BPF cookie: the probe id in the low 32 bits.
+ * A per-thread stack of calls in flight (map thread_calls) pairs returns
+ * with entries by stack pointer, which makes it recursion-safe and lets
+ * it drop frames that longjmp or an exception skipped: a frame whose
+ * return-address slot is at or below the current stack pointer is gone.
+ */
+#ifndef LP_TRACER_BPF_H
+#define LP_TRACER_BPF_H
+
+#define CALLS_MASK (LP_MAX_CALLS - 1)
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} call_seq SEC(".maps");
+
+/* Unique, never 0: CPU number in the top bits, a per-CPU sequence below. */
+static __always_inline __u64 next_call_id(void)
+{
+	__u32 zero = 0;
+	__u64 *seq = bpf_map_lookup_elem(&call_seq, &zero);
+	__u64 n = 0;
+
+	if (seq)
+		n = ++*seq;
+	return ((__u64)(bpf_get_smp_processor_id() + 1) << 48) | (n & ((1ULL << 48) - 1));
+}
+
+static __always_inline struct lp_thread_calls *get_thread_calls(__u32 tid, bool create)
+{
+	struct lp_thread_calls *tc = bpf_map_lookup_elem(&thread_calls, &tid);
+	static const struct lp_thread_calls empty;
+
+	if (tc || !create)
+		return tc;
+	bpf_map_update_elem(&thread_calls, &tid, &empty, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&thread_calls, &tid);
+}
+
+/* Run the fetch programs [first, first + n) of @probe_id and send them. */
+static __always_inline void emit_values(struct pt_regs *ctx, __u32 tgid, __u32 tid, __u32 probe_id,
+					__u32 first, __u32 n, __u64 bias, __u64 call_id,
+					bool at_return, __u64 *by_out, __s32 by_index)
+{
+	struct lp_hit *h;
+	__u32 i;
+
+	h = bpf_ringbuf_reserve(&events, sizeof(*h), 0);
+	if (!h) {
+		count_event(LP_CNT_LOST);
+		return;
+	}
+	h->hdr.type = LP_EV_HIT;
+	h->hdr.size = sizeof(*h);
+	h->pid = tgid;
+	h->tid = tid;
+	h->probe_id = probe_id;
+	h->n_values = n;
+	h->time_ns = bpf_ktime_get_ns();
+	h->call_id = call_id;
+	h->at_return = at_return;
+	h->reserved = 0;
+	h->fault_mask = 0;
+	for (i = 0; i < LP_MAX_VALUES; i++) {
+		if (i >= n)
+			break;
+		if (run_fetch(ctx, probe_id * LP_MAX_VALUES + first + i, bias, &h->values[i])) {
+			h->fault_mask |= 1ULL << i;
+			count_event(LP_CNT_FETCH_FAULTS);
+		}
+		if (by_out && (__s32)i == by_index)
+			*by_out = h->values[i].u64;
+	}
+	bpf_ringbuf_submit(h, 0);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(lp_func_entry)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = (__u32)id;
+	__u32 probe_id = (__u32)bpf_get_attach_cookie(ctx);
+	struct lp_thread_calls *tc;
+	struct lp_probe_cfg *cfg;
+	struct lp_frame_state *fs;
+	__u64 sp = ctx->sp, ret_addr = 0, by = 0;
+	__u32 d, k;
+
+	if (!is_target(tgid) || is_paused())
+		return 0;
+	cfg = bpf_map_lookup_elem(&probes, &probe_id);
+	if (!cfg)
+		return 0;
+	tc = get_thread_calls(tid, true);
+	if (!tc)
+		return 0;
+	d = tc->depth;
+	for (k = 0; k < LP_MAX_CALLS; k++) {
+		if (d == 0 || tc->f[(d - 1) & CALLS_MASK].sp > sp)
+			break;
+		d--;
+		count_event(LP_CNT_CALLS_UNWOUND);
+	}
+	if (d >= LP_MAX_CALLS) {
+		tc->depth = d;
+		count_event(LP_CNT_CALLS_DROPPED);
+		return 0;
+	}
+	bpf_probe_read_user(&ret_addr, sizeof(ret_addr), (void *)sp);
+	fs = &tc->f[d & CALLS_MASK];
+	fs->probe_id = probe_id;
+	fs->flags = 0;
+	fs->call_id = next_call_id();
+	fs->sp = sp;
+	fs->ret_addr = ret_addr;
+	fs->by_value = 0;
+	if (cfg->n_values) {
+		if (cfg->flags & LP_PCF_EMIT_VALUES) {
+			emit_values(ctx, tgid, tid, probe_id, 0, cfg->n_values, cfg->module_bias,
+				    fs->call_id, false, &by, cfg->by_index);
+		} else if (cfg->by_index >= 0 && cfg->by_index < LP_MAX_VALUES) {
+			struct lp_value v;
+
+			if (!run_fetch(ctx, probe_id * LP_MAX_VALUES + cfg->by_index,
+				       cfg->module_bias, &v))
+				by = v.u64;
+		}
+		if (cfg->by_index >= 0) {
+			fs->by_value = by;
+			fs->flags |= LP_FS_HAS_BY;
+		}
+	}
+	tc->depth = d + 1;
+	/* Last, so the latency excludes our own work above. */
+	fs->start_ns = bpf_ktime_get_ns();
+	return 0;
+}
+
+static __always_inline int on_return(struct pt_regs *ctx, __u64 entry_sp)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = (__u32)id;
+	__u32 probe_id = (__u32)bpf_get_attach_cookie(ctx);
+	struct lp_thread_calls *tc;
+	struct lp_frame_state *fs;
+	struct lp_probe_stats *st;
+	struct lp_probe_cfg *cfg;
+	__u64 lat, *slot;
+	__u32 d, k, idx;
+
+	if (!is_target(tgid))
+		return 0;
+	tc = get_thread_calls(tid, false);
+	cfg = bpf_map_lookup_elem(&probes, &probe_id);
+	if (!tc || !cfg)
+		return 0;
+	d = tc->depth;
+	if (d > LP_MAX_CALLS)
+		d = LP_MAX_CALLS;
+	/* Frames deeper than ours that never returned (longjmp, exceptions). */
+	for (k = 0; k < LP_MAX_CALLS; k++) {
+		if (d == 0 || tc->f[(d - 1) & CALLS_MASK].sp >= entry_sp)
+			break;
+		d--;
+		count_event(LP_CNT_CALLS_UNWOUND);
+	}
+	if (d == 0) {
+		tc->depth = 0;
+		return 0;
+	}
+	fs = &tc->f[(d - 1) & CALLS_MASK];
+	if (fs->sp != entry_sp || fs->probe_id != probe_id) {
+		/* Entered before we attached, or its entry was dropped. */
+		tc->depth = d;
+		return 0;
+	}
+	lat = now - fs->start_ns;
+	idx = probe_id * LP_HIST_BUCKETS + lp_hist_bucket(lat);
+	slot = bpf_map_lookup_elem(&hist, &idx);
+	if (slot)
+		__sync_fetch_and_add(slot, 1);
+	st = bpf_map_lookup_elem(&probe_stats, &probe_id);
+	if (st) {
+		__sync_fetch_and_add(&st->calls, 1);
+		__sync_fetch_and_add(&st->sum_ns, lat);
+		if (lat > st->max_ns)
+			st->max_ns = lat; /* a lost race only under-reports max briefly */
+	}
+	if (fs->flags & LP_FS_HAS_BY) {
+		struct lp_by_key key = { .probe_id = probe_id, .bucket = lp_hist_bucket(lat),
+					 .value = fs->by_value };
+		__u64 one = 1, *c = bpf_map_lookup_elem(&by_hist, &key);
+
+		if (c)
+			__sync_fetch_and_add(c, 1);
+		else
+			bpf_map_update_elem(&by_hist, &key, &one, BPF_NOEXIST);
+	}
+	if (cfg->n_ret_values)
+		emit_values(ctx, tgid, tid, probe_id, cfg->n_values, cfg->n_ret_values,
+			    cfg->module_bias, fs->call_id, true, NULL, -1);
+	if (fs->flags & LP_FS_SAMPLED) {
+		struct lp_call_end *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+
+		if (e) {
+			e->hdr.type = LP_EV_CALL_END;
+			e->hdr.size = sizeof(*e);
+			e->pid = tgid;
+			e->tid = tid;
+			e->probe_id = probe_id;
+			e->flags = 0;
+			if (fs->flags & LP_FS_LINE_HIT)
+				e->flags |= LP_CF_LINE_HIT;
+			if (fs->flags & LP_FS_HAS_BY)
+				e->flags |= LP_CF_HAS_BY;
+			e->call_id = fs->call_id;
+			e->start_ns = fs->start_ns;
+			e->latency_ns = lat;
+			e->by_value = fs->by_value;
+			bpf_ringbuf_submit(e, 0);
+		} else {
+			count_event(LP_CNT_LOST);
+		}
+	}
+	tc->depth = d - 1;
+	return 0;
+}
+
+/* uretprobe: the return address has been popped, so entry sp = sp - 8. */
+SEC("uretprobe")
+int BPF_KRETPROBE(lp_func_return)
+{
+	return on_return(ctx, ctx->sp - 8);
+}
+
+/* A uprobe on a `ret` instruction (Go binaries): sp is still the entry sp. */
+SEC("uprobe")
+int BPF_KPROBE(lp_func_ret_insn)
+{
+	return on_return(ctx, ctx->sp);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(lp_line_hit)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = (__u32)id;
+	__u32 probe_id = (__u32)bpf_get_attach_cookie(ctx);
+	struct lp_probe_stats *st;
+	struct lp_probe_cfg *cfg;
+	__u32 k;
+
+	if (!is_target(tgid) || is_paused())
+		return 0;
+	cfg = bpf_map_lookup_elem(&probes, &probe_id);
+	if (!cfg)
+		return 0;
+	st = bpf_map_lookup_elem(&probe_stats, &probe_id);
+	if (st)
+		__sync_fetch_and_add(&st->calls, 1);
+	if (cfg->when_of) {
+		struct lp_thread_calls *tc = get_thread_calls(tid, false);
+
+		if (tc) {
+			for (k = 0; k < LP_MAX_CALLS; k++) {
+				if (k >= tc->depth)
+					break;
+				if (tc->f[k].probe_id == cfg->when_of - 1)
+					tc->f[k].flags |= LP_FS_LINE_HIT;
+			}
+		}
+	}
+	if (cfg->n_values && (cfg->flags & LP_PCF_EMIT_VALUES))
+		emit_values(ctx, tgid, tid, probe_id, 0, cfg->n_values, cfg->module_bias, 0, false,
+			    NULL, -1);
+	return 0;
+}
+
+#endif /* LP_TRACER_BPF_H */

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * options.h - the profiling command line, parsed into struct options.
+ */
+#ifndef LP_USER_OPTIONS_H
+#define LP_USER_OPTIONS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define MAX_PIDS    64
+#define MAX_OUTPUTS 16
+#define MAX_TRACES  64
+
+enum call_graph_mode {
+	CALL_GRAPH_AUTO = 0,
+	CALL_GRAPH_FP,
+	CALL_GRAPH_DWARF,
+};
+
+struct options {
+	int pids[MAX_PIDS];
+	int n_pids;
+	bool all;
+	char **command; /* argv after "--", NULL-terminated, or NULL */
+	unsigned int freq;
+	double duration_s; /* 0: until Ctrl-C or target exit */
+	const char *outputs[MAX_OUTPUTS];
+	int n_outputs;
+	const char *json_path;
+	bool kernel;
+	bool lines;
+	bool verbose;
+	bool no_tui;
+	bool per_thread;
+	int top_rows;
+	/* tracing */
+	const char *traces[MAX_TRACES];
+	int n_traces;
+	const char *by_expr;
+	double window_s;
+	double interval_s;
+	double max_overhead_pct;
+	/* split */
+	const char *split_spec; /* FUNC[@pNN] */
+	const char *when_spec;
+	bool offcpu;
+	bool per_call;
+	/* unwinding */
+	enum call_graph_mode call_graph;
+	unsigned int stack_kib;
+	unsigned int ringbuf_mb;
+};
+
+/**
+ * options_parse - parse argv into @o (after the subcommand dispatch)
+ *
+ * Prints a one-line error for bad input.
+ * Return: 0 to run, 1 when --help was printed, or -EINVAL on bad usage.
+ */
+int options_parse(int argc, char **argv, struct options *o);
+
+/** options_usage - print the full help to @f */
+void options_usage(FILE *f);
+
+#endif

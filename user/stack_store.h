@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * stack_store.h - interning of raw stacks. A stack is the tuple
+ * (pid, off-CPU flag, user addresses, kernel addresses); equal stacks get
+ * the same small id, assigned once, so that everything downstream
+ * (counts, windows, split classes) handles 4-byte ids, and symbolization
+ * happens once per distinct stack, lazily.
+ */
+#ifndef LP_USER_STACK_STORE_H
+#define LP_USER_STACK_STORE_H
+
+#include <stdint.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#define STACK_F_OFFCPU	  (1u << 0) /* blocked, not running */
+#define STACK_F_TRUNCATED (1u << 1) /* the unwind did not reach the outermost frame */
+
+struct raw_stack {
+	uint32_t pid;
+	uint32_t tid;	/* kept for per-thread views; part of the key only with per_thread */
+	uint32_t flags; /* STACK_F_* */
+	uint16_t n_user, n_kernel;
+	char comm[16];
+	const uint64_t *user;	/* leaf first */
+	const uint64_t *kernel; /* leaf first */
+};
+
+struct stack_store;
+
+/**
+ * stack_store__new - create an empty store
+ * @per_thread: make the thread id part of a stack's identity
+ *
+ * Return: the store, or NULL on allocation failure.
+ */
+struct stack_store *stack_store__new(bool per_thread);
+void stack_store__free(struct stack_store *ss);
+
+/**
+ * stack_store__intern - id of @st, adding it if new (the addresses are copied)
+ *
+ * Return: the id (>= 0), or a negative errno.
+ */
+int64_t stack_store__intern(struct stack_store *ss, const struct raw_stack *st);
+
+/**
+ * stack_store__get - the stack with id @id; pointers stay valid until free
+ *
+ * Return: the stack, or NULL for an unknown id.
+ */
+const struct raw_stack *stack_store__get(const struct stack_store *ss, uint32_t id);
+
+/** stack_store__count - number of distinct stacks */
+size_t stack_store__count(const struct stack_store *ss);
+
+/*
+ * counts: stack id -> (count, weight). Used for the whole run, for each
+ * one-second slot of the sliding window and for each split class.
+ */
+struct stack_count {
+	uint32_t id;
+	uint64_t count;
+	uint64_t weight_ns;
+};
+
+struct counts {
+	struct stack_count *slots; /* open addressing, id + 1 in .id; 0 = empty */
+	size_t cap, n;
+	uint64_t total_count, total_weight;
+};
+
+void counts__init(struct counts *c);
+void counts__clear(struct counts *c);
+void counts__free(struct counts *c);
+/** counts__add - add to stack @id; returns 0 or -ENOMEM */
+int counts__add(struct counts *c, uint32_t id, uint64_t count, uint64_t weight_ns);
+/** counts__merge - add everything of @src into @dst; returns 0 or -ENOMEM */
+int counts__merge(struct counts *dst, const struct counts *src);
+
+/* Iterate: for (i = 0; i < c->cap; i++) if (c->slots[i].id) ...id - 1... */
+#define counts_for_each(c, sc)                                                                \
+	for (struct stack_count *sc = (c)->slots; sc && sc < (c)->slots + (c)->cap; sc++)     \
+		if (sc->id)
+
+static inline uint32_t stack_count__id(const struct stack_count *sc)
+{
+	return sc->id - 1;
+}
+
+#endif
