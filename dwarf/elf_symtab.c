@@ -1,0 +1,432 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * elf_symtab.c - build-id, PT_LOAD segments and function symbols of one ELF.
+ *
+ * Everything here may be fed a hostile or truncated file: only gelf_*
+ * accessors are used, every count is bounded by the data that holds it,
+ * and the file is read (ELF_C_READ), never mmapped, so a truncation after
+ * open gives an error instead of SIGBUS.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "elf_symtab.h"
+
+#define MAX_LOADS	 256	    /* real files have 2-6 */
+#define MAX_SYMS	 (1u << 24) /* beyond that the section is garbage */
+#define MAX_OVERLAP_WALK 16	    /* how far back lookup looks for an enclosing symbol */
+
+static void hexify(const unsigned char *p, size_t n, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = digits[p[i] >> 4];
+		out[2 * i + 1] = digits[p[i] & 15];
+	}
+	out[2 * n] = '\0';
+}
+
+/* Scan one block of notes for NT_GNU_BUILD_ID; 0 when found. */
+static int find_build_id_in(Elf_Data *data, char *hex)
+{
+	size_t off = 0, next, name_off, desc_off;
+	GElf_Nhdr nh;
+
+	if (!data || !data->d_buf)
+		return -ENOENT;
+	while (off < data->d_size &&
+	       (next = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
+		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 && nh.n_descsz > 0 &&
+		    nh.n_descsz <= ELF_BUILD_ID_MAX &&
+		    !memcmp((char *)data->d_buf + name_off, "GNU", 4)) {
+			hexify((unsigned char *)data->d_buf + desc_off, nh.n_descsz, hex);
+			return 0;
+		}
+		off = next;
+	}
+	return -ENOENT;
+}
+
+static void read_build_id(Elf *elf, char *hex)
+{
+	size_t phnum = 0;
+	Elf_Scn *scn = NULL;
+	GElf_Phdr ph;
+	GElf_Shdr sh;
+
+	hex[0] = '\0';
+	/* PT_NOTE first: present even when section headers were stripped */
+	if (elf_getphdrnum(elf, &phnum) == 0) {
+		for (size_t i = 0; i < phnum && i < MAX_LOADS; i++) {
+			if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_NOTE)
+				continue;
+			Elf_Data *d =
+				elf_getdata_rawchunk(elf, ph.p_offset, ph.p_filesz,
+						     ph.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR);
+			if (find_build_id_in(d, hex) == 0)
+				return;
+		}
+	}
+	while ((scn = elf_nextscn(elf, scn))) {
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
+			continue;
+		if (find_build_id_in(elf_getdata(scn, NULL), hex) == 0)
+			return;
+	}
+}
+
+static int read_loads(struct elf_symtab *t)
+{
+	size_t phnum = 0, n = 0;
+	GElf_Phdr ph;
+
+	if (elf_getphdrnum(t->elf, &phnum) != 0)
+		return -ENOEXEC;
+	if (phnum > MAX_LOADS)
+		phnum = MAX_LOADS;
+	t->loads = calloc(phnum ? phnum : 1, sizeof(*t->loads));
+	if (!t->loads)
+		return -ENOMEM;
+	for (size_t i = 0; i < phnum; i++) {
+		if (!gelf_getphdr(t->elf, i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		t->loads[n].offset = ph.p_offset;
+		t->loads[n].vaddr = ph.p_vaddr;
+		t->loads[n].filesz = ph.p_filesz;
+		t->loads[n].memsz = ph.p_memsz;
+		t->loads[n].flags = ph.p_flags;
+		n++;
+	}
+	t->nloads = n;
+	return 0;
+}
+
+static int open_common(Elf *elf, struct elf_symtab *t)
+{
+	GElf_Ehdr eh;
+	int err;
+
+	t->elf = elf;
+	t->dbg_fd = -1;
+	if (elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh))
+		return -ENOEXEC;
+	err = read_loads(t);
+	if (err)
+		return err;
+	read_build_id(elf, t->build_id);
+	return 0;
+}
+
+int elf_symtab__open_fd(int fd, struct elf_symtab **out)
+{
+	struct elf_symtab *t;
+	Elf *elf;
+	int err;
+
+	*out = NULL;
+	elf_version(EV_CURRENT);
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (!elf) {
+		free(t);
+		return -ENOEXEC;
+	}
+	err = open_common(elf, t);
+	if (err) {
+		elf_end(elf);
+		free(t->loads);
+		free(t);
+		return err;
+	}
+	t->fd = fd;
+	*out = t;
+	return 0;
+}
+
+int elf_symtab__open_path(const char *path, struct elf_symtab **out)
+{
+	int fd, err;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	err = elf_symtab__open_fd(fd, out);
+	if (err)
+		close(fd);
+	return err;
+}
+
+int elf_symtab__open_mem(void *image, size_t size, struct elf_symtab **out)
+{
+	struct elf_symtab *t;
+	Elf *elf;
+	int err;
+
+	*out = NULL;
+	elf_version(EV_CURRENT);
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	elf = elf_memory(image, size);
+	if (!elf) {
+		free(t);
+		return -ENOEXEC;
+	}
+	err = open_common(elf, t);
+	if (err) {
+		elf_end(elf);
+		free(t->loads);
+		free(t);
+		return err;
+	}
+	t->fd = -1;
+	t->image = image;
+	*out = t;
+	return 0;
+}
+
+void elf_symtab__free(struct elf_symtab *t)
+{
+	if (!t)
+		return;
+	if (t->dwarf)
+		dwarf_end(t->dwarf);
+	if (t->dbg_elf)
+		elf_end(t->dbg_elf);
+	if (t->dbg_fd >= 0)
+		close(t->dbg_fd);
+	if (t->elf)
+		elf_end(t->elf);
+	if (t->fd >= 0)
+		close(t->fd);
+	free(t->image);
+	free(t->loads);
+	free(t->syms);
+	free(t->names);
+	free(t);
+}
+
+int elf_symtab__offset_to_vaddr(const struct elf_symtab *t, uint64_t off, uint64_t *vaddr)
+{
+	for (size_t i = 0; i < t->nloads; i++) {
+		const struct elf_load *l = &t->loads[i];
+
+		if (off >= l->offset && off - l->offset < l->filesz) {
+			*vaddr = off - l->offset + l->vaddr;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+/* A symbol while loading: name as an offset in the growing pool. */
+struct raw_sym {
+	uint64_t addr, size;
+	size_t name_off;
+	uint32_t shndx;
+	unsigned char bind;
+};
+
+static int raw_cmp(const void *a, const void *b)
+{
+	const struct raw_sym *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	/* among aliases, the best one first: sized, then global, weak, local */
+	if (!x->size != !y->size)
+		return x->size ? -1 : 1;
+	if (x->bind != y->bind) {
+		int rx = x->bind == STB_GLOBAL ? 0 : x->bind == STB_WEAK ? 1 : 2;
+		int ry = y->bind == STB_GLOBAL ? 0 : y->bind == STB_WEAK ? 1 : 2;
+
+		if (rx != ry)
+			return rx - ry;
+	}
+	/* stable among equals so results do not depend on qsort */
+	return x->name_off < y->name_off ? -1 : x->name_off > y->name_off;
+}
+
+static Elf_Scn *find_symtab(Elf *elf, GElf_Shdr *shdr, bool *dyn)
+{
+	Elf_Scn *scn = NULL, *dynscn = NULL;
+	GElf_Shdr sh, dynsh;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		if (!gelf_getshdr(scn, &sh) || sh.sh_size == 0)
+			continue;
+		if (sh.sh_type == SHT_SYMTAB) {
+			*shdr = sh;
+			*dyn = false;
+			return scn;
+		}
+		if (sh.sh_type == SHT_DYNSYM && !dynscn) {
+			dynscn = scn;
+			dynsh = sh;
+		}
+	}
+	if (dynscn) {
+		*shdr = dynsh;
+		*dyn = true;
+	}
+	return dynscn;
+}
+
+/* End of the executable section @shndx, or 0 if it has none. */
+static uint64_t section_end(Elf *elf, uint32_t shndx, uint64_t addr)
+{
+	GElf_Shdr sh;
+	Elf_Scn *scn;
+
+	if (shndx == SHN_UNDEF || shndx >= SHN_LORESERVE)
+		return 0;
+	scn = elf_getscn(elf, shndx);
+	if (!scn || !gelf_getshdr(scn, &sh) || !(sh.sh_flags & SHF_EXECINSTR))
+		return 0;
+	if (addr < sh.sh_addr || addr - sh.sh_addr >= sh.sh_size)
+		return 0;
+	return sh.sh_addr + sh.sh_size;
+}
+
+static int load_syms(struct elf_symtab *t)
+{
+	struct raw_sym *raw = NULL, *tmp;
+	size_t nraw = 0, cap = 0, pool_len = 0, pool_cap = 0, count, entsz, n = 0;
+	char *pool = NULL, *ptmp;
+	GElf_Shdr sh;
+	Elf_Data *data;
+	Elf_Scn *scn;
+	int err = -ENOMEM;
+
+	scn = find_symtab(t->elf, &sh, &t->from_dynsym);
+	if (!scn)
+		return 0;
+	data = elf_getdata(scn, NULL);
+	entsz = gelf_fsize(t->elf, ELF_T_SYM, 1, EV_CURRENT);
+	if (!data || !entsz)
+		return 0;
+	count = data->d_size / entsz;
+	if (count > MAX_SYMS)
+		count = MAX_SYMS;
+
+	for (size_t i = 1; i < count; i++) {
+		GElf_Sym sym;
+		const char *name;
+		size_t len;
+		int type;
+
+		if (!gelf_getsym(data, i, &sym))
+			break;
+		type = GELF_ST_TYPE(sym.st_info);
+		if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF ||
+		    sym.st_value == 0)
+			continue;
+		name = elf_strptr(t->elf, sh.sh_link, sym.st_name);
+		if (!name || !*name)
+			continue;
+		len = strlen(name) + 1;
+		if (pool_len + len > pool_cap) {
+			pool_cap = (pool_cap + len) * 2;
+			ptmp = realloc(pool, pool_cap);
+			if (!ptmp)
+				goto out;
+			pool = ptmp;
+		}
+		if (nraw == cap) {
+			cap = cap ? cap * 2 : 256;
+			tmp = realloc(raw, cap * sizeof(*raw));
+			if (!tmp)
+				goto out;
+			raw = tmp;
+		}
+		memcpy(pool + pool_len, name, len);
+		raw[nraw].addr = sym.st_value;
+		raw[nraw].size = sym.st_size;
+		raw[nraw].name_off = pool_len;
+		raw[nraw].shndx = sym.st_shndx;
+		raw[nraw].bind = GELF_ST_BIND(sym.st_info);
+		pool_len += len;
+		nraw++;
+	}
+	if (!nraw) {
+		err = 0;
+		goto out;
+	}
+	qsort(raw, nraw, sizeof(*raw), raw_cmp);
+	t->syms = calloc(nraw, sizeof(*t->syms));
+	if (!t->syms)
+		goto out;
+	for (size_t i = 0; i < nraw; i++) {
+		/* aliases: the first (best) of each address wins */
+		if (n && t->syms[n - 1].addr == raw[i].addr)
+			continue;
+		uint64_t size = raw[i].size;
+
+		if (!size) {
+			/*
+			 * Assembly without .size: the symbol runs to the next
+			 * symbol or to the end of its section, whichever is
+			 * first. With neither, it matches its address only.
+			 */
+			uint64_t end = section_end(t->elf, raw[i].shndx, raw[i].addr);
+			size_t j = i + 1;
+
+			while (j < nraw && raw[j].addr == raw[i].addr)
+				j++;
+			if (j < nraw && (!end || raw[j].addr < end))
+				end = raw[j].addr;
+			if (end > raw[i].addr)
+				size = end - raw[i].addr;
+		}
+		t->syms[n].addr = raw[i].addr;
+		t->syms[n].size = size;
+		t->syms[n].name = (const char *)raw[i].name_off; /* fixed up below */
+		n++;
+	}
+	for (size_t i = 0; i < n; i++)
+		t->syms[i].name = pool + (size_t)t->syms[i].name;
+	t->nsyms = n;
+	t->names = pool;
+	pool = NULL;
+	err = 0;
+out:
+	free(raw);
+	free(pool);
+	return err;
+}
+
+const struct elf_sym *elf_symtab__lookup(struct elf_symtab *t, uint64_t vaddr)
+{
+	size_t lo = 0, hi;
+
+	if (!t->syms_loaded) {
+		t->syms_loaded = true;
+		if (load_syms(t))
+			return NULL;
+	}
+	hi = t->nsyms;
+	/* first symbol with addr > vaddr */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (t->syms[mid].addr <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* the nearest may be a small symbol nested in a bigger one: look back a bit */
+	for (size_t k = 0; k < MAX_OVERLAP_WALK && lo > 0; k++, lo--) {
+		const struct elf_sym *s = &t->syms[lo - 1];
+
+		if (vaddr - s->addr < s->size || vaddr == s->addr)
+			return s;
+	}
+	return NULL;
+}

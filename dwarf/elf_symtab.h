@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * elf_symtab.h - one ELF file (or in-memory image such as the vdso): its
+ * build-id, PT_LOAD segments and a sorted function symbol table.
+ */
+#ifndef LP_DWARF_ELF_SYMTAB_H
+#define LP_DWARF_ELF_SYMTAB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <gelf.h>
+#include <elfutils/libdw.h>
+
+#define ELF_BUILD_ID_MAX 64 /* bytes; GNU ld writes 20 */
+
+struct elf_sym {
+	uint64_t addr; /* ELF vaddr */
+	uint64_t size; /* 0 only if nothing sensible bounds it: matches addr exactly */
+	const char *name;
+};
+
+struct elf_load {
+	uint64_t offset, vaddr, filesz, memsz;
+	uint32_t flags;
+};
+
+struct elf_symtab {
+	int fd; /* -1 for a memory image */
+	Elf *elf;
+	void *image;				 /* owned memory image, NULL for a file */
+	char build_id[2 * ELF_BUILD_ID_MAX + 1]; /* hex, "" if none */
+	struct elf_load *loads;
+	size_t nloads;
+
+	/* loaded on first lookup */
+	bool syms_loaded;
+	bool from_dynsym;
+	struct elf_sym *syms;
+	size_t nsyms;
+	char *names; /* pool the names point into */
+
+	/* DWARF, opened on first line lookup */
+	bool dwarf_tried;
+	Dwarf *dwarf;
+	int dbg_fd; /* separate debug file, -1 if none */
+	Elf *dbg_elf;
+};
+
+/**
+ * elf_symtab__open_fd - read the ELF headers, PT_LOADs and build-id of @fd
+ * @fd: an open file; owned by the result on success, untouched on failure
+ * @out: set to the new object, free with elf_symtab__free()
+ *
+ * The file is read with read(2), not mmap, so a file truncated under us
+ * gives read errors rather than SIGBUS.
+ *
+ * Return: 0, -ENOEXEC for something that is not a usable ELF, -ENOMEM.
+ */
+int elf_symtab__open_fd(int fd, struct elf_symtab **out);
+
+/**
+ * elf_symtab__open_path - open @path read-only and call elf_symtab__open_fd()
+ *
+ * Return: 0 or a negative errno.
+ */
+int elf_symtab__open_path(const char *path, struct elf_symtab **out);
+
+/**
+ * elf_symtab__open_mem - like elf_symtab__open_fd() for an image in memory
+ * @image: malloc'd, owned by the result on success, untouched on failure
+ *
+ * Return: 0 or a negative errno.
+ */
+int elf_symtab__open_mem(void *image, size_t size, struct elf_symtab **out);
+
+/**
+ * elf_symtab__free - close the file and free everything, NULL is a no-op
+ */
+void elf_symtab__free(struct elf_symtab *t);
+
+/**
+ * elf_symtab__offset_to_vaddr - translate a file offset into an ELF vaddr
+ * through the PT_LOAD that contains it
+ *
+ * Return: 0 with @vaddr set, or -ENOENT if no PT_LOAD holds @off.
+ */
+int elf_symtab__offset_to_vaddr(const struct elf_symtab *t, uint64_t off, uint64_t *vaddr);
+
+/**
+ * elf_symtab__lookup - the function symbol that covers @vaddr
+ *
+ * Symbols come from .symtab, or .dynsym when there is no .symtab. An
+ * address past the end of the nearest symbol gives NULL, never a
+ * neighbour's name. Zero-size symbols are given the size up to the next
+ * symbol or the end of their section, whichever is closer.
+ *
+ * Return: the symbol (owned by @t), or NULL.
+ */
+const struct elf_sym *elf_symtab__lookup(struct elf_symtab *t, uint64_t vaddr);
+
+#endif /* LP_DWARF_ELF_SYMTAB_H */
