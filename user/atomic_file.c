@@ -127,6 +127,18 @@ int atomic_file__commit(struct atomic_file *af)
 	/* Without fsync a crash after the rename can leave an empty target. */
 	if (!err && fsync(fileno(af->fp)))
 		err = -errno;
+	/*
+	 * Whoever can write the directory could have swapped our file for a
+	 * symlink since we created it; rename would then install their link.
+	 */
+	if (!err) {
+		struct stat mine, now;
+
+		if (fstat(fileno(af->fp), &mine) || lstat(af->tmp_path, &now))
+			err = -errno;
+		else if (mine.st_dev != now.st_dev || mine.st_ino != now.st_ino)
+			err = -EEXIST;
+	}
 	if (fclose(af->fp) && !err)
 		err = -errno;
 	af->fp = NULL;

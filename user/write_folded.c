@@ -105,7 +105,7 @@ static int stack_cmp(const void *a, const void *b, void *arg)
 
 static int folded(const struct profile *p, FILE *out, bool weighted)
 {
-	struct fold_ctx c = { .p = p };
+	struct fold_ctx c = {.p = p};
 	size_t *order = NULL, total = 0, i, j;
 	char *buf = NULL;
 	int err = 0;

@@ -383,8 +383,8 @@ static uint32_t location(struct pprof *pp, const uint32_t *ids, uint32_t n)
 	for (uint32_t i = n; i-- > 0;) {
 		line->len = 0;
 		pb_uint(line, LINE_FUNCTION_ID, pp->frame_func[ids[i]]);
-		pb_uint(line, LINE_LINE, pp->p->frames[ids[i]].line > 0 ?
-						 (uint64_t)pp->p->frames[ids[i]].line : 0);
+		pb_uint(line, LINE_LINE,
+			pp->p->frames[ids[i]].line > 0 ? (uint64_t)pp->p->frames[ids[i]].line : 0);
 		pb_msg(b, LOCATION_LINE, line);
 	}
 	pb_msg(&pp->out, PROFILE_LOCATION, b);
@@ -407,7 +407,7 @@ static int encode(struct pprof *pp, const struct pprof_opts *o)
 	int64_t s_samples, s_count, s_time, s_ns, s_name;
 	uint32_t *locs = NULL;
 	size_t locs_cap = 0;
-	struct pbuf sb = { 0 }, packed = { 0 };
+	struct pbuf sb = {0}, packed = {0};
 	bool any_inlined = false;
 	int err = 0;
 
@@ -512,12 +512,12 @@ out:
 static int gzip_to(FILE *out, const uint8_t *data, size_t len)
 {
 	uint8_t chunk[64 * 1024];
-	z_stream zs = { 0 };
+	z_stream zs = {0};
 	int zr, err = 0;
 
 	/* windowBits 15 + 16: a gzip header and trailer, as pprof expects. */
-	if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8,
-			 Z_DEFAULT_STRATEGY) != Z_OK)
+	if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) !=
+	    Z_OK)
 		return -ENOMEM;
 	zs.next_in = (Bytef *)data;
 	zs.avail_in = len;
@@ -543,8 +543,8 @@ static int gzip_to(FILE *out, const uint8_t *data, size_t len)
 
 int write_pprof(const struct profile *p, FILE *out, const struct pprof_opts *o)
 {
-	struct pprof_opts def = { 0 };
-	struct pprof pp = { .p = p };
+	struct pprof_opts def = {0};
+	struct pprof pp = {.p = p};
 	int err;
 
 	if (o)

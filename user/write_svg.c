@@ -14,16 +14,16 @@
 
 #include "user/writers.h"
 
-#define DEF_WIDTH    1200
-#define DEF_MIN_PCT  0.1
-#define FRAME_H	     16
-#define PAD	     10
-#define HEAD_H	     64
-#define FOOT_H	     24
-#define FONT_SIZE    12
-#define CHAR_W	     7.0 /* average glyph width of the font at FONT_SIZE, for truncation */
-#define ROOT_NAME    "all"
-#define NO_NODE	     UINT32_MAX
+#define DEF_WIDTH   1200
+#define DEF_MIN_PCT 0.1
+#define FRAME_H	    16
+#define PAD	    10
+#define HEAD_H	    64
+#define FOOT_H	    24
+#define FONT_SIZE   12
+#define CHAR_W	    7.0 /* average glyph width of the font at FONT_SIZE, for truncation */
+#define ROOT_NAME   "all"
+#define NO_NODE	    UINT32_MAX
 
 struct node {
 	const char *name;
@@ -298,16 +298,16 @@ static struct rgb frame_colour(const struct node *n)
 	       v3 = (double)((h >> 16) & 0xff) / 255.0;
 
 	if (n->offcpu * 2 > n->value)
-		return (struct rgb){ 60 + 60 * v1, 110 + 60 * v2, 220 + 35 * v3 };
+		return (struct rgb){60 + 60 * v1, 110 + 60 * v2, 220 + 35 * v3};
 	switch (n->kind) {
 	case FRAME_KERNEL:
-		return (struct rgb){ 60 + 60 * v1, 180 + 50 * v2, 180 + 50 * v2 };
+		return (struct rgb){60 + 60 * v1, 180 + 50 * v2, 180 + 50 * v2};
 	case FRAME_MARKER:
-		return (struct rgb){ 170 + 40 * v1, 140 + 40 * v1, 200 + 40 * v1 };
+		return (struct rgb){170 + 40 * v1, 140 + 40 * v1, 200 + 40 * v1};
 	case FRAME_ROOT:
-		return (struct rgb){ 200 + 20 * v1, 200 + 20 * v1, 200 + 20 * v1 };
+		return (struct rgb){200 + 20 * v1, 200 + 20 * v1, 200 + 20 * v1};
 	default:
-		return (struct rgb){ 205 + 50 * v3, 230 * v1, 55 * v2 };
+		return (struct rgb){205 + 50 * v3, 230 * v1, 55 * v2};
 	}
 }
 
@@ -341,8 +341,8 @@ static struct rgb diff_colour(const struct svg *g, const struct node *n)
 	unsigned fade = 255 - (unsigned)(c * 200);
 
 	if (c < 0.02)
-		return (struct rgb){ 235, 235, 235 };
-	return d > 0 ? (struct rgb){ 255, fade, fade } : (struct rgb){ fade, fade, 255 };
+		return (struct rgb){235, 235, 235};
+	return d > 0 ? (struct rgb){255, fade, fade} : (struct rgb){fade, fade, 255};
 }
 
 static int child_cmp(const void *a, const void *b, void *arg)
@@ -428,8 +428,8 @@ static void draw_frame(struct svg *g, uint32_t i, uint64_t x_value)
 	const struct node *n = &g->t.nodes[i];
 	double fw = g->width - 2 * PAD;
 	double x = (double)x_value / (double)g->total, w = (double)n->value / (double)g->total;
-	double y = g->o->icicle ? HEAD_H + (double)n->depth * FRAME_H :
-				  g->height - FOOT_H - (double)(n->depth + 1) * FRAME_H;
+	double y = g->o->icicle ? HEAD_H + (double)n->depth * FRAME_H
+				: g->height - FOOT_H - (double)(n->depth + 1) * FRAME_H;
 	double pct = 100.0 * w;
 	struct rgb c = g->diff ? diff_colour(g, n) : frame_colour(n);
 	size_t fit = (size_t)((w * fw - 6) / CHAR_W);
@@ -511,7 +511,9 @@ static void draw_frames(struct svg *g)
 }
 
 static const char svg_script[] =
-	"var F=[],fw,det,mat,rz,CW=" "7" ",zoomed=null,searchRe=null;\n"
+	"var F=[],fw,det,mat,rz,CW="
+	"7"
+	",zoomed=null,searchRe=null;\n"
 	"function init(){det=document.getElementById('details');"
 	"mat=document.getElementById('matched');rz=document.getElementById('unzoom');\n"
 	" fw=+document.documentElement.getAttribute('data-fw');\n"
@@ -592,7 +594,8 @@ static void write_doc(struct svg *g, const char *def_title)
 	fprintf(out,
 		"<text id=\"unzoom\" class=\"btn\" x=\"%d\" y=\"22\" style=\"display:none\">"
 		"Reset Zoom</text>\n"
-		"<text id=\"search\" class=\"btn\" x=\"%d\" y=\"22\" text-anchor=\"end\">Search</text>\n"
+		"<text id=\"search\" class=\"btn\" x=\"%d\" y=\"22\" "
+		"text-anchor=\"end\">Search</text>\n"
 		"<text id=\"details\" x=\"%d\" y=\"%d\"> </text>\n"
 		"<text id=\"matched\" x=\"%d\" y=\"%d\" text-anchor=\"end\"> </text>\n",
 		PAD, w - PAD, PAD, h - 8, w - PAD, h - 8);
@@ -632,8 +635,8 @@ static int render(struct svg *g, const char *def_title)
 
 int write_svg(const struct profile *p, FILE *out, const struct svg_opts *o)
 {
-	struct svg_opts def = { 0 };
-	struct svg g = { .out = out, .o = o ? o : &def };
+	struct svg_opts def = {0};
+	struct svg g = {.out = out, .o = o ? o : &def};
 	int err;
 
 	err = tree_build(&g.t, p, g.o->use_weight);
@@ -647,8 +650,8 @@ int write_svg(const struct profile *p, FILE *out, const struct svg_opts *o)
 int write_svg_diff(const struct profile *slow, const struct profile *fast, FILE *out,
 		   const struct svg_opts *o)
 {
-	struct svg_opts def = { 0 };
-	struct svg g = { .out = out, .o = o ? o : &def, .diff = true };
+	struct svg_opts def = {0};
+	struct svg g = {.out = out, .o = o ? o : &def, .diff = true};
 	int err;
 
 	if (g.o->per_call && (!g.o->slow_calls || !g.o->fast_calls))

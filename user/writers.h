@@ -69,11 +69,11 @@ char *writer__clean_utf8(const char *s);
 struct svg_opts {
 	const char *title;    /* NULL: "Flame Graph" */
 	const char *subtitle; /* NULL: none */
-	const char *unit;     /* what one unit of value is: NULL: "samples" (or "ns" with use_weight) */
-	bool use_weight;      /* frame widths from weight_ns instead of count */
-	bool icicle;	      /* root at the top instead of the bottom */
-	int width;	      /* image width in pixels, 0: 1200 */
-	double min_pct;	      /* frames narrower than this % of the total are not drawn, 0: 0.1 */
+	const char *unit; /* what one unit of value is: NULL: "samples" (or "ns" with use_weight) */
+	bool use_weight;  /* frame widths from weight_ns instead of count */
+	bool icicle;	  /* root at the top instead of the bottom */
+	int width;	  /* image width in pixels, 0: 1200 */
+	double min_pct;	  /* frames narrower than this % of the total are not drawn, 0: 0.1 */
 	/*
 	 * write_svg_diff() only: by default the colour compares shares of each
 	 * profile's total; with per_call, values are divided by the number of
