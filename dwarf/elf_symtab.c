@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "elf_symtab.h"
+#include "sym_dwarf.h"
 
 #define MAX_LOADS	 256	    /* real files have 2-6 */
 #define MAX_SYMS	 (1u << 24) /* beyond that the section is garbage */
@@ -196,6 +197,7 @@ void elf_symtab__free(struct elf_symtab *t)
 {
 	if (!t)
 		return;
+	sym_dwarf__release(t);
 	if (t->dwarf)
 		dwarf_end(t->dwarf);
 	if (t->dbg_elf)

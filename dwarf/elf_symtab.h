@@ -45,6 +45,8 @@ struct elf_symtab {
 	Dwarf *dwarf;
 	int dbg_fd; /* separate debug file, -1 if none */
 	Elf *dbg_elf;
+	struct sym_cu_index *cu_idx; /* per-CU function ranges, sorted by CU offset */
+	size_t ncu_idx, cu_idx_cap;
 };
 
 /**

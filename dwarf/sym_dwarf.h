@@ -34,4 +34,9 @@ struct sym_line_frame {
  */
 int sym_dwarf__frames(struct elf_symtab *t, uint64_t vaddr, struct sym_line_frame *out, int max);
 
+/**
+ * sym_dwarf__release - free the per-CU indexes kept in @t (not the Dwarf)
+ */
+void sym_dwarf__release(struct elf_symtab *t);
+
 #endif /* LP_DWARF_SYM_DWARF_H */
