@@ -8,6 +8,11 @@
  * build-id (through /proc/PID/map_files or /proc/PID/root, so deleted and
  * containerized binaries still resolve). Results are cached per
  * (build-id, file offset); nothing re-reads DWARF for a repeated address.
+ *
+ * Callers pass return addresses minus one for non-leaf frames, so that the
+ * call instruction, not the next line, is symbolized. Function symbols
+ * whose st_size is 0 are taken to run up to the next symbol or the end of
+ * their section. A symbolizer is not thread-safe: lock around it.
  */
 #ifndef LP_DWARF_SYMBOLIZE_H
 #define LP_DWARF_SYMBOLIZE_H

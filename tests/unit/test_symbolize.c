@@ -107,7 +107,7 @@ static uint64_t field(const char *text, const char *key)
 /* Start @path (libraries come from its rpath), read its address line. */
 static bool spawn(const char *path, struct child *c)
 {
-	char buf[1024];
+	char buf[1024] = "";
 	size_t len = 0;
 	int fds[2];
 	pid_t pid;
@@ -129,7 +129,7 @@ static bool spawn(const char *path, struct child *c)
 	if (nchildren < MAX_CHILDREN)
 		children[nchildren++] = pid;
 	/* the "outer=" line comes last */
-	while (len < sizeof(buf) - 1 && !strstr(buf, "r=")) {
+	while (len < sizeof(buf) - 1 && !strstr(buf, " r=")) {
 		ssize_t r = read(fds[0], buf + len, sizeof(buf) - 1 - len);
 
 		if (r <= 0)
@@ -292,6 +292,33 @@ UNIT_TEST(test_pie_with_lib)
 	if (c.outer)
 		check_full("prog_pie", &c, true);
 	reap(&c);
+}
+
+/* Two processes, one library: one ELF opened, names from the same table. */
+UNIT_TEST(test_shared_cache)
+{
+	struct sym_frame f1, f2;
+	struct symbolizer *s;
+	struct child a, b;
+	char path[128];
+
+	CHECK(build_prog("prog_pie2", "-O2 -g -pie -fPIE", true));
+	snprintf(path, sizeof(path), "%s/prog_pie2", tmpdir);
+	CHECK(spawn(path, &a));
+	CHECK(spawn(path, &b));
+	s = symbolizer__new(false);
+	CHECK(s);
+	if (s && a.lib_static && b.lib_static) {
+		CHECK_EQ_INT(symbolizer__resolve(s, a.pid, a.lib_static, &f1, 1), 1);
+		CHECK_EQ_INT(symbolizer__resolve(s, b.pid, b.lib_static, &f2, 1), 1);
+		CHECK_STR(f1.func, "sym_lib_static");
+		CHECK(f1.func == f2.func);
+		CHECK(f1.build_id == f2.build_id);
+		CHECK_EQ_INT(f1.offset, f2.offset);
+	}
+	symbolizer__free(s);
+	reap(&a);
+	reap(&b);
 }
 
 UNIT_TEST(test_non_pie)
@@ -640,7 +667,7 @@ static void __attribute__((constructor)) register_cleanup(void)
 	atexit(cleanup);
 }
 
-UNIT_MAIN(UNIT_ENTRY(test_proc_maps_parse), UNIT_ENTRY(test_pie_with_lib), UNIT_ENTRY(test_non_pie),
-	  UNIT_ENTRY(test_stripped), UNIT_ENTRY(test_no_debug_info),
-	  UNIT_ENTRY(test_deleted_and_dead), UNIT_ENTRY(test_vdso), UNIT_ENTRY(test_corrupt_elf),
-	  UNIT_ENTRY(test_kernel), UNIT_ENTRY(test_bench))
+UNIT_MAIN(UNIT_ENTRY(test_proc_maps_parse), UNIT_ENTRY(test_pie_with_lib),
+	  UNIT_ENTRY(test_shared_cache), UNIT_ENTRY(test_non_pie), UNIT_ENTRY(test_stripped),
+	  UNIT_ENTRY(test_no_debug_info), UNIT_ENTRY(test_deleted_and_dead), UNIT_ENTRY(test_vdso),
+	  UNIT_ENTRY(test_corrupt_elf), UNIT_ENTRY(test_kernel), UNIT_ENTRY(test_bench))
