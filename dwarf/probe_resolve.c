@@ -1332,6 +1332,7 @@ struct line_scan {
 	size_t n, cap;
 	bool file_seen;
 	bool any_lines;	  /* some CU had a line table */
+	bool merged;	  /* the line had rows, all folded into code of other lines */
 	int below, above; /* nearest lines with code around the wanted one */
 	char matched_file[PROBE_PATH_MAX];
 	struct near near_files;
@@ -1357,6 +1358,36 @@ static int addr_push(struct line_scan *ls, uint64_t a)
 	}
 	ls->addrs[ls->n++] = a;
 	return 0;
+}
+
+/*
+ * Several rows at one address are "views": the instruction there belongs
+ * to the last of them (as addr2line reports it). A row whose address ends
+ * on another line would put the probe on that line, not on this one.
+ */
+static bool empty_view(Dwarf_Lines *lines, size_t i, size_t n, Dwarf_Addr a, int line)
+{
+	size_t j, last = i;
+
+	for (j = i + 1; j < n; j++) {
+		Dwarf_Line *l = dwarf_onesrcline(lines, j);
+		Dwarf_Addr na;
+		bool end = false;
+
+		if (!l || dwarf_lineaddr(l, &na) || na != a)
+			break;
+		dwarf_lineendsequence(l, &end);
+		if (end)
+			break;
+		last = j;
+	}
+	if (last != i) {
+		Dwarf_Line *l = dwarf_onesrcline(lines, last);
+		int ln;
+
+		return !l || dwarf_lineno(l, &ln) || ln != line;
+	}
+	return false;
 }
 
 static int scan_cu_lines(Dwarf_Die *cu, const char *want, int line, struct line_scan *ls)
@@ -1407,9 +1438,11 @@ static int scan_cu_lines(Dwarf_Die *cu, const char *want, int line, struct line_
 			if (!ls->file_seen)
 				snprintf(ls->matched_file, sizeof(ls->matched_file), "%s", src);
 			ls->file_seen = true;
-			if (stmt && ln < line && ln > ls->below)
+			/* suggest only lines a probe would really land on */
+			if (stmt && ln < line && ln > ls->below && !empty_view(lines, i, n, a, ln))
 				ls->below = ln;
-			if (stmt && ln > line && (!ls->above || ln < ls->above))
+			if (stmt && ln > line && (!ls->above || ln < ls->above) &&
+			    !empty_view(lines, i, n, a, ln))
 				ls->above = ln;
 			/*
 			 * Only where the line starts: further rows of the same
@@ -1418,8 +1451,12 @@ static int scan_cu_lines(Dwarf_Die *cu, const char *want, int line, struct line_
 			 */
 			if (stmt && ln == line &&
 			    !(prev_line == line && prev_src && !strcmp(prev_src, src))) {
-				int ret = addr_push(ls, a);
+				int ret = 0;
 
+				if (empty_view(lines, i, n, a, line))
+					ls->merged = true;
+				else
+					ret = addr_push(ls, a);
 				if (ret)
 					return ret;
 			}
@@ -1476,7 +1513,12 @@ static int resolve_line(struct ctx *c, const struct probe_spec *spec, struct pro
 	if (!ls.n) {
 		const char *f = base_name(ls.matched_file);
 
-		if (ls.below && ls.above)
+		if (ls.merged)
+			errf(c->err, c->errlen,
+			     "%s:%d has no instruction of its own (the compiler merged it into "
+			     "neighbouring lines); nearest lines with code: %s:%d, %s:%d",
+			     spec->file, spec->line, f, ls.below, f, ls.above);
+		else if (ls.below && ls.above)
 			errf(c->err, c->errlen,
 			     "no code at %s:%d; nearest lines with code: %s:%d, %s:%d", spec->file,
 			     spec->line, f, ls.below, f, ls.above);
