@@ -84,7 +84,7 @@ $(OUT)/bpf/%.bpf.o: bpf/%.bpf.c vmlinux/vmlinux.h | $(DEPS_STAMP)
 	$(call msg,BPF,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) -g -O2 -Wall -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Ibpf -I. \
-		-MMD -MP -c $< -o $@.raw.o
+		-MMD -MP -MF $(@:.o=.d) -MT $@ -c $< -o $@.raw.o
 	$(Q)$(BPFTOOL) gen object $@ $@.raw.o && rm -f $@.raw.o
 
 $(OUT)/%.skel.h: $(OUT)/bpf/%.bpf.o

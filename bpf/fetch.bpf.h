@@ -8,42 +8,47 @@
 #ifndef LP_FETCH_BPF_H
 #define LP_FETCH_BPF_H
 
-/* DWARF x86-64 register number -> pt_regs field. */
-static __always_inline __u64 dwarf_reg(struct pt_regs *regs, __u32 reg)
+/*
+ * The probed thread's registers by DWARF x86-64 number (16 = rip). Copied
+ * once per hit: the verifier accepts only constant offsets into the
+ * context, so a register chosen at run time is read from this array.
+ */
+struct fetch_regs {
+	__u64 r[17];
+};
+
+static __always_inline void fetch_regs_load(struct fetch_regs *fr, struct pt_regs *regs)
 {
-	switch (reg) {
-	case 0: return regs->ax;
-	case 1: return regs->dx;
-	case 2: return regs->cx;
-	case 3: return regs->bx;
-	case 4: return regs->si;
-	case 5: return regs->di;
-	case 6: return regs->bp;
-	case 7: return regs->sp;
-	case 8: return regs->r8;
-	case 9: return regs->r9;
-	case 10: return regs->r10;
-	case 11: return regs->r11;
-	case 12: return regs->r12;
-	case 13: return regs->r13;
-	case 14: return regs->r14;
-	case 15: return regs->r15;
-	case 16: return regs->ip;
-	default: return 0;
-	}
+	fr->r[0] = regs->ax;
+	fr->r[1] = regs->dx;
+	fr->r[2] = regs->cx;
+	fr->r[3] = regs->bx;
+	fr->r[4] = regs->si;
+	fr->r[5] = regs->di;
+	fr->r[6] = regs->bp;
+	fr->r[7] = regs->sp;
+	fr->r[8] = regs->r8;
+	fr->r[9] = regs->r9;
+	fr->r[10] = regs->r10;
+	fr->r[11] = regs->r11;
+	fr->r[12] = regs->r12;
+	fr->r[13] = regs->r13;
+	fr->r[14] = regs->r14;
+	fr->r[15] = regs->r15;
+	fr->r[16] = regs->ip;
 }
 
 /*
  * Run fetch program @idx against @regs into @out. Returns 0, or -1 when
  * a user-memory read faulted (the value is then reported as unreadable).
  */
-static __noinline int run_fetch(struct pt_regs *regs, __u32 idx, __u64 bias, struct lp_value *out)
+static __noinline int run_fetch(struct fetch_regs *regs, __u32 idx, __u64 bias, struct lp_value *out)
 {
 	struct lp_fetch_prog *p = bpf_map_lookup_elem(&fetch, &idx);
 	__u64 acc = 0, tmp;
 	__u32 i;
 
-	if (!p || !out)
+	if (!p || !out || !regs)
 		return -1;
 	out->u64 = 0;
 	for (i = 0; i < LP_MAX_FETCH_OPS; i++) {
@@ -56,7 +61,9 @@ static __noinline int run_fetch(struct pt_regs *regs, __u32 idx, __u64 bias, str
 			out->u64 = acc;
 			return 0;
 		case LP_OP_REG:
-			acc = dwarf_reg(regs, op->reg);
+			if (op->reg > 16)
+				return -1;
+			acc = regs->r[op->reg];
 			break;
 		case LP_OP_ADD:
 			acc += op->arg;
@@ -70,10 +77,10 @@ static __noinline int run_fetch(struct pt_regs *regs, __u32 idx, __u64 bias, str
 			acc = op->arg + bias;
 			break;
 		case LP_OP_CFA:
-			acc = regs->sp + op->arg;
+			acc = regs->r[7] + op->arg;
 			break;
 		case LP_OP_RETVAL:
-			acc = regs->ax;
+			acc = regs->r[0];
 			break;
 		case LP_OP_LOAD:
 			tmp = 0;

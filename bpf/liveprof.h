@@ -9,6 +9,10 @@
 #ifndef LIVEPROF_H
 #define LIVEPROF_H
 
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
 #define LP_MAX_USTACK	   127 /* user frames per sample (perf's default max) */
 #define LP_MAX_KSTACK	   64  /* kernel frames per sample */
 #define LP_MAX_CALLS	   8   /* traced calls in flight per thread */
@@ -176,6 +180,13 @@ struct lp_hit {
 	__u32 reserved;
 	__u64 fault_mask; /* bit i set: value i could not be read */
 	struct lp_value values[LP_MAX_VALUES];
+};
+
+/* Key of map "by_hist": calls of probe_id with value and latency bucket (--by). */
+struct lp_by_key {
+	__u32 probe_id;
+	__u32 bucket;
+	__u64 value;
 };
 
 /* Bucket of a latency in ns: exact below 64 ns, 64 sub-buckets per octave above. */

@@ -116,13 +116,7 @@ struct {
 	__type(value, struct lp_fetch_prog);
 } fetch SEC(".maps");
 
-/* --by: (probe, value, bucket) -> calls. */
-struct lp_by_key {
-	__u32 probe_id;
-	__u32 bucket;
-	__u64 value;
-};
-
+/* --by: (probe, value, bucket) -> calls; key layout in liveprof.h. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536);

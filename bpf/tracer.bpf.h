@@ -13,6 +13,17 @@
 
 #define CALLS_MASK (LP_MAX_CALLS - 1)
 
+/*
+ * Index into a thread's call array. The empty asm hides the value's known
+ * range from clang, so the mask survives into the object and the verifier
+ * sees a bounded index (clang drops a mask it can prove redundant).
+ */
+static __always_inline __u32 call_idx(__u32 i)
+{
+	asm volatile("" : "+r"(i));
+	return i & CALLS_MASK;
+}
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
@@ -48,9 +59,11 @@ static __always_inline void emit_values(struct pt_regs *ctx, __u32 tgid, __u32 t
 					__u32 first, __u32 n, __u64 bias, __u64 call_id,
 					bool at_return, __u64 *by_out, __s32 by_index)
 {
+	struct fetch_regs fr;
 	struct lp_hit *h;
 	__u32 i;
 
+	fetch_regs_load(&fr, ctx);
 	h = bpf_ringbuf_reserve(&events, sizeof(*h), 0);
 	if (!h) {
 		count_event(LP_CNT_LOST);
@@ -70,7 +83,7 @@ static __always_inline void emit_values(struct pt_regs *ctx, __u32 tgid, __u32 t
 	for (i = 0; i < LP_MAX_VALUES; i++) {
 		if (i >= n)
 			break;
-		if (run_fetch(ctx, probe_id * LP_MAX_VALUES + first + i, bias, &h->values[i])) {
+		if (run_fetch(&fr, probe_id * LP_MAX_VALUES + first + i, bias, &h->values[i])) {
 			h->fault_mask |= 1ULL << i;
 			count_event(LP_CNT_FETCH_FAULTS);
 		}
@@ -102,7 +115,7 @@ int BPF_KPROBE(lp_func_entry)
 		return 0;
 	d = tc->depth;
 	for (k = 0; k < LP_MAX_CALLS; k++) {
-		if (d == 0 || tc->f[(d - 1) & CALLS_MASK].sp > sp)
+		if (d == 0 || tc->f[call_idx(d - 1)].sp > sp)
 			break;
 		d--;
 		count_event(LP_CNT_CALLS_UNWOUND);
@@ -113,7 +126,7 @@ int BPF_KPROBE(lp_func_entry)
 		return 0;
 	}
 	bpf_probe_read_user(&ret_addr, sizeof(ret_addr), (void *)sp);
-	fs = &tc->f[d & CALLS_MASK];
+	fs = &tc->f[call_idx(d)];
 	fs->probe_id = probe_id;
 	fs->flags = 0;
 	fs->call_id = next_call_id();
@@ -126,8 +139,10 @@ int BPF_KPROBE(lp_func_entry)
 				    fs->call_id, false, &by, cfg->by_index);
 		} else if (cfg->by_index >= 0 && cfg->by_index < LP_MAX_VALUES) {
 			struct lp_value v;
+			struct fetch_regs fr;
 
-			if (!run_fetch(ctx, probe_id * LP_MAX_VALUES + cfg->by_index,
+			fetch_regs_load(&fr, ctx);
+			if (!run_fetch(&fr, probe_id * LP_MAX_VALUES + cfg->by_index,
 				       cfg->module_bias, &v))
 				by = v.u64;
 		}
@@ -166,7 +181,7 @@ static __always_inline int on_return(struct pt_regs *ctx, __u64 entry_sp)
 		d = LP_MAX_CALLS;
 	/* Frames deeper than ours that never returned (longjmp, exceptions). */
 	for (k = 0; k < LP_MAX_CALLS; k++) {
-		if (d == 0 || tc->f[(d - 1) & CALLS_MASK].sp >= entry_sp)
+		if (d == 0 || tc->f[call_idx(d - 1)].sp >= entry_sp)
 			break;
 		d--;
 		count_event(LP_CNT_CALLS_UNWOUND);
@@ -175,7 +190,7 @@ static __always_inline int on_return(struct pt_regs *ctx, __u64 entry_sp)
 		tc->depth = 0;
 		return 0;
 	}
-	fs = &tc->f[(d - 1) & CALLS_MASK];
+	fs = &tc->f[call_idx(d - 1)];
 	if (fs->sp != entry_sp || fs->probe_id != probe_id) {
 		/* Entered before we attached, or its entry was dropped. */
 		tc->depth = d;

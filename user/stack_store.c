@@ -264,3 +264,22 @@ int counts__merge(struct counts *dst, const struct counts *src)
 	}
 	return 0;
 }
+
+void counts__get(const struct counts *c, uint32_t id, uint64_t *count, uint64_t *weight_ns)
+{
+	uint32_t key = id + 1;
+	size_t i;
+
+	*count = *weight_ns = 0;
+	if (!c->cap)
+		return;
+	i = id_slot(key, c->cap);
+	while (c->slots[i].id) {
+		if (c->slots[i].id == key) {
+			*count = c->slots[i].count;
+			*weight_ns = c->slots[i].weight_ns;
+			return;
+		}
+		i = (i + 1) & (c->cap - 1);
+	}
+}

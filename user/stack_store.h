@@ -88,4 +88,8 @@ static inline uint32_t stack_count__id(const struct stack_count *sc)
 	return sc->id - 1;
 }
 
+
+
+/** counts__get - count and weight of stack @id in @c (0 if absent) */
+void counts__get(const struct counts *c, uint32_t id, uint64_t *count, uint64_t *weight_ns);
 #endif

@@ -1,0 +1,299 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * daemon.c - event intake and the one-second tick.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/wait.h>
+#include <bpf/libbpf.h>
+
+#include "bpf/liveprof.h"
+#include "user/bpf_session.h"
+#include "user/daemon.h"
+#include "user/log.h"
+#include "user/split.h"
+#include "user/traces.h"
+
+uint64_t daemon__now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+const char *daemon__process_name(void *ctx, uint32_t pid)
+{
+	struct daemon *d = ctx;
+
+	for (int i = 0; i < d->n_procs; i++)
+		if (d->procs[i].pid == (int)pid && d->procs[i].name[0])
+			return d->procs[i].name;
+	return NULL;
+}
+
+static void read_comm(int pid, char *buf, size_t len)
+{
+	char path[64];
+	FILE *f;
+
+	buf[0] = 0;
+	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	if (fgets(buf, (int)len, f))
+		buf[strcspn(buf, "\n")] = 0;
+	fclose(f);
+}
+
+int daemon__add_target(struct daemon *d, int pid)
+{
+	struct target_proc *p;
+	int err;
+
+	if (d->n_procs == MAX_PIDS)
+		return -E2BIG;
+	p = &d->procs[d->n_procs];
+	p->pid = pid;
+	p->alive = true;
+	read_comm(pid, p->name, sizeof(p->name));
+	err = bpf_session__add_pid(d->bpf, pid);
+	if (err)
+		return err;
+	/* Failing to read the maps now is not fatal: the process may be
+	 * exec'ing; the tick retries. */
+	symbolizer__add_pid(d->sym, pid);
+	d->n_procs++;
+	return 0;
+}
+
+/*
+ * A pending uretprobe replaced its frame's return address with the
+ * trampoline. Walking leaf to root, the k-th trampoline address belongs
+ * to the k-th innermost call in flight; put the saved address back.
+ */
+static void fix_trampolines(struct daemon *d, uint64_t *us, unsigned int n,
+			    const struct lp_sample *s)
+{
+	int call = (int)s->n_calls - 1;
+
+	for (unsigned int i = 0; i < n; i++) {
+		if (us[i] < LP_UPROBE_TRAMP_LO || us[i] >= LP_UPROBE_TRAMP_HI)
+			continue;
+		if (call >= 0) {
+			us[i] = s->calls[call--].ret_addr;
+			d->tramp_fixed++;
+		}
+	}
+}
+
+static int on_sample(struct daemon *d, const struct lp_sample *s, size_t size)
+{
+	uint64_t us[LP_MAX_USTACK + 64];
+	unsigned int nu, nk;
+	struct raw_stack rs = { 0 };
+	int64_t id;
+	uint64_t count;
+
+	if (size < sizeof(*s)) {
+		d->events_bad++;
+		return 0;
+	}
+	nu = s->n_ustack < LP_MAX_USTACK ? s->n_ustack : LP_MAX_USTACK;
+	nk = s->n_kstack < LP_MAX_KSTACK ? s->n_kstack : LP_MAX_KSTACK;
+	memcpy(us, s->ustack, nu * sizeof(uint64_t));
+	fix_trampolines(d, us, nu, s);
+
+	rs.pid = s->pid;
+	rs.tid = s->tid;
+	rs.flags = (s->flags & LP_SF_OFFCPU) ? STACK_F_OFFCPU : 0;
+	rs.n_user = nu;
+	rs.n_kernel = nk;
+	rs.user = us;
+	rs.kernel = (const uint64_t *)s->kstack;
+	memcpy(rs.comm, s->comm, sizeof(rs.comm));
+	id = stack_store__intern(d->stacks, &rs);
+	if (id < 0)
+		return (int)id;
+
+	/* An off-CPU event is one block, weighed by its duration. */
+	count = 1;
+	if (s->flags & LP_SF_OFFCPU)
+		d->offcpu_events++;
+	else
+		d->samples++;
+	if (counts__add(&d->total, id, count, s->weight_ns) ||
+	    counts__add(&d->slots[d->cur_slot], id, count, s->weight_ns))
+		return -ENOMEM;
+	if (d->split && s->n_calls)
+		split__on_sample(d->split, (uint32_t)id, s, count);
+	return 0;
+}
+
+static int on_event(void *ctx, void *data, size_t size)
+{
+	struct daemon *d = ctx;
+	const struct lp_event_hdr *h = data;
+
+	if (size < sizeof(*h)) {
+		d->events_bad++;
+		return 0;
+	}
+	switch (h->type) {
+	case LP_EV_SAMPLE:
+		return on_sample(d, data, size);
+	case LP_EV_CALL_END:
+		if (size >= sizeof(struct lp_call_end) && d->split)
+			split__on_call_end(d->split, data);
+		return 0;
+	case LP_EV_HIT:
+		if (size >= sizeof(struct lp_hit) && d->traces)
+			traces__on_hit(d->traces, data);
+		return 0;
+	default:
+		d->events_bad++;
+		return 0;
+	}
+}
+
+int daemon__init(struct daemon *d, struct options *o, struct bpf_session *bpf)
+{
+	struct stack_symbols_opts so = { .per_thread = o->per_thread };
+	int err;
+
+	memset(d, 0, sizeof(*d));
+	d->opts = o;
+	d->bpf = bpf;
+	d->freq = o->freq;
+	d->sym = symbolizer__new(o->lines);
+	d->stacks = stack_store__new(o->per_thread);
+	d->symbols = stack_symbols__new(&so);
+	if (!d->sym || !d->stacks || !d->symbols)
+		return -ENOMEM;
+	counts__init(&d->total);
+	err = daemon__set_window(d, (int)(o->window_s + 0.5));
+	if (err)
+		return err;
+	d->start_ns = d->last_tick_ns = daemon__now_ns();
+	return bpf_session__set_ringbuf_cb(bpf, on_event, d);
+}
+
+int daemon__set_window(struct daemon *d, int seconds)
+{
+	struct counts *slots;
+
+	if (seconds < 1 || seconds > MAX_WINDOW_SLOTS)
+		return -EINVAL;
+	slots = calloc(seconds, sizeof(*slots));
+	if (!slots)
+		return -ENOMEM;
+	for (int i = 0; i < d->n_slots; i++)
+		counts__free(&d->slots[i]);
+	free(d->slots);
+	d->slots = slots;
+	d->n_slots = seconds;
+	d->cur_slot = 0;
+	if (d->traces)
+		traces__set_window(d->traces, seconds);
+	return 0;
+}
+
+void daemon__fini(struct daemon *d)
+{
+	split__free(d->split);
+	traces__free(d->traces);
+	for (int i = 0; i < d->n_slots; i++)
+		counts__free(&d->slots[i]);
+	free(d->slots);
+	counts__free(&d->total);
+	stack_symbols__free(d->symbols);
+	stack_store__free(d->stacks);
+	symbolizer__free(d->sym);
+	memset(d, 0, sizeof(*d));
+}
+
+bool daemon__targets_alive(struct daemon *d)
+{
+	bool any = false;
+
+	if (d->opts->all)
+		return true;
+	if (d->child) {
+		int st;
+		pid_t r = waitpid(d->child, &st, WNOHANG);
+
+		if (r == d->child) {
+			d->child_exited = true;
+			d->child_status = st;
+		}
+	}
+	for (int i = 0; i < d->n_procs; i++) {
+		struct target_proc *p = &d->procs[i];
+
+		if (!p->alive)
+			continue;
+		if (p->pid == d->child && d->child_exited)
+			p->alive = false;
+		else if (kill(p->pid, 0) && errno == ESRCH)
+			p->alive = false;
+		any |= p->alive;
+	}
+	return any;
+}
+
+int daemon__symbolize_new(struct daemon *d)
+{
+	return stack_symbols__update(d->symbols, d->stacks, d->sym, daemon__process_name, d);
+}
+
+static void tick(struct daemon *d, uint64_t now)
+{
+	static unsigned int ticks;
+
+	bpf_session__counters(d->bpf, d->counters);
+	/* New libraries (dlopen) and exec: re-read the maps while alive,
+	 * then symbolize what arrived, so nothing waits until the target
+	 * is gone and its maps with it. */
+	if (++ticks % 2 == 0)
+		for (int i = 0; i < d->n_procs; i++)
+			if (d->procs[i].alive)
+				symbolizer__add_pid(d->sym, d->procs[i].pid);
+	daemon__symbolize_new(d);
+	if (d->traces)
+		traces__tick(d->traces, now);
+	if (d->split)
+		split__tick(d->split, now);
+	d->cur_slot = (d->cur_slot + 1) % d->n_slots;
+	counts__clear(&d->slots[d->cur_slot]);
+}
+
+int daemon__poll(struct daemon *d, int timeout_ms)
+{
+	uint64_t now;
+	int err;
+
+	err = ring_buffer__poll(bpf_session__ringbuf(d->bpf), timeout_ms);
+	now = daemon__now_ns();
+	while (now - d->last_tick_ns >= 1000000000ULL) {
+		d->last_tick_ns += 1000000000ULL;
+		tick(d, now);
+	}
+	if (err == -EINTR)
+		return -EINTR;
+	return err < 0 ? err : 0;
+}
+
+int daemon__window_counts(struct daemon *d, struct counts *out)
+{
+	counts__clear(out);
+	for (int i = 0; i < d->n_slots; i++)
+		if (counts__merge(out, &d->slots[i]))
+			return -ENOMEM;
+	return 0;
+}

@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * traces.h - traced functions and lines: resolution (dwarf/), attachment
+ * (bpf_session), and the latency figures read from the in-kernel
+ * histograms as per-second deltas (whole run and sliding window).
+ */
+#ifndef LP_USER_TRACES_H
+#define LP_USER_TRACES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <jansson.h>
+#include <linux/types.h>
+#include "bpf/liveprof.h"
+
+struct daemon;
+struct traces;
+
+enum trace_kind {
+	TRACE_FUNC,
+	TRACE_LINE,
+};
+
+/* Latency summary of one trace over some span. */
+struct trace_summary {
+	uint64_t calls;
+	double rate; /* calls per second over the span */
+	uint64_t p50, p90, p95, p99, p999, max; /* ns */
+	double mean;
+};
+
+struct trace_info {
+	int id;		   /* probe id */
+	const char *spec;  /* as the user wrote it */
+	const char *func;  /* resolved function (or file:line) */
+	const char *binary;
+	enum trace_kind kind;
+	int n_sites;
+	bool detached;	   /* by --max-overhead */
+	double est_overhead_pct; /* of one CPU */
+	uint64_t probe_cost_ns;  /* measured per hit */
+};
+
+/** traces__new - empty trace set for daemon @d; NULL on allocation failure */
+struct traces *traces__new(struct daemon *d);
+void traces__free(struct traces *t);
+
+/**
+ * traces__add - resolve @spec in every target and attach its probes
+ * @err: a one-line message for the user on failure
+ *
+ * Return: the probe id (>= 0), or a negative errno (-ENOENT: not resolvable).
+ */
+int traces__add(struct traces *t, const char *spec, char *err, size_t errlen);
+
+/**
+ * traces__remove - detach the trace whose spec (or function) is @spec
+ *
+ * Return: 0, or -ENOENT.
+ */
+int traces__remove(struct traces *t, const char *spec);
+
+/**
+ * traces__add_by - traces__add, grouping the latency by the value of
+ * expression @by at entry (--by), or plain when @by is NULL
+ */
+int traces__add_by(struct traces *t, const char *spec, const char *by, char *err, size_t errlen);
+
+/** traces__set_when - mark calls of @func_id in which line probe @line_id ran */
+int traces__set_when(struct traces *t, int func_id, int line_id);
+
+void traces__tick(struct traces *t, uint64_t now_ns);
+void traces__on_hit(struct traces *t, const struct lp_hit *h);
+void traces__set_window(struct traces *t, int seconds);
+
+/** traces__count - number of traces (including detached ones) */
+int traces__count(struct traces *t);
+/** traces__info - description of the @i-th trace (0-based), NULL if out of range */
+const struct trace_info *traces__info(struct traces *t, int i);
+/** traces__find - index of the trace with probe id @id, or -1 */
+int traces__find(struct traces *t, int id);
+
+/**
+ * traces__summary - latency of trace index @i over the whole run
+ * (@window false) or the sliding window
+ */
+int traces__summary(struct traces *t, int i, bool window, struct trace_summary *out);
+
+/** traces__percentile - the @pct percentile (0..100) of trace index @i, in ns */
+uint64_t traces__percentile(struct traces *t, int i, double pct, bool window);
+
+/**
+ * traces__histogram - the merged bucket counts of trace index @i
+ * @out: LP_HIST_BUCKETS counters
+ */
+int traces__histogram(struct traces *t, int i, bool window, uint64_t *out);
+
+/** traces__bucket_value - representative value (ns) of histogram bucket @b */
+uint64_t traces__bucket_value(uint32_t b);
+/** traces__bucket_lower - lower bound (ns) of histogram bucket @b */
+uint64_t traces__bucket_lower(uint32_t b);
+
+/** traces__print - percentile tables, histograms, values, to @f */
+void traces__print(struct traces *t, FILE *f, bool histograms);
+/** traces__json - the "traces" array of the --json summary */
+json_t *traces__json(struct traces *t);
+
+/** traces__complete - function names starting with @prefix (for the TUI) */
+int traces__complete(struct traces *t, const char *prefix, const char **out, int max);
+
+#endif
