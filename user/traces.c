@@ -239,10 +239,10 @@ out:
 
 /* Two functions for calibration: one starts with push %rbp (emulated by
  * the kernel), the other with an instruction that must be single-stepped. */
-__attribute__((noinline, optimize("no-omit-frame-pointer"))) int lp_cost_probe_push(int x)
+__attribute__((noinline, naked)) int lp_cost_probe_push(int x)
 {
-	__asm__ volatile("" ::: "memory");
-	return x + 1;
+	(void)x;
+	__asm__ volatile("push %rbp\n\tmov %rsp, %rbp\n\tlea 1(%rdi), %eax\n\tpop %rbp\n\tret\n");
 }
 
 __attribute__((noinline, naked)) int lp_cost_probe_step(int x)
