@@ -238,7 +238,8 @@ static uint32_t keyset_add(struct keyset *k, const void *key, size_t len, bool *
 		k->keys = n;
 		k->keys_cap = cap;
 	}
-	memcpy(k->keys + k->keys_len, key, len);
+	if (len) /* keys may be empty (a sample with no frames) */
+		memcpy(k->keys + k->keys_len, key, len);
 	k->keys_len += len;
 	k->n++;
 	k->off[k->n] = k->keys_len;
