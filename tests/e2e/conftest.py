@@ -1,0 +1,229 @@
+"""Fixtures for liveprof's end-to-end tests against real BPF.
+
+Every ground truth comes from the workloads in tests/workloads (their source
+or what they print or write), never from liveprof's own output.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILD = ROOT / "tests" / "build"
+WORKLOADS = ROOT / "tests" / "workloads"
+LIVEPROF = Path(os.environ.get("LIVEPROF", ROOT / "liveprof"))
+
+NEEDED = ["fastslow", "threads4", "uselib", "libwl.so", "latency", "calls",
+          "argso2", "reqs", "midleaf", "rate", "churn", "spinexit"]
+
+
+def pytest_collection_modifyitems(config, items):
+    if os.geteuid() != 0:
+        skip = pytest.mark.skip(reason="end-to-end tests need root (BPF)")
+        for item in items:
+            if "/e2e/" in str(item.fspath):
+                item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def root():
+    return ROOT
+
+
+@pytest.fixture(scope="session")
+def liveprof():
+    if not LIVEPROF.exists():
+        pytest.fail(f"{LIVEPROF} is not built (run make)")
+    return LIVEPROF
+
+
+@pytest.fixture(scope="session")
+def wl():
+    """Path of a built workload: wl('fastslow'). Builds them once if needed."""
+    if any(not (BUILD / n).exists() for n in NEEDED):
+        r = subprocess.run(["make", "-s", "-C", str(WORKLOADS)],
+                           capture_output=True, text=True)
+        if r.returncode:
+            pytest.fail("make workloads failed:\n" + r.stdout + r.stderr)
+
+    def path(name):
+        p = BUILD / name
+        assert p.exists(), f"workload {p} missing"
+        return str(p)
+
+    return path
+
+
+class Procs:
+    """Starts workloads and always kills them at teardown."""
+
+    def __init__(self):
+        self.procs = []
+
+    def start(self, args, settle=0.3, **kw):
+        kw.setdefault("stdout", subprocess.DEVNULL)
+        kw.setdefault("stderr", subprocess.DEVNULL)
+        p = subprocess.Popen([str(a) for a in args], **kw)
+        self.procs.append(p)
+        time.sleep(settle)
+        assert p.poll() is None, f"{args} exited early with {p.returncode}"
+        return p
+
+    def cleanup(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+
+
+@pytest.fixture
+def procs():
+    ps = Procs()
+    yield ps
+    ps.cleanup()
+
+
+def parse_folded(path):
+    """folded file -> {stack string: count}."""
+    out = {}
+    text = Path(path).read_text()
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        stack, _, n = line.rpartition(" ")
+        out[stack] = out.get(stack, 0) + int(n)
+    return out
+
+
+class Result:
+    def __init__(self, rc, stdout, stderr, json_data, folded, elapsed, outdir):
+        self.rc = rc
+        self.stdout = stdout
+        self.stderr = stderr
+        self.json = json_data
+        self.folded = folded
+        self.elapsed = elapsed
+        self.outdir = outdir
+
+    def __repr__(self):
+        return (f"<liveprof rc={self.rc} elapsed={self.elapsed:.1f}s\n"
+                f"stdout:\n{self.stdout[-3000:]}\nstderr:\n{self.stderr[-3000:]}>")
+
+    def trace(self, spec):
+        assert self.json, f"no JSON: {self!r}"
+        for t in self.json.get("traces", []):
+            if t.get("spec") == spec:
+                return t
+        raise AssertionError(f"no trace {spec!r} in JSON: "
+                             f"{[t.get('spec') for t in self.json.get('traces', [])]}")
+
+
+@pytest.fixture
+def run_lp(liveprof, tmp_path):
+    """run_lp(args, timeout=30, json=True, folded=True) -> Result.
+
+    Adds --no-tui, --json OUT/out.json and -o OUT/out.folded (unless told
+    not to), runs liveprof with a timeout (killing it if it hangs) and
+    parses the outputs that exist.
+    """
+    counter = [0]
+
+    def run(args, timeout=30, json_out=True, folded=True, env=None, **kw):
+        counter[0] += 1
+        out = tmp_path / f"run{counter[0]}"
+        out.mkdir()
+        cmd = [str(liveprof), "--no-tui"]
+        if json_out:
+            cmd += ["--json", str(out / "out.json")]
+        if folded:
+            cmd += ["-o", str(out / "out.folded")]
+        cmd += [str(a) for a in args]  # a "-- COMMAND" part must come last
+        t0 = time.monotonic()
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, cwd=str(out), env=env, **kw)
+        try:
+            so, se = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            so, se = p.communicate()
+            raise AssertionError(f"liveprof hung (> {timeout}s): {cmd}\n{so}\n{se}")
+        elapsed = time.monotonic() - t0
+        jd = None
+        if json_out and (out / "out.json").exists():
+            jd = json.loads((out / "out.json").read_text())
+        fd = None
+        if folded and (out / "out.folded").exists():
+            fd = parse_folded(out / "out.folded")
+        return Result(p.returncode, so, se, jd, fd, elapsed, out)
+
+    return run
+
+
+def lp_prog_ids():
+    """IDs of loaded BPF programs named lp_* (liveprof's)."""
+    r = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return {p["id"] for p in json.loads(r.stdout or "[]")
+            if str(p.get("name", "")).startswith("lp_")}
+
+
+def read_rates(path):
+    """rate.c's log -> [(t, calls)]."""
+    rows = []
+    for line in Path(path).read_text().splitlines():
+        parts = line.split()
+        if len(parts) == 2:
+            rows.append((float(parts[0]), int(parts[1])))
+    return rows
+
+
+def rate_between(rows, t0, t1):
+    """Calls per second of rate.c between monotonic times t0 and t1."""
+    sel = [r for r in rows if t0 <= r[0] <= t1]
+    assert len(sel) >= 3, f"too few rate rows in [{t0}, {t1}]: {len(sel)}"
+    return (sel[-1][1] - sel[0][1]) / (sel[-1][0] - sel[0][0])
+
+
+def wait_for(pred, timeout, step=0.1):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        v = pred()
+        if v:
+            return v
+        time.sleep(step)
+    return pred()
+
+
+def sigint_after(proc, seconds, sig=signal.SIGINT):
+    time.sleep(seconds)
+    proc.send_signal(sig)
+
+
+def frames_of(stack):
+    return stack.split(";")
+
+
+def percentile(sorted_vals, q):
+    """Nearest-rank percentile of a sorted list (q in 0..100)."""
+    import math
+    n = len(sorted_vals)
+    k = max(1, math.ceil(q / 100.0 * n))
+    return sorted_vals[k - 1]
+
+
+@pytest.fixture(scope="session")
+def h():
+    """The helpers above, as a fixture (test modules do not import conftest)."""
+    import types
+    return types.SimpleNamespace(
+        parse_folded=parse_folded, lp_prog_ids=lp_prog_ids, read_rates=read_rates,
+        rate_between=rate_between, wait_for=wait_for, frames_of=frames_of,
+        percentile=percentile, BUILD=BUILD, ROOT=ROOT, WORKLOADS=WORKLOADS)

@@ -1,0 +1,23 @@
+/*
+ * libwl.c - the shared library libwl.so used by uselib: lib_hot() burns
+ * CPU (the hot function a profile must name), lib_call() is a short call
+ * the tracing tests count.
+ */
+static volatile unsigned long lib_sink;
+
+__attribute__((noinline)) void lib_hot(unsigned long n)
+{
+	volatile unsigned long i, acc = 0;
+
+	for (i = 0; i < n; i++)
+		acc += i * i;
+	lib_sink += acc;
+}
+
+__attribute__((noinline)) int lib_call(int x)
+{
+	volatile int frame = x;
+
+	lib_sink += frame;
+	return frame * 2;
+}
