@@ -74,10 +74,9 @@ void emit_comment_text(FILE *f, const char *s, const char *end)
 		unsigned char c = (unsigned char)*s;
 
 		if (elen && strncmp(s, end, elen) == 0) {
-			/* "*" "/" becomes "*?": the comment goes on. */
+			/* "*" "/" becomes "*?/": the comment goes on. */
 			fputc(c, f);
 			fputc('?', f);
-			s += elen - 1;
 			continue;
 		}
 		fputc(c < 0x20 || c >= 0x7f ? '?' : c, f);
@@ -297,7 +296,14 @@ int cmd_emit(int argc, char **argv)
 		lp_err("emit: unknown language '%s' (c, go, python or ruby)", lang);
 		return EXIT_USAGE;
 	}
-	o.out_path = out;
+	/* On stdout, the header's commands name the file the user will save. */
+	if (!strcmp(out, "-"))
+		o.out_path = spec || !strcmp(lang, "c") ? "synthetic.c"
+			     : !strcmp(lang, "go")	? "synthetic.go"
+			     : !strcmp(lang, "python")	? "synthetic.py"
+							: "synthetic.rb";
+	else
+		o.out_path = out;
 
 	if (spec) {
 		struct scenario sc = {0};

@@ -178,7 +178,7 @@ static const char *const c_reserved[] = {
 
 static bool c_is_reserved(const char *s)
 {
-	static void *libc;
+	static void *libc, *libm;
 	static bool tried;
 
 	/* The implementation's namespace: __x and _X. */
@@ -190,13 +190,16 @@ static bool c_is_reserved(const char *s)
 		return true;
 	/*
 	 * Whatever libc exports may be declared by the included headers, and a
-	 * static function of that name would not compile: ask libc itself.
+	 * static function of that name would not compile: ask libc (and libm)
+	 * itself. The handles stay open for the life of the process.
 	 */
 	if (!tried) {
 		tried = true;
-		libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+		libc = dlopen("libc.so.6", RTLD_LAZY);
+		/* gcc knows the math functions as builtins: "log" must not be redefined. */
+		libm = dlopen("libm.so.6", RTLD_LAZY);
 	}
-	return libc && dlsym(libc, s);
+	return (libc && dlsym(libc, s)) || (libm && dlsym(libm, s));
 }
 
 static const struct emit_ident_rules c_rules = {
@@ -290,8 +293,8 @@ static const char c_main[] =
 	"\n"
 	"static LP_FN void *lp_thread(void *arg)\n"
 	"{\n"
+	"\tdouble wall0 = lp_now(CLOCK_MONOTONIC), cpu0 = lp_now(CLOCK_THREAD_CPUTIME_ID);\n"
 	"\tunsigned long round;\n"
-	"\tdouble debt = 0;\n"
 	"\n"
 	"\t(void)arg;\n"
 	"\tlp_carry = calloc(LP_NODES, sizeof(*lp_carry));\n"
@@ -300,7 +303,7 @@ static const char c_main[] =
 	"\t\texit(1);\n"
 	"\t}\n"
 	"\tfor (round = 0;; round++) {\n"
-	"\t\tdouble golden = round * 0.6180339887498949, c0, busy;\n"
+	"\t\tdouble golden = round * 0.6180339887498949, now, due;\n"
 	"\n"
 	"\t\tif (lp_deadline > 0 && lp_now(CLOCK_MONOTONIC) >= lp_deadline)\n"
 	"\t\t\tbreak;\n"
@@ -311,19 +314,23 @@ static const char c_main[] =
 	"\t\t */\n"
 	"\t\tlp_iters_per_unit = lp_base_iters_per_unit *\n"
 	"\t\t\t\t    (0.75 + 0.5 * (golden - (unsigned long)golden));\n"
-	"\t\tc0 = lp_now(CLOCK_THREAD_CPUTIME_ID);\n"
 	"\t\tlp_root();\n"
 	"\t\tif (lp_utilization >= 1)\n"
 	"\t\t\tcontinue;\n"
-	"\t\t/* Sleep in proportion to the CPU this round really used. */\n"
-	"\t\tbusy = lp_now(CLOCK_THREAD_CPUTIME_ID) - c0;\n"
-	"\t\tdebt += busy * (1 - lp_utilization) / lp_utilization;\n"
-	"\t\tif (debt > 0.001) {\n"
-	"\t\t\tdouble t0 = lp_now(CLOCK_MONOTONIC);\n"
-	"\t\t\tstruct timespec ts = { (time_t)debt, (long)((debt - (time_t)debt) * 1e9) };\n"
+	"\t\t/*\n"
+	"\t\t * Sleep until the CPU used so far is U of the time elapsed: this\n"
+	"\t\t * absorbs oversleeping and time lost to other processes.\n"
+	"\t\t */\n"
+	"\t\tnow = lp_now(CLOCK_MONOTONIC);\n"
+	"\t\tdue = wall0 + (lp_now(CLOCK_THREAD_CPUTIME_ID) - cpu0) / lp_utilization;\n"
+	"\t\tif (due > now) {\n"
+	"\t\t\tstruct timespec ts = { (time_t)due, (long)((due - (time_t)due) * 1e9) };\n"
 	"\n"
-	"\t\t\tnanosleep(&ts, NULL);\n"
-	"\t\t\tdebt -= lp_now(CLOCK_MONOTONIC) - t0;\n"
+	"\t\t\tclock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);\n"
+	"\t\t} else if (now - due > 1.0) {\n"
+	"\t\t\t/* Far behind (the machine is busy): do not burst to catch up. */\n"
+	"\t\t\twall0 = now;\n"
+	"\t\t\tcpu0 = lp_now(CLOCK_THREAD_CPUTIME_ID);\n"
 	"\t\t}\n"
 	"\t}\n"
 	"\tfree(lp_carry);\n"

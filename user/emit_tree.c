@@ -292,16 +292,19 @@ void emit_tree__free(struct emit_tree *t)
 	memset(t, 0, sizeof(*t));
 }
 
+static bool in_list(const char *s, const char *const *list)
+{
+	for (; list && *list; list++)
+		if (strcmp(*list, s) == 0)
+			return true;
+	return false;
+}
+
 static bool is_reserved(const char *s, const struct emit_ident_rules *r)
 {
-	const char *const *w;
-
 	if (r->internal_prefix && strncmp(s, r->internal_prefix, strlen(r->internal_prefix)) == 0)
 		return true;
-	for (w = r->reserved; w && *w; w++)
-		if (strcmp(*w, s) == 0)
-			return true;
-	return r->is_reserved && r->is_reserved(s);
+	return in_list(s, r->reserved) || (r->is_reserved && r->is_reserved(s));
 }
 
 static bool is_ident_char(char c)
@@ -328,10 +331,18 @@ char *emit_sanitize(const char *name, const struct emit_ident_rules *r)
 	for (i = 0; i < n; i++)
 		s[o++] = is_ident_char(name[i]) ? name[i] : '_';
 	s[o] = '\0';
-	/* A suffixed name may itself be reserved ("x_fn" kept by the runtime): once more. */
-	for (i = 0; i < 2 && slen && is_reserved(s, r); i++) {
+	/*
+	 * One suffix takes a name out of the prefix and pattern rules (the
+	 * runtimes' own names never end in the suffix); a suffixed name that is
+	 * itself a listed word gets a second one.
+	 */
+	if (slen && is_reserved(s, r)) {
 		memcpy(s + o, r->suffix, slen + 1);
 		o += slen;
+		if (in_list(s, r->reserved)) {
+			memcpy(s + o, r->suffix, slen + 1);
+			o += slen;
+		}
 	}
 	return s;
 }

@@ -186,7 +186,8 @@ static int parse_duration(struct parser *ps, const struct token *t, double *us)
 
 static int parse_name(struct parser *ps, const struct token *t, char **out)
 {
-	char b[64];
+	char b[64], *c_name;
+	bool clash;
 	size_t i;
 
 	for (i = 0; i < t->len; i++) {
@@ -200,7 +201,20 @@ static int parse_name(struct parser *ps, const struct token *t, char **out)
 		return perr(ps, t, "the name is too long");
 	free(*out);
 	*out = strndup(t->s, t->len);
-	return *out ? 0 : -ENOMEM;
+	if (!*out)
+		return -ENOMEM;
+	/* The program is C: "sleep" or "main" would clash with libc or the runtime. */
+	c_name = emit_sanitize(*out, emit_backend_c.rules);
+	if (!c_name)
+		return -ENOMEM;
+	clash = strcmp(c_name, *out) != 0;
+	free(c_name);
+	if (clash)
+		return perr(ps, t,
+			    "'%s' clashes with C, its library or the program; choose "
+			    "another name",
+			    tok_str(t, b, sizeof(b)));
+	return 0;
 }
 
 static int parse_uint_tok(struct parser *ps, const struct token *t, const char *what,

@@ -155,6 +155,7 @@ static int profile_pid(const struct vopts *vo, pid_t pid, const char *out, const
 	char pidbuf[32], fbuf[32], dbuf[32];
 	char *argv[16];
 	int n = 0, ret;
+	pid_t lp;
 
 	snprintf(pidbuf, sizeof(pidbuf), "%d", (int)pid);
 	snprintf(fbuf, sizeof(fbuf), "%g", vo->freq);
@@ -174,12 +175,17 @@ static int profile_pid(const struct vopts *vo, pid_t pid, const char *out, const
 	argv[n++] = (char *)out;
 	argv[n++] = "--no-tui";
 	argv[n] = NULL;
-	ret = run_wait(argv, NULL);
+	/* Its report goes to stdout; ours is the comparison. Errors still show. */
+	lp = spawn(argv, NULL, true);
+	ret = lp < 0 ? lp : wait_exit(lp);
 	if (ret) {
-		if (split)
+		if (split && ret == EXIT_USAGE)
 			lp_err("validate: liveprof --split %s failed (exit %d); this liveprof may "
 			       "not support --split yet",
 			       split, ret);
+		else if (split)
+			lp_err("validate: liveprof --split %s -p %s failed (exit %d)", split,
+			       pidbuf, ret);
 		else
 			lp_err("validate: liveprof -p %s failed (exit %d)", pidbuf, ret);
 		return EXIT_RUNTIME;
@@ -225,7 +231,7 @@ static int compare_shares(const struct vopts *vo, const struct emit_tree *t, con
 	uint64_t *count = NULL, matched = 0, other = 0;
 	struct profile *m = NULL;
 	double tvd = 0;
-	size_t i, shown;
+	size_t i, shown, hidden;
 	int ret;
 
 	ret = profile_read_file(folded, &m, err, sizeof(err));
@@ -276,8 +282,10 @@ static int compare_shares(const struct vopts *vo, const struct emit_tree *t, con
 		       100 * rows[i].measured, 100 * (rows[i].measured - rows[i].expected));
 		shown++;
 	}
-	if (shown < t->n_names)
-		printf("(%zu more functions not shown)\n", t->n_names - shown);
+	for (hidden = 0; i < t->n_names; i++)
+		hidden += rows[i].expected > 0 || rows[i].measured > 0;
+	if (hidden)
+		printf("(%zu more functions not shown)\n", hidden);
 	printf("samples: %llu in the profile's functions, %llu elsewhere (left out)\n",
 	       (unsigned long long)matched, (unsigned long long)other);
 	printf("total variation distance: %.4f (tolerance %.4f): %s\n", tvd, vo->tolerance,
