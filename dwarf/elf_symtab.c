@@ -297,6 +297,37 @@ static uint64_t section_end(Elf *elf, uint32_t shndx, uint64_t addr)
 	return sh.sh_addr + sh.sh_size;
 }
 
+/**
+ * elf_symtab__debug_elf - the separate debug file of @t, by build-id
+ *
+ * Distributions ship .symtab and DWARF of stripped binaries in
+ * /usr/lib/debug/.build-id/xx/yyyy.debug (Debian's *-dbg packages).
+ * Opened once; owned by @t.
+ *
+ * Return: the debug file's Elf, or NULL if there is none.
+ */
+Elf *elf_symtab__debug_elf(struct elf_symtab *t)
+{
+	char path[sizeof(t->build_id) + 64];
+
+	if (t->dbg_elf || t->dbg_fd >= 0 || t->dbg_tried)
+		return t->dbg_elf;
+	t->dbg_tried = true;
+	if (strlen(t->build_id) < 4)
+		return NULL;
+	snprintf(path, sizeof(path), "/usr/lib/debug/.build-id/%.2s/%s.debug", t->build_id,
+		 t->build_id + 2);
+	t->dbg_fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (t->dbg_fd < 0)
+		return NULL;
+	t->dbg_elf = elf_begin(t->dbg_fd, ELF_C_READ, NULL);
+	if (t->dbg_elf && elf_kind(t->dbg_elf) != ELF_K_ELF) {
+		elf_end(t->dbg_elf);
+		t->dbg_elf = NULL;
+	}
+	return t->dbg_elf;
+}
+
 static int load_syms(struct elf_symtab *t)
 {
 	struct raw_sym *raw = NULL, *tmp;
@@ -307,11 +338,28 @@ static int load_syms(struct elf_symtab *t)
 	Elf_Scn *scn;
 	int err = -ENOMEM;
 
-	scn = find_symtab(t->elf, &sh, &t->from_dynsym);
+	Elf *elf = t->elf;
+
+	scn = find_symtab(elf, &sh, &t->from_dynsym);
+	if (!scn || t->from_dynsym) {
+		/* Stripped: .dynsym lacks every local function (libc's
+		 * __lll_lock_wait, for one); the debug file has them all. */
+		Elf *dbg = elf_symtab__debug_elf(t);
+		GElf_Shdr dsh;
+		bool dyn;
+		Elf_Scn *dscn = dbg ? find_symtab(dbg, &dsh, &dyn) : NULL;
+
+		if (dscn && !dyn) {
+			elf = dbg;
+			scn = dscn;
+			sh = dsh;
+			t->from_dynsym = false;
+		}
+	}
 	if (!scn)
 		return 0;
 	data = elf_getdata(scn, NULL);
-	entsz = gelf_fsize(t->elf, ELF_T_SYM, 1, EV_CURRENT);
+	entsz = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT);
 	if (!data || !entsz)
 		return 0;
 	count = data->d_size / entsz;
@@ -330,7 +378,7 @@ static int load_syms(struct elf_symtab *t)
 		if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF ||
 		    sym.st_value == 0)
 			continue;
-		name = elf_strptr(t->elf, sh.sh_link, sym.st_name);
+		name = elf_strptr(elf, sh.sh_link, sym.st_name);
 		if (!name || !*name)
 			continue;
 		len = strlen(name) + 1;
@@ -377,7 +425,7 @@ static int load_syms(struct elf_symtab *t)
 			 * symbol or to the end of its section, whichever is
 			 * first. With neither, it matches its address only.
 			 */
-			uint64_t end = section_end(t->elf, raw[i].shndx, raw[i].addr);
+			uint64_t end = section_end(elf, raw[i].shndx, raw[i].addr);
 			size_t j = i + 1;
 
 			while (j < nraw && raw[j].addr == raw[i].addr)

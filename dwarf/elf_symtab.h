@@ -44,6 +44,7 @@ struct elf_symtab {
 	bool dwarf_tried;
 	Dwarf *dwarf;
 	int dbg_fd; /* separate debug file, -1 if none */
+	bool dbg_tried;
 	Elf *dbg_elf;
 	struct sym_cu_index *cu_idx; /* per-CU function ranges, sorted by CU offset */
 	size_t ncu_idx, cu_idx_cap;
@@ -80,6 +81,8 @@ int elf_symtab__open_mem(void *image, size_t size, struct elf_symtab **out);
  * elf_symtab__free - close the file and free everything, NULL is a no-op
  */
 void elf_symtab__free(struct elf_symtab *t);
+
+Elf *elf_symtab__debug_elf(struct elf_symtab *t);
 
 /**
  * elf_symtab__offset_to_vaddr - translate a file offset into an ELF vaddr

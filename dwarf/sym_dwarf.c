@@ -19,21 +19,9 @@
 /* A stripped file may have its DWARF in the distro's build-id debug tree. */
 static Dwarf *open_debug_file(struct elf_symtab *t)
 {
-	char path[sizeof(t->build_id) + 64];
-	Dwarf *dw;
+	Elf *dbg = elf_symtab__debug_elf(t);
 
-	if (strlen(t->build_id) < 4)
-		return NULL;
-	snprintf(path, sizeof(path), "/usr/lib/debug/.build-id/%.2s/%s.debug", t->build_id,
-		 t->build_id + 2);
-	t->dbg_fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (t->dbg_fd < 0)
-		return NULL;
-	t->dbg_elf = elf_begin(t->dbg_fd, ELF_C_READ, NULL);
-	if (!t->dbg_elf)
-		return NULL;
-	dw = dwarf_begin_elf(t->dbg_elf, DWARF_C_READ, NULL);
-	return dw;
+	return dbg ? dwarf_begin_elf(dbg, DWARF_C_READ, NULL) : NULL;
 }
 
 static Dwarf *get_dwarf(struct elf_symtab *t)
