@@ -26,7 +26,7 @@ PYTHON   := /usr/bin/python3
 DEB_BUILD := clang llvm libbpf-dev libelf-dev libdw-dev zlib1g-dev libjansson-dev \
 	libncurses-dev bpftool pkg-config make gcc
 DEB_TEST  := python3 python3-pytest tmux chromium elfutils linux-perf bpftrace \
-	golang-go ruby xz-utils libclang-rt-14-dev procps
+	golang-go ruby xz-utils libclang-rt-14-dev procps libc6-dbg
 DEPS_STAMP := $(OUT)/.deps-ok
 
 CFLAGS_COMMON := -g -O2 -Wall -Wextra -Werror -std=gnu11 -D_GNU_SOURCE \
