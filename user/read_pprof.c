@@ -236,6 +236,8 @@ static const struct pp_func *find_func(const struct pp_ctx *c, uint64_t id)
 {
 	struct pp_func key = {.id = id};
 
+	if (!c->n_funcs)
+		return NULL;
 	return bsearch(&key, c->funcs, c->n_funcs, sizeof(key), cmp_func);
 }
 
@@ -243,6 +245,8 @@ static const struct pp_loc *find_loc(const struct pp_ctx *c, uint64_t id)
 {
 	struct pp_loc key = {.id = id};
 
+	if (!c->n_locs)
+		return NULL;
 	return bsearch(&key, c->locs, c->n_locs, sizeof(key), cmp_loc);
 }
 
@@ -581,8 +585,11 @@ int read_pprof(struct profile *p, const void *data, size_t len, char *err, size_
 		ret = -EINVAL;
 		goto out;
 	}
-	qsort(c.funcs, c.n_funcs, sizeof(*c.funcs), cmp_func);
-	qsort(c.locs, c.n_locs, sizeof(*c.locs), cmp_loc);
+	/* qsort and bsearch want a real array even for zero elements. */
+	if (c.n_funcs)
+		qsort(c.funcs, c.n_funcs, sizeof(*c.funcs), cmp_func);
+	if (c.n_locs)
+		qsort(c.locs, c.n_locs, sizeof(*c.locs), cmp_loc);
 	for (i = 0; i < c.n_types; i++) {
 		if (str_is(&c, c.types[i], "samples")) {
 			value_idx = i;
