@@ -25,6 +25,7 @@
 #define LP_HIST_SUB_BITS   6    /* 64 linear sub-buckets per power of two: <= 1.6% width */
 #define LP_UPROBE_TRAMP_LO 0x7fffffffe000ULL /* [uprobes] trampoline page on x86-64 */
 #define LP_UPROBE_TRAMP_HI 0x7ffffffff000ULL
+#define LP_MAX_STACK_COPY  (64 << 10) /* user stack bytes after a sample, a power of 2 */
 
 enum lp_event_type {
 	LP_EV_SAMPLE = 1,   /* struct lp_sample: on-CPU tick or off-CPU block */
@@ -88,7 +89,15 @@ struct lp_sample {
 	__u16 n_kstack;	 /* valid entries in kstack[] */
 	__u16 n_calls;	 /* valid entries in calls[], outermost first */
 	__u16 reserved;
-	__u32 reserved2;
+	/*
+	 * Bytes of user stack copied right after this struct, starting at
+	 * regs.sp (0: none). hdr.size covers them. reserved2 is the old
+	 * name, still written as 0 by samples that never copy (off-CPU).
+	 */
+	union {
+		__u32 stack_len;
+		__u32 reserved2;
+	};
 	char comm[LP_COMM_LEN];
 	struct lp_uregs regs;
 	struct lp_call_tag calls[LP_MAX_CALLS];

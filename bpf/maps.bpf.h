@@ -13,6 +13,9 @@ const volatile bool capture_kernel = false; /* --kernel */
 const volatile bool offcpu_enabled = false; /* --offcpu */
 const volatile __u64 offcpu_min_ns = 0;	    /* shorter blocks are not reported */
 const volatile __u32 self_tgid = 0;	    /* never profile liveprof itself */
+/* User stack bytes copied after each on-CPU sample for user-space unwinding
+ * (0: frame-pointer stacks only). At most LP_MAX_STACK_COPY. */
+const volatile __u32 stack_copy_bytes = 0;
 
 /* Runtime switches, written by the daemon while running. */
 struct lp_runtime {
@@ -39,6 +42,26 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 8 << 20); /* resized by the loader */
 } events SEC(".maps");
+
+/*
+ * Where a sample with a stack copy is built before bpf_ringbuf_output():
+ * a ring buffer reservation must have a constant size, and the copy does
+ * not. Per-CPU array values are limited to 32 KiB, so this is a plain
+ * array with one entry per CPU (the loader sets max_entries), indexed by
+ * the current CPU: the sampler runs from the cpu-clock interrupt and
+ * cannot nest with itself on a CPU.
+ */
+struct lp_sample_buf {
+	struct lp_sample s;
+	__u8 stack[LP_MAX_STACK_COPY];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lp_sample_buf);
+} sample_buf SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * sampler.bpf.h - building a stack sample: the user stack (frame
- * pointers), optionally the kernel stack, the user registers for CFI
- * fix-ups, and the traced calls in flight on the thread.
+ * pointers), optionally the kernel stack, the user registers, the traced
+ * calls in flight on the thread, and optionally a copy of the top of the
+ * user stack that the daemon unwinds with DWARF CFI.
  */
 #ifndef LP_SAMPLER_BPF_H
 #define LP_SAMPLER_BPF_H
@@ -56,7 +57,7 @@ static __always_inline void fill_sample(void *ctx, struct lp_sample *s, __u32 tg
 	s->time_ns = bpf_ktime_get_ns();
 	s->flags = 0;
 	s->reserved = 0;
-	s->reserved2 = 0;
+	s->stack_len = 0;
 	bpf_get_current_comm(s->comm, sizeof(s->comm));
 
 	/* The registers user space had when it last entered the kernel (or
@@ -83,6 +84,83 @@ static __always_inline void fill_sample(void *ctx, struct lp_sample *s, __u32 tg
 	tag_calls(s, tid);
 }
 
+#define LP_PAGE_SIZE 4096
+/* Page ends a copy of at most LP_MAX_STACK_COPY bytes can cross. */
+#define LP_COPY_PAGES (LP_MAX_STACK_COPY / LP_PAGE_SIZE + 1)
+
+/*
+ * Copy stack_copy_bytes of user stack from @sp to @dst; return the bytes
+ * copied. Near the top of a thread's stack a full-length read runs past
+ * the end of the mapping and bpf_probe_read_user() fails as a whole, so
+ * then find the end: the stack mapping ends on a page boundary and is
+ * contiguous above sp, so probe one byte per page upwards and copy what
+ * is readable. Exact, where halving the length would lose up to half of
+ * it, and linear for the verifier (one exit per page), where a bisection
+ * would make it explore every combination of outcomes.
+ */
+static __always_inline __u32 copy_ustack(void *dst, __u64 sp)
+{
+	__u64 end = (sp & ~(__u64)(LP_PAGE_SIZE - 1)) + LP_PAGE_SIZE;
+	__u64 readable = sp;
+	__u32 want = stack_copy_bytes, k;
+	__u64 n;
+	__u8 byte;
+
+	if (want > LP_MAX_STACK_COPY)
+		want = LP_MAX_STACK_COPY;
+	if (!want || !sp)
+		return 0;
+	if (!bpf_probe_read_user(dst, want, (const void *)sp))
+		return want;
+	for (k = 0; k < LP_COPY_PAGES; k++) {
+		if (end - sp >= want)
+			break;
+		if (bpf_probe_read_user(&byte, 1, (const void *)(end - 1)))
+			break;
+		readable = end;
+		end += LP_PAGE_SIZE;
+	}
+	/* 64-bit, and opaque to clang: the verifier must see the clamp on the
+	 * very register passed as the length, not on a truncated copy. */
+	n = readable - sp;
+	asm volatile("" : "+r"(n));
+	if (n > LP_MAX_STACK_COPY)
+		n = LP_MAX_STACK_COPY;
+	if (!n || bpf_probe_read_user(dst, n, (const void *)sp))
+		return 0;
+	return n;
+}
+
+/*
+ * A sample followed by a copy of the user stack, built in the per-CPU
+ * slot of sample_buf and sent with bpf_ringbuf_output(): one more copy
+ * than a reservation, but the event is only as long as the stack copied.
+ */
+static __always_inline int send_with_stack(struct bpf_perf_event_data *ctx, __u32 tgid, __u32 tid)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct lp_sample_buf *b = bpf_map_lookup_elem(&sample_buf, &cpu);
+	__u64 size;
+	__u32 n;
+
+	if (!b) {
+		count_event(LP_CNT_LOST);
+		return 0;
+	}
+	fill_sample(ctx, &b->s, tgid, tid);
+	b->s.weight_ns = ctx->sample_period;
+	n = copy_ustack(b->stack, b->s.regs.sp);
+	size = sizeof(b->s) + n;
+	asm volatile("" : "+r"(size));
+	if (size > sizeof(*b))
+		return 0;
+	b->s.stack_len = n;
+	b->s.hdr.size = size;
+	if (bpf_ringbuf_output(&events, b, size, 0))
+		count_event(LP_CNT_LOST);
+	return 0;
+}
+
 SEC("perf_event")
 int lp_sample_cpu(struct bpf_perf_event_data *ctx)
 {
@@ -93,6 +171,8 @@ int lp_sample_cpu(struct bpf_perf_event_data *ctx)
 	if (!is_target(tgid) || is_paused())
 		return 0;
 	count_event(LP_CNT_SAMPLES);
+	if (stack_copy_bytes)
+		return send_with_stack(ctx, tgid, tid);
 	s = bpf_ringbuf_reserve(&events, sizeof(*s), 0);
 	if (!s) {
 		count_event(LP_CNT_LOST);

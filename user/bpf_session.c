@@ -60,6 +60,7 @@ static void *map_mmap(struct bpf_map *map, size_t *len)
 int bpf_session__open(struct bpf_session **out, const struct bpf_session_opts *o)
 {
 	struct bpf_session *s;
+	unsigned int ringbuf_mb;
 	int err;
 
 	*out = NULL;
@@ -96,11 +97,20 @@ int bpf_session__open(struct bpf_session **out, const struct bpf_session_opts *o
 	s->skel->rodata->offcpu_enabled = o->offcpu;
 	s->skel->rodata->offcpu_min_ns = o->offcpu_min_ns;
 	s->skel->rodata->self_tgid = getpid();
-	bpf_map__set_max_entries(s->skel->maps.events, (o->ringbuf_mb ? o->ringbuf_mb : 8) << 20);
+	if (o->stack_copy_bytes > LP_MAX_STACK_COPY) {
+		err = -EINVAL;
+		goto fail;
+	}
+	s->skel->rodata->stack_copy_bytes = o->stack_copy_bytes;
+	/* One build slot per CPU for samples with a stack copy; none without. */
+	bpf_map__set_max_entries(s->skel->maps.sample_buf, o->stack_copy_bytes ? s->nr_cpus : 1);
+	/* 16 KiB copies at 999 Hz are 16 MB/s per CPU: give the daemon more
+	 * than a fraction of a second of slack before events are lost. */
+	ringbuf_mb = o->ringbuf_mb ? o->ringbuf_mb : (o->stack_copy_bytes > 4096 ? 32 : 8);
+	bpf_map__set_max_entries(s->skel->maps.events, ringbuf_mb << 20);
 	if (!o->offcpu) {
 		bpf_program__set_autoload(s->skel->progs.lp_sched_switch, false);
 		/* The stack map of an unused program still costs memory. */
-		bpf_map__set_max_entries(s->skel->maps.offcpu_stacks, 1);
 		bpf_map__set_max_entries(s->skel->maps.offcpu_start, 1);
 	}
 

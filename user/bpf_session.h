@@ -22,7 +22,10 @@ struct bpf_session_opts {
 	bool kernel_stacks;
 	bool offcpu;
 	uint64_t offcpu_min_ns;
-	unsigned int ringbuf_mb;
+	unsigned int ringbuf_mb; /* 0: 8 MiB, 32 MiB with a stack copy */
+	/* user stack bytes copied after each on-CPU sample, for unwinding in
+	 * user space; 0: frame-pointer stacks only (at most LP_MAX_STACK_COPY) */
+	unsigned int stack_copy_bytes;
 	bool verbose; /* print libbpf's log, including the verifier's */
 };
 

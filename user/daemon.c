@@ -13,6 +13,7 @@
 #include <bpf/libbpf.h>
 
 #include "bpf/liveprof.h"
+#include "dwarf/unwind.h"
 #include "user/bpf_session.h"
 #include "user/daemon.h"
 #include "user/log.h"
@@ -69,6 +70,7 @@ int daemon__add_target(struct daemon *d, int pid)
 	/* Failing to read the maps now is not fatal: the process may be
 	 * exec'ing; the tick retries. */
 	symbolizer__add_pid(d->sym, pid);
+	unwinder__add_pid(d->unwind, pid);
 	d->n_procs++;
 	return 0;
 }
@@ -78,41 +80,119 @@ int daemon__add_target(struct daemon *d, int pid)
  * trampoline. Walking leaf to root, the k-th trampoline address belongs
  * to the k-th innermost call in flight; put the saved address back.
  */
-static void fix_trampolines(struct daemon *d, uint64_t *us, unsigned int n,
-			    const struct lp_sample *s)
+static unsigned int fix_trampolines(struct daemon *d, uint64_t *us, unsigned int n,
+				    const struct lp_sample *s)
 {
 	int call = (int)s->n_calls - 1;
+	unsigned int out = 0;
 
 	for (unsigned int i = 0; i < n; i++) {
-		if (us[i] < LP_UPROBE_TRAMP_LO || us[i] >= LP_UPROBE_TRAMP_HI)
-			continue;
-		if (call >= 0) {
+		if (us[i] >= LP_UPROBE_TRAMP_LO && us[i] < LP_UPROBE_TRAMP_HI) {
+			/* No saved address left (a uretprobe that is not ours):
+			 * drop the frame rather than show the trampoline. */
+			if (call < 0)
+				continue;
 			us[i] = s->calls[call--].ret_addr;
 			d->tramp_fixed++;
 		}
+		us[out++] = us[i];
 	}
+	return out;
+}
+
+/*
+ * The user stack of sample @s, leaf first, into @us (MAX_USER_FRAMES
+ * entries); @stack is the copy of the user stack that follows the sample.
+ * Sets STACK_F_TRUNCATED in @flags when the stack is known to go on.
+ *
+ * dwarf and auto unwind every sample with CFI over the copy: measured
+ * with tests/bench/bench_unwind.py, that costs a few microseconds per
+ * sample more than frame pointers plus the leaf fix, and it is the only
+ * way that is right for mixed stacks: deciding per module whether frame
+ * pointers can be trusted would still have to find the frames a no-FP
+ * caller hides in the middle of the chain, which takes CFI anyway. Frame
+ * pointers remain the fallback when CFI has nothing to go on (no copy,
+ * as for off-CPU samples; a process whose maps are gone).
+ *
+ * fp takes the kernel's frame-pointer walk and, from a small copy, puts
+ * back with CFI the caller a frameless leaf hides.
+ */
+static unsigned int unwind_user(struct daemon *d, const struct lp_sample *s, const void *stack,
+				uint64_t *us, uint32_t *flags)
+{
+	struct unwind_fixup fx[LP_MAX_CALLS];
+	struct unwind_input in = {
+		.regs = &s->regs,
+		.stack = stack,
+		.stack_len = s->stack_len,
+		.fixups = fx,
+	};
+	unsigned int nu = s->n_ustack < LP_MAX_USTACK ? s->n_ustack : LP_MAX_USTACK;
+	bool truncated = false;
+	uint64_t t0;
+	int n;
+
+	/* Slots a pending uretprobe overwrote, with what was there before. */
+	for (unsigned int i = 0; i < s->n_calls && i < LP_MAX_CALLS; i++) {
+		fx[i].slot = s->calls[i].ret_slot;
+		fx[i].ret = s->calls[i].ret_addr;
+		in.nr_fixups++;
+	}
+	if (d->opts->call_graph != CALL_GRAPH_FP && s->stack_len && !(s->flags & LP_SF_OFFCPU)) {
+		t0 = daemon__now_ns();
+		n = unwinder__unwind_input(d->unwind, s->pid, &in, us, MAX_USER_FRAMES, &truncated);
+		d->unwind_ns += daemon__now_ns() - t0;
+		/* Only the ip, yet frame pointers know more, and not for want of
+		 * stack: CFI found nothing to go on (code in no module). */
+		if (n > 0 && !(n == 1 && !truncated && nu > 1)) {
+			/* A full buffer also means the outermost frame is missing. */
+			if (truncated || n == MAX_USER_FRAMES)
+				*flags |= STACK_F_TRUNCATED;
+			d->unwound_dwarf++;
+			return (unsigned int)n;
+		}
+	}
+
+	memcpy(us, s->ustack, nu * sizeof(uint64_t));
+	nu = fix_trampolines(d, us, nu, s);
+	if (s->stack_len && nu) {
+		t0 = daemon__now_ns();
+		n = unwinder__fix_leaf_input(d->unwind, s->pid, &in, us, (int)nu, MAX_USER_FRAMES);
+		d->unwind_ns += daemon__now_ns() - t0;
+		if (n > (int)nu)
+			d->leaf_fixed++;
+		if (n > 0)
+			nu = (unsigned int)n;
+	}
+	/* bpf_get_stack stops at LP_MAX_USTACK frames, not at the root. */
+	if (s->n_ustack >= LP_MAX_USTACK)
+		*flags |= STACK_F_TRUNCATED;
+	d->unwound_fp++;
+	return nu;
 }
 
 static int on_sample(struct daemon *d, const struct lp_sample *s, size_t size)
 {
-	uint64_t us[LP_MAX_USTACK + 64];
+	uint64_t us[MAX_USER_FRAMES];
 	unsigned int nu, nk;
 	struct raw_stack rs = { 0 };
+	uint32_t flags;
 	int64_t id;
 	uint64_t count;
 
-	if (size < sizeof(*s)) {
+	if (size < sizeof(*s) || s->stack_len > size - sizeof(*s)) {
 		d->events_bad++;
 		return 0;
 	}
-	nu = s->n_ustack < LP_MAX_USTACK ? s->n_ustack : LP_MAX_USTACK;
+	flags = (s->flags & LP_SF_OFFCPU) ? STACK_F_OFFCPU : 0;
+	nu = unwind_user(d, s, s + 1, us, &flags);
 	nk = s->n_kstack < LP_MAX_KSTACK ? s->n_kstack : LP_MAX_KSTACK;
-	memcpy(us, s->ustack, nu * sizeof(uint64_t));
-	fix_trampolines(d, us, nu, s);
+	if (flags & STACK_F_TRUNCATED)
+		d->truncated++;
 
 	rs.pid = s->pid;
 	rs.tid = s->tid;
-	rs.flags = (s->flags & LP_SF_OFFCPU) ? STACK_F_OFFCPU : 0;
+	rs.flags = flags;
 	rs.n_user = nu;
 	rs.n_kernel = nk;
 	rs.user = us;
@@ -174,7 +254,8 @@ int daemon__init(struct daemon *d, struct options *o, struct bpf_session *bpf)
 	d->sym = symbolizer__new(o->lines);
 	d->stacks = stack_store__new(o->per_thread);
 	d->symbols = stack_symbols__new(&so);
-	if (!d->sym || !d->stacks || !d->symbols)
+	d->unwind = unwinder__new();
+	if (!d->sym || !d->stacks || !d->symbols || !d->unwind)
 		return -ENOMEM;
 	counts__init(&d->total);
 	err = daemon__set_window(d, (int)(o->window_s + 0.5));
@@ -212,6 +293,7 @@ void daemon__fini(struct daemon *d)
 		counts__free(&d->slots[i]);
 	free(d->slots);
 	counts__free(&d->total);
+	unwinder__free(d->unwind);
 	stack_symbols__free(d->symbols);
 	stack_store__free(d->stacks);
 	symbolizer__free(d->sym);
@@ -262,8 +344,10 @@ static void tick(struct daemon *d, uint64_t now)
 	 * is gone and its maps with it. */
 	if (++ticks % 2 == 0)
 		for (int i = 0; i < d->n_procs; i++)
-			if (d->procs[i].alive)
+			if (d->procs[i].alive) {
 				symbolizer__add_pid(d->sym, d->procs[i].pid);
+				unwinder__add_pid(d->unwind, d->procs[i].pid);
+			}
 	daemon__symbolize_new(d);
 	if (d->traces)
 		traces__tick(d->traces, now);

@@ -20,9 +20,19 @@
 struct bpf_session;
 struct traces;
 struct split;
-struct unwind_ctx;
+struct unwinder;
 
 #define MAX_WINDOW_SLOTS 3600
+
+/*
+ * Stack bytes copied per sample with --call-graph fp: a frameless leaf's
+ * return address is within its own small frame, so this is enough for
+ * CFI to put back the caller the frame-pointer walk skips.
+ */
+#define FP_LEAF_COPY_BYTES 512
+
+/* Most user frames kept per stack (DWARF unwinds can go past LP_MAX_USTACK). */
+#define MAX_USER_FRAMES 256
 
 struct target_proc {
 	int pid;
@@ -38,7 +48,7 @@ struct daemon {
 	struct stack_symbols *symbols;
 	struct traces *traces;
 	struct split *split;
-	struct unwind_ctx *unwind;
+	struct unwinder *unwind; /* CFI over the copied stacks */
 
 	struct target_proc procs[MAX_PIDS];
 	int n_procs;
@@ -56,6 +66,10 @@ struct daemon {
 	uint64_t samples, offcpu_events, events_bad;
 	uint64_t counters[16]; /* LP_CNT_* from BPF, summed over CPUs */
 	uint64_t truncated; /* stacks marked truncated */
+	uint64_t unwound_dwarf; /* user stacks unwound with CFI */
+	uint64_t unwound_fp;	/* user stacks from frame pointers */
+	uint64_t leaf_fixed;	/* frame-pointer stacks given back a skipped caller */
+	uint64_t unwind_ns;	/* time spent in the unwinder */
 	uint64_t tramp_fixed; /* uretprobe trampoline addresses put back */
 	bool stop;
 };

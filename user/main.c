@@ -290,6 +290,10 @@ static int run(struct options *o)
 		.offcpu = o->offcpu,
 		.ringbuf_mb = o->ringbuf_mb,
 		.verbose = o->verbose,
+		/* fp still copies a little: enough for CFI to find a frameless
+		 * leaf's return address (daemon.c, unwind_user) */
+		.stack_copy_bytes = o->call_graph == CALL_GRAPH_FP ? FP_LEAF_COPY_BYTES
+								   : o->stack_kib << 10,
 	};
 	struct bpf_session *bpf = NULL;
 	struct daemon d;
