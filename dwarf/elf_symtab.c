@@ -381,7 +381,9 @@ static int load_syms(struct elf_symtab *t)
 		name = elf_strptr(elf, sh.sh_link, sym.st_name);
 		if (!name || !*name)
 			continue;
-		len = strlen(name) + 1;
+		/* .symtab spells versioned symbols "memcpy@@GLIBC_2.14": profiles
+		 * show the name a programmer would write. */
+		len = strcspn(name + 1, "@") + 2;
 		if (pool_len + len > pool_cap) {
 			pool_cap = (pool_cap + len) * 2;
 			ptmp = realloc(pool, pool_cap);
@@ -396,7 +398,8 @@ static int load_syms(struct elf_symtab *t)
 				goto out;
 			raw = tmp;
 		}
-		memcpy(pool + pool_len, name, len);
+		memcpy(pool + pool_len, name, len - 1);
+		pool[pool_len + len - 1] = '\0';
 		raw[nraw].addr = sym.st_value;
 		raw[nraw].size = sym.st_size;
 		raw[nraw].name_off = pool_len;
