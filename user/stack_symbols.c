@@ -107,6 +107,12 @@ static int push_user_addr(struct stack_symbols *ss, struct symbolizer *sym, uint
 			.inlined = sf[i].inlined,
 		};
 
+		if (!f.name && f.module && !strcmp(f.module, "[uprobes]")) {
+			/* The uprobe XOL page: an instruction displaced by a probe
+			 * being single-stepped. Probe overhead, said as such. */
+			f.name = "[uprobe single-step]";
+			f.kind = FRAME_MARKER;
+		}
 		if (!f.name) {
 			snprintf(name, sizeof(name), "[%s+0x%" PRIx64 "]",
 				 sf[i].module ? sf[i].module : "unknown", sf[i].offset);
