@@ -53,6 +53,7 @@ struct daemon {
 	struct target_proc procs[MAX_PIDS];
 	int n_procs;
 	pid_t child;	      /* launched command, 0 if none */
+	const char *child_exe; /* its executable, resolved through PATH */
 	int child_status;     /* wait status once it exited */
 	bool child_exited;
 

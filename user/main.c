@@ -174,6 +174,23 @@ static int release(int go_fd, int status_fd, pid_t pid, const char *cmd)
 	return 0;
 }
 
+/* The file execvp() will run for @cmd: PATH is searched like the shell does. */
+static const char *resolve_command(const char *cmd, char *buf, size_t len)
+{
+	const char *path = getenv("PATH");
+
+	if (strchr(cmd, '/'))
+		return realpath(cmd, buf) ? buf : NULL;
+	for (const char *p = path ? path : "/usr/bin:/bin"; *p;) {
+		size_t n = strcspn(p, ":");
+
+		if (snprintf(buf, len, "%.*s/%s", (int)n, p, cmd) < (int)len && !access(buf, X_OK))
+			return buf;
+		p += n + (p[n] == ':');
+	}
+	return NULL;
+}
+
 static int bpf_open_error(int err, bool verbose)
 {
 	if (err == -ENOENT) {
@@ -299,6 +316,7 @@ static int run(struct options *o)
 	struct daemon d;
 	int go_fd = -1, status_fd = -1, rc, err;
 	pid_t child = 0;
+	char child_exe[4096];
 	bool tui;
 
 	memset(&d, 0, sizeof(d));
@@ -333,6 +351,8 @@ static int run(struct options *o)
 		goto out;
 	}
 	d.child = child;
+	if (child)
+		d.child_exe = resolve_command(o->command[0], child_exe, sizeof(child_exe));
 	if (child)
 		o->pids[o->n_pids++] = child;
 	for (int i = 0; i < o->n_pids; i++) {
