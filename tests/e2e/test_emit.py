@@ -266,6 +266,9 @@ def test_utilization(liveprof, tmp_path, util):
     measured = raw if util < 1 else (c1 - c0) / max(t1 - t0 - (w1 - w0), 1e-3)
     print("utilization %.2f: measured %.3f (raw %.3f, %.2f s waiting for a CPU)"
           % (util, measured, raw, w1 - w0))
+    if abs(measured - util) > 0.2 * util and w1 - w0 > 0.5 * (t1 - t0):
+        pytest.skip("the machine is too loaded to measure: the program waited %.2f s of "
+                    "%.2f s for a CPU (measured %.3f)" % (w1 - w0, t1 - t0, measured))
     assert abs(measured - util) <= 0.2 * util, (measured, raw)
 
 
