@@ -107,6 +107,18 @@ static int push_user_addr(struct stack_symbols *ss, struct symbolizer *sym, uint
 			.inlined = sf[i].inlined,
 		};
 
+		if (f.name && ss->opts.lines && (f.file || f.inlined)) {
+			/* A per-line profile: the line is part of the frame's name,
+			 * so folded stacks, SVGs and the top table all show it. */
+			const char *base = f.file ? strrchr(f.file, '/') : NULL;
+
+			if (f.file)
+				snprintf(name, sizeof(name), "%s (%s:%d)%s", f.name,
+					 base ? base + 1 : f.file, f.line, f.inlined ? " [inlined]" : "");
+			else
+				snprintf(name, sizeof(name), "%s [inlined]", f.name);
+			f.name = name;
+		}
 		if (!f.name && f.module && !strcmp(f.module, "[uprobes]")) {
 			/* The uprobe XOL page: an instruction displaced by a probe
 			 * being single-stepped. Probe overhead, said as such. */

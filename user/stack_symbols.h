@@ -16,6 +16,7 @@ struct stack_symbols;
 
 struct stack_symbols_opts {
 	bool per_thread; /* add "comm-tid" under the process root */
+	bool lines;	 /* name frames "func (file.c:12)", inlined ones "[inlined]" */
 };
 
 /** stack_symbols__new - empty cache; NULL on allocation failure */
