@@ -394,6 +394,10 @@ int split__compute(struct split *s, bool window, bool use_weight, struct split_r
 		}
 	}
 	r->function = traces__info(d->traces, ti)->func;
+	r->held = s->held_entries;
+	r->orphans = s->orphans;
+	r->dropped = s->dropped;
+	r->filtered = s->filtered;
 	r->percentile = s->pct;
 	r->threshold_ns = traces__percentile(d->traces, ti, s->pct, window);
 
@@ -485,6 +489,10 @@ void split__print(const struct split_result *r, FILE *f, int rows)
 		" fast\n",
 		r->function, r->percentile, r->threshold_ns / 1e3, r->slow_calls, r->fast_calls,
 		r->all_slow_calls, r->all_fast_calls, r->slow_samples, r->fast_samples);
+	if (r->orphans || r->dropped || r->filtered)
+		fprintf(f, "  %" PRIu64 " calls never returned (expired), %" PRIu64
+			   " samples dropped, %" PRIu64 " calls filtered out by --when\n",
+			r->orphans, r->dropped, r->filtered);
 	if (r->slow_samples < MIN_SIGNIFICANT || r->fast_samples < MIN_SIGNIFICANT)
 		fprintf(f, "  too few samples in a class to trust the ranking (need %d each)\n",
 			MIN_SIGNIFICANT);
@@ -515,6 +523,10 @@ json_t *split__json(const struct split_result *r, int rows)
 	json_object_set_new(o, "all_fast_calls", json_integer(r->all_fast_calls));
 	json_object_set_new(o, "slow_samples", json_integer(r->slow_samples));
 	json_object_set_new(o, "fast_samples", json_integer(r->fast_samples));
+	json_object_set_new(o, "held_samples", json_integer(r->held));
+	json_object_set_new(o, "orphan_calls", json_integer(r->orphans));
+	json_object_set_new(o, "dropped_samples", json_integer(r->dropped));
+	json_object_set_new(o, "filtered_calls", json_integer(r->filtered));
 	for (int i = 0; i < r->n_ranks && i < rows; i++) {
 		const struct split_frame_rank *k = &r->ranks[i];
 
