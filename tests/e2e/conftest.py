@@ -175,6 +175,24 @@ def lp_prog_ids():
             if str(p.get("name", "")).startswith("lp_")}
 
 
+def prog_ids_of(pid):
+    """IDs of the BPF programs a process holds (fds and links), from fdinfo."""
+    ids = set()
+    try:
+        fds = os.listdir(f"/proc/{pid}/fdinfo")
+    except OSError:
+        return ids
+    for fd in fds:
+        try:
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                for line in f:
+                    if line.startswith("prog_id:"):
+                        ids.add(int(line.split()[1]))
+        except OSError:
+            pass
+    return ids
+
+
 def read_rates(path):
     """rate.c's log -> [(t, calls)]."""
     rows = []
@@ -190,6 +208,35 @@ def rate_between(rows, t0, t1):
     sel = [r for r in rows if t0 <= r[0] <= t1]
     assert len(sel) >= 3, f"too few rate rows in [{t0}, {t1}]: {len(sel)}"
     return (sel[-1][1] - sel[0][1]) / (sel[-1][0] - sel[0][0])
+
+
+def perf_event_fds(pid):
+    """Number of perf_event fds a process holds (liveprof opens them when it
+    starts sampling, after loading its BPF programs)."""
+    n = 0
+    try:
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{fd}") == "anon_inode:[perf_event]":
+                    n += 1
+            except OSError:
+                pass
+    except OSError:
+        return 0
+    return n
+
+
+def wait_sampling(proc, timeout=60):
+    """Wait until liveprof (a Popen) has opened its perf events; False if it
+    exited or the timeout passed first."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if proc.poll() is not None:
+            return False
+        if perf_event_fds(proc.pid) > 0:
+            return True
+        time.sleep(0.05)
+    return False
 
 
 def wait_for(pred, timeout, step=0.1):
@@ -224,6 +271,6 @@ def h():
     """The helpers above, as a fixture (test modules do not import conftest)."""
     import types
     return types.SimpleNamespace(
-        parse_folded=parse_folded, lp_prog_ids=lp_prog_ids, read_rates=read_rates,
-        rate_between=rate_between, wait_for=wait_for, frames_of=frames_of,
+        parse_folded=parse_folded, lp_prog_ids=lp_prog_ids, prog_ids_of=prog_ids_of, read_rates=read_rates,
+        rate_between=rate_between, wait_for=wait_for, wait_sampling=wait_sampling, frames_of=frames_of,
         percentile=percentile, BUILD=BUILD, ROOT=ROOT, WORKLOADS=WORKLOADS)

@@ -1,10 +1,12 @@
 /*
  * calls.c - exact call and hit counts for the tracer. Each mode prints the
- * exact count it produced on stdout ("NAME COUNT").
+ * exact count it produced on stdout ("NAME COUNT"); several MODE N pairs
+ * run one after the other.
  *   calls rec N      main calls rec(9) N times: rec runs 10*N times
  *   calls static N   sfunc(), a static function, runs N times
  *   calls loop N     the line marked LOOP_LINE runs exactly N times
  *   calls threads N  8 threads each call tcall() N times (spins 100 us)
+ * Usage: calls MODE N [MODE N]...
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -69,23 +71,21 @@ static void *thread_main(void *arg)
 	return NULL;
 }
 
-int main(int argc, char **argv)
+static int run(const char *mode, long n)
 {
-	long n = argc > 2 ? atol(argv[2]) : 1000, total = 0;
+	long total = 0;
 
-	if (argc < 2)
-		return 2;
-	if (!strcmp(argv[1], "rec")) {
+	if (!strcmp(mode, "rec")) {
 		for (long i = 0; i < n; i++)
 			sink += rec(9);
 		printf("rec %ld\n", 10 * n);
-	} else if (!strcmp(argv[1], "static")) {
+	} else if (!strcmp(mode, "static")) {
 		for (long i = 0; i < n; i++)
 			total += sfunc((int)i) > 0;
 		printf("sfunc %ld\n", total);
-	} else if (!strcmp(argv[1], "loop")) {
+	} else if (!strcmp(mode, "loop")) {
 		printf("loop_line %ld\n", loop(n));
-	} else if (!strcmp(argv[1], "threads")) {
+	} else if (!strcmp(mode, "threads")) {
 		pthread_t th[8];
 
 		per_thread = n;
@@ -97,5 +97,16 @@ int main(int argc, char **argv)
 	} else {
 		return 2;
 	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 3 || argc % 2 == 0)
+		return 2;
+	for (int i = 1; i + 1 < argc; i += 2)
+		if (run(argv[i], atol(argv[i + 1])))
+			return 2;
+	fflush(stdout);
 	return 0;
 }

@@ -1,8 +1,8 @@
 /*
  * threads4.c - ground truth for per-thread attribution: four threads named
- * wl-t0..wl-t3, thread k runs only work<k>(), which spins (k+1) ms out of
+ * wl-t0..wl-t3, thread k runs only work<k>(), which spins 2(k+1) ms out of
  * every 20 ms (sleeping otherwise). So thread k gets (k+1)/10 of the
- * threads' samples: 10/20/30/40 %, using 0.5 CPU in all.
+ * threads' samples: 10/20/30/40 %, using 1 CPU in all.
  * Usage: threads4 [SECONDS]
  */
 #define _GNU_SOURCE
@@ -36,7 +36,7 @@ __attribute__((noinline)) static void burn_until(double until)
 	__attribute__((noinline)) void work##k(double t0)                       \
 	{                                                                       \
 		volatile int frame = 0;                                         \
-		burn_until(t0 + (k + 1) * 1e-3);                                \
+		burn_until(t0 + (k + 1) * 2e-3);                                \
 		frame++;                                                        \
 	}
 WORK(0)
