@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <bpf/bpf.h>
 
 #include "dwarf/elf_symtab.h"
@@ -518,13 +519,56 @@ static int attach_line(struct traces *t, struct trace *tr, struct probe_target *
 	return 0;
 }
 
+/*
+ * A launched command is probed before it execs (main.c releases it only
+ * once everything is attached), so its /proc/PID/exe is still liveprof.
+ * Probe the file it is about to exec instead: @cmd searched in $PATH like
+ * execvp does. Returns 0 and fills @loc, or -ENOENT.
+ */
+static int locate_command(int pid, const char *cmd, struct binary_loc *loc)
+{
+	struct stat self, child;
+	char path[4096], *dirs, *dir, *save = NULL;
+	const char *env = getenv("PATH");
+	int err = -ENOENT;
+
+	if (stat("/proc/self/exe", &self) ||
+	    stat((snprintf(path, sizeof(path), "/proc/%d/exe", pid), path), &child) ||
+	    self.st_dev != child.st_dev || self.st_ino != child.st_ino)
+		return -ENOENT; /* it has exec'd already */
+	memset(loc, 0, sizeof(*loc));
+	if (strchr(cmd, '/')) {
+		if (!realpath(cmd, loc->mapped_path))
+			return -ENOENT;
+		snprintf(loc->attach_path, sizeof(loc->attach_path), "%s", loc->mapped_path);
+		return 0;
+	}
+	dirs = strdup(env && *env ? env : "/usr/local/bin:/usr/bin:/bin");
+	if (!dirs)
+		return -ENOMEM;
+	for (dir = strtok_r(dirs, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
+		snprintf(path, sizeof(path), "%s/%s", *dir ? dir : ".", cmd);
+		if (!access(path, X_OK) && realpath(path, loc->mapped_path)) {
+			snprintf(loc->attach_path, sizeof(loc->attach_path), "%s",
+				 loc->mapped_path);
+			err = 0;
+			break;
+		}
+	}
+	free(dirs);
+	return err;
+}
+
 static int attach_in(struct traces *t, struct trace *tr, int pid, char *err, size_t errlen)
 {
 	struct binary_loc loc;
 	struct probe_target pt;
-	int r;
+	int r = -ENOENT;
 
-	r = locate_binary(pid, tr->spec.binary, &loc);
+	if (!tr->spec.binary[0] && pid == t->d->child && t->d->opts->command)
+		r = locate_command(pid, t->d->opts->command[0], &loc);
+	if (r)
+		r = locate_binary(pid, tr->spec.binary, &loc);
 	if (r == -ENOENT && tr->spec.binary[0]) {
 		tr->pending = true; /* attach when the library shows up */
 		return 0;
