@@ -559,6 +559,17 @@ static int locate_command(int pid, const char *cmd, struct binary_loc *loc)
 	return err;
 }
 
+/* Messages name the file as the user knows it, not as /proc/PID/exe. */
+static void name_binary_in(char *err, size_t errlen, const char *proc_path, const char *path)
+{
+	char *at = strstr(err, proc_path), tail[1024];
+
+	if (!at || !path[0] || !strcmp(proc_path, path))
+		return;
+	snprintf(tail, sizeof(tail), "%s", at + strlen(proc_path));
+	snprintf(at, errlen - (size_t)(at - err), "%s%s", path, tail);
+}
+
 static int attach_in(struct traces *t, struct trace *tr, int pid, char *err, size_t errlen)
 {
 	struct binary_loc loc;
@@ -573,14 +584,21 @@ static int attach_in(struct traces *t, struct trace *tr, int pid, char *err, siz
 		tr->pending = true; /* attach when the library shows up */
 		return 0;
 	}
+	if (r == -ESRCH) {
+		snprintf(err, errlen, "process %d exited before '%s' could be attached", pid,
+			 tr->spec_text);
+		return r;
+	}
 	if (r) {
 		snprintf(err, errlen, "cannot find the binary of '%s' in process %d", tr->spec_text,
 			 pid);
 		return r;
 	}
 	r = probe_resolve(loc.attach_path, &tr->spec, &pt, err, errlen);
-	if (r)
+	if (r) {
+		name_binary_in(err, errlen, loc.attach_path, loc.mapped_path);
 		return r;
+	}
 	if (!tr->func_name)
 		tr->func_name = strdup(pt.func ? pt.func : tr->spec_text);
 	if (!tr->binary)
