@@ -26,6 +26,7 @@
 #define LP_UPROBE_TRAMP_LO 0x7fffffffe000ULL /* [uprobes] trampoline page on x86-64 */
 #define LP_UPROBE_TRAMP_HI 0x7ffffffff000ULL
 #define LP_MAX_STACK_COPY  (64 << 10) /* user stack bytes after a sample, a power of 2 */
+#define LP_REDZONE	   128 /* bytes below sp sent along with a stack copy */
 
 enum lp_event_type {
 	LP_EV_SAMPLE = 1,   /* struct lp_sample: on-CPU tick or off-CPU block */
@@ -90,8 +91,10 @@ struct lp_sample {
 	__u16 n_calls;	 /* valid entries in calls[], outermost first */
 	__u16 reserved;
 	/*
-	 * Bytes of user stack copied right after this struct, starting at
-	 * regs.sp (0: none). hdr.size covers them. reserved2 is the old
+	 * Bytes of user stack copied after this struct, starting at regs.sp
+	 * (0: none). When non-zero, the struct is followed by LP_REDZONE
+	 * bytes from regs.sp - LP_REDZONE (zeros if unreadable), then by
+	 * the stack_len bytes. hdr.size covers both. reserved2 is the old
 	 * name, still written as 0 by samples that never copy (off-CPU).
 	 */
 	union {

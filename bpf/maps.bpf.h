@@ -53,6 +53,7 @@ struct {
  */
 struct lp_sample_buf {
 	struct lp_sample s;
+	__u8 redzone[LP_REDZONE];
 	__u8 stack[LP_MAX_STACK_COPY];
 };
 

@@ -150,7 +150,15 @@ static __always_inline int send_with_stack(struct bpf_perf_event_data *ctx, __u3
 	fill_sample(ctx, &b->s, tgid, tid);
 	b->s.weight_ns = ctx->sample_period;
 	n = copy_ustack(b->stack, b->s.regs.sp);
-	size = sizeof(b->s) + n;
+	/*
+	 * In an epilogue, after "pop %rbx", CFI still says where rbx was
+	 * saved: just below sp now. Those 128 bytes (the x86-64 red zone)
+	 * are still intact, and without them the unwind stops there.
+	 */
+	if (n && bpf_probe_read_user(b->redzone, LP_REDZONE,
+				     (const void *)(b->s.regs.sp - LP_REDZONE)))
+		__builtin_memset(b->redzone, 0, LP_REDZONE);
+	size = n ? sizeof(b->s) + LP_REDZONE + n : sizeof(b->s);
 	asm volatile("" : "+r"(size));
 	if (size > sizeof(*b))
 		return 0;

@@ -63,7 +63,14 @@ int daemon__add_target(struct daemon *d, int pid)
 	p = &d->procs[d->n_procs];
 	p->pid = pid;
 	p->alive = true;
-	read_comm(pid, p->name, sizeof(p->name));
+	if (pid == d->child && d->child_exe) {
+		/* Not exec'd yet (it waits for us): name it after its command. */
+		const char *b = strrchr(d->child_exe, '/');
+
+		snprintf(p->name, sizeof(p->name), "%.15s", b ? b + 1 : d->child_exe);
+	} else {
+		read_comm(pid, p->name, sizeof(p->name));
+	}
 	err = bpf_session__add_pid(d->bpf, pid);
 	if (err)
 		return err;
@@ -120,7 +127,7 @@ static unsigned int fix_trampolines(struct daemon *d, uint64_t *us, unsigned int
 static unsigned int unwind_user(struct daemon *d, const struct lp_sample *s, const void *stack,
 				uint64_t *us, uint32_t *flags)
 {
-	struct unwind_fixup fx[LP_MAX_CALLS];
+	struct unwind_fixup fx[LP_MAX_CALLS + LP_REDZONE / 8];
 	struct unwind_input in = {
 		.regs = &s->regs,
 		.stack = stack,
@@ -138,15 +145,38 @@ static unsigned int unwind_user(struct daemon *d, const struct lp_sample *s, con
 		fx[i].ret = s->calls[i].ret_addr;
 		in.nr_fixups++;
 	}
+	/*
+	 * The red zone below sp, served as fix-ups since the unwinder reads
+	 * memory from sp upwards only: an epilogue's CFI finds the registers
+	 * it just popped there, and without them the step is refused.
+	 */
+	if (s->stack_len) {
+		const uint64_t *rz = stack;
+
+		for (unsigned int i = 0; i < LP_REDZONE / 8; i++) {
+			fx[in.nr_fixups].slot = s->regs.sp - LP_REDZONE + 8 * i;
+			fx[in.nr_fixups].ret = rz[i];
+			in.nr_fixups++;
+		}
+		in.stack = (const char *)stack + LP_REDZONE;
+	}
 	if (d->opts->call_graph != CALL_GRAPH_FP && s->stack_len && !(s->flags & LP_SF_OFFCPU)) {
 		t0 = daemon__now_ns();
 		n = unwinder__unwind_input(d->unwind, s->pid, &in, us, MAX_USER_FRAMES, &truncated);
 		d->unwind_ns += daemon__now_ns() - t0;
-		/* Only the ip, yet frame pointers know more, and not for want of
-		 * stack: CFI found nothing to go on (code in no module). */
-		if (n > 0 && !(n == 1 && !truncated && nu > 1)) {
+		/*
+		 * Only the ip, yet frame pointers know more, and not for want
+		 * of stack: CFI found nothing to go on. The frame-pointer chain
+		 * is better only where the leaf's module keeps frame pointers;
+		 * elsewhere rbp is data and the chain garbage (seen with
+		 * python3.11), so keep the one true frame and say it is cut.
+		 */
+		if (n == 1 && !truncated && nu > 1 &&
+		    unwinder__module_has_fp(d->unwind, s->pid, s->regs.ip) >= 50)
+			n = 0;
+		if (n > 0) {
 			/* A full buffer also means the outermost frame is missing. */
-			if (truncated || n == MAX_USER_FRAMES)
+			if (truncated || (n == 1 && nu > 1) || n == MAX_USER_FRAMES)
 				*flags |= STACK_F_TRUNCATED;
 			d->unwound_dwarf++;
 			return (unsigned int)n;
@@ -180,7 +210,8 @@ static int on_sample(struct daemon *d, const struct lp_sample *s, size_t size)
 	int64_t id;
 	uint64_t count;
 
-	if (size < sizeof(*s) || s->stack_len > size - sizeof(*s)) {
+	if (size < sizeof(*s) ||
+	    (s->stack_len && s->stack_len + LP_REDZONE > size - sizeof(*s))) {
 		d->events_bad++;
 		return 0;
 	}
@@ -244,7 +275,7 @@ static int on_event(void *ctx, void *data, size_t size)
 
 int daemon__init(struct daemon *d, struct options *o, struct bpf_session *bpf)
 {
-	struct stack_symbols_opts so = { .per_thread = o->per_thread };
+	struct stack_symbols_opts so = { .per_thread = o->per_thread, .lines = o->lines };
 	int err;
 
 	memset(d, 0, sizeof(*d));

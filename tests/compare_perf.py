@@ -1,0 +1,162 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""Compare a liveprof folded profile with `perf script` output of the same run.
+
+    compare_perf.py LIVEPROF.folded PERF_SCRIPT.txt [--top 10] [--tolerance 5]
+
+perf's samples are turned into folded stacks (root first), and both profiles
+into inclusive shares per function: the percentage of samples whose stack
+contains the function at least once. The top functions of either side are
+compared; the exit status is 1 if any differs by more than the tolerance
+(percentage points). Used by tests/e2e/test_unwind.py, usable by hand:
+
+    perf record --call-graph dwarf -F 99 -p PID -o perf.data -- sleep 10
+    perf script -i perf.data -F comm,tid,time,ip,sym > perf.txt
+
+Names are compared after removing what only one tool writes: symbol version
+suffixes (foo@@GLIBC_2.34), offsets (+0x12) and clone suffixes (.part.0,
+.isra.0, .constprop.0, .cold). Frames without a name ([unknown], liveprof's
+[module+0xoff]) and markers ([truncated]) are never ranked: their spelling
+differs per tool, and they name no function. The root frame (the process
+name) is left out too.
+"""
+import argparse
+import collections
+import re
+import sys
+
+# Two names for one function: glibc >= 2.34 exports __libc_start_main as a
+# versioned alias of __libc_start_main_impl; tools pick either.
+ALIASES = {"__libc_start_main_impl": "__libc_start_main"}
+CLONE_RE = re.compile(r"\.(part|isra|constprop|cold|lto_priv)(\.\d+)*$")
+FRAME_RE = re.compile(r"^\s+([0-9a-fA-F]+)\s+(.*?)(?:\s+\(([^()]*)\))?\s*$")
+
+
+def normalize(name):
+    """The comparable spelling of a frame name, or None for unnamed frames."""
+    name = name.strip()
+    if not name or name.startswith("["):
+        return None
+    name = re.sub(r"\+0x[0-9a-fA-F]+$", "", name)
+    name = name.split("@", 1)[0]
+    while True:
+        short = CLONE_RE.sub("", name)
+        if short == name:
+            break
+        name = short
+    name = ALIASES.get(name, name)
+    return name or None
+
+
+def perf_script_to_folded(text):
+    """Counter of folded stacks ("root;...;leaf") from `perf script` text.
+
+    A sample is a header line starting in column 0 followed by indented
+    frame lines, leaf first, and ends at a blank line. The comm, first
+    field of the header, becomes the root frame.
+    """
+    stacks = collections.Counter()
+    comm, frames = None, []
+
+    def flush():
+        if comm is not None:
+            names = [n.replace(";", ":") for _, n in reversed(frames)]
+            stacks[";".join([comm] + names)] += 1
+
+    for line in text.splitlines():
+        if not line.strip():
+            flush()
+            comm, frames = None, []
+            continue
+        if not line[0].isspace():
+            flush()
+            comm, frames = line.split()[0], []
+            continue
+        m = FRAME_RE.match(line)
+        if not m or comm is None:
+            continue
+        # perf lists the inline chain of an address before the function
+        # that contains it, all at the same address: keep one frame per
+        # address, the outermost, since liveprof shows no inlined frames
+        # without --lines. Its "(inlined)" tag goes, for when perf found
+        # only inlined entries there.
+        addr = m.group(1)
+        name = re.sub(r"\s*\(inlined\)$", "", m.group(2) or "[unknown]")
+        if m.group(3) == "inlined":
+            name = m.group(2)
+        if frames and frames[-1][0] == addr:
+            frames[-1] = (addr, name)
+        else:
+            frames.append((addr, name))
+    flush()
+    return stacks
+
+
+def read_folded(path):
+    stacks = collections.Counter()
+    with open(path) as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if not line:
+                continue
+            stack, _, count = line.rpartition(" ")
+            stacks[stack] += int(count)
+    return stacks
+
+
+def inclusive_shares(stacks):
+    """Function -> % of samples whose stack contains it (root frame left out)."""
+    total = sum(stacks.values())
+    seen = collections.Counter()
+    for stack, count in stacks.items():
+        names = {normalize(f) for f in stack.split(";")[1:]}
+        names.discard(None)
+        for n in names:
+            seen[n] += count
+    if not total:
+        return {}
+    return {n: 100.0 * c / total for n, c in seen.items()}
+
+
+def top(shares, n):
+    return [k for k, _ in sorted(shares.items(), key=lambda kv: (-kv[1], kv[0]))[:n]]
+
+
+def compare(live, perf, n=10):
+    """Rows (name, liveprof %, perf %, delta) for the union of both top-n lists."""
+    names = list(dict.fromkeys(top(perf, n) + top(live, n)))
+    rows = []
+    for name in names:
+        a, b = live.get(name, 0.0), perf.get(name, 0.0)
+        rows.append((name, a, b, a - b))
+    return rows
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("folded", help="liveprof folded output")
+    ap.add_argument("perf_script", help="text of `perf script` (- for stdin)")
+    ap.add_argument("--top", type=int, default=10)
+    ap.add_argument("--tolerance", type=float, default=5.0, help="points")
+    args = ap.parse_args(argv)
+
+    live_stacks = read_folded(args.folded)
+    if args.perf_script == "-":
+        text = sys.stdin.read()
+    else:
+        with open(args.perf_script, errors="replace") as f:
+            text = f.read()
+    perf_stacks = perf_script_to_folded(text)
+    rows = compare(inclusive_shares(live_stacks), inclusive_shares(perf_stacks), args.top)
+    print(f"liveprof {sum(live_stacks.values())} samples, perf {sum(perf_stacks.values())} samples")
+    print(f"{'function':40s} {'liveprof%':>9s} {'perf%':>7s} {'delta':>7s}")
+    worst = 0.0
+    for name, a, b, d in rows:
+        print(f"{name[:40]:40s} {a:9.1f} {b:7.1f} {d:+7.1f}")
+        worst = max(worst, abs(d))
+    print(f"max |delta| {worst:.1f} points (tolerance {args.tolerance})")
+    return 0 if worst <= args.tolerance else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
