@@ -1,0 +1,680 @@
+#!/usr/bin/python3
+"""make bench: liveprof against perf and bpftrace, side by side, in one run.
+
+Writes BENCHMARKS.md at the repository root (temp file + rename). Every
+figure is a ratio of two measurements taken next to each other in the same
+run, repeated BENCH_REPS times (default 5) and given as min / median / max.
+
+    /usr/bin/python3 tests/bench/run_bench.py [SECTION...]
+    sections: slowdown percall daemon symbols first rss unwind (default: all)
+    BENCH_REPS=N   repetitions (>= 5 for the published figures)
+    BENCH_RSS_S=S  length of the 16-thread profile (default 30)
+"""
+
+import json
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILD = ROOT / "tests" / "build"
+LIVEPROF = ROOT / "liveprof"
+REPS = max(1, int(os.environ.get("BENCH_REPS", "5")))
+RSS_S = float(os.environ.get("BENCH_RSS_S", "30"))
+NCPU = os.cpu_count() or 1
+# The target runs on the last CPU, the profilers on CPU 0: what is measured
+# is the cost inside the target (BPF programs, uprobes, perf interrupts),
+# not two processes fighting over one core.
+TARGET_CPU = str(NCPU - 1)
+TOOL_CPU = "0"
+WINDOW = 2.0  # seconds of throughput per measurement
+HZS = (99, 999, 4999)
+TMP = Path(tempfile.mkdtemp(prefix="liveprof-bench-"))
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+T_START = time.monotonic()
+
+
+def log(msg):
+    print(f"[{time.monotonic() - T_START:6.1f}s] {msg}", flush=True)
+
+
+def pinned(cpu, argv):
+    return ["taskset", "-c", cpu] + [str(a) for a in argv] if NCPU > 1 else [str(a) for a in argv]
+
+
+def mmm(xs, fmt="{:.3f}"):
+    """min / median / max of a list, formatted."""
+    xs = [x for x in xs if x is not None]
+    if not xs:
+        return "n/a"
+    return " / ".join(fmt.format(v) for v in (min(xs), statistics.median(xs), max(xs)))
+
+
+def med(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+class Lines:
+    """Collects the stdout lines of a process with their arrival time."""
+
+    def __init__(self, proc):
+        self.proc = proc
+        self.lines = []  # (monotonic time, line)
+        self.cv = threading.Condition()
+        self.t = threading.Thread(target=self._run, daemon=True)
+        self.t.start()
+
+    def _run(self):
+        for line in self.proc.stdout:
+            with self.cv:
+                self.lines.append((time.monotonic(), line.rstrip("\n")))
+                self.cv.notify_all()
+        with self.cv:
+            self.cv.notify_all()
+
+    def wait_for(self, pred, timeout):
+        """First (time, line, match) with pred(line) truthy, or None."""
+        end = time.monotonic() + timeout
+        i = 0
+        with self.cv:
+            while True:
+                while i < len(self.lines):
+                    t, line = self.lines[i]
+                    m = pred(line)
+                    if m:
+                        return t, line, m
+                    i += 1
+                left = end - time.monotonic()
+                if left <= 0 or (self.proc.poll() is not None and i >= len(self.lines)):
+                    return None
+                self.cv.wait(min(left, 0.2))
+
+    def text(self):
+        with self.cv:
+            return "\n".join(l for _, l in self.lines)
+
+
+class Target:
+    """A workload printing "T_NS VALUE" every 0.5 s (CLOCK_MONOTONIC)."""
+
+    def __init__(self, name, *args, cpu=TARGET_CPU):
+        argv = [BUILD / name] + list(args)
+        self.proc = subprocess.Popen(pinned(cpu, argv) if cpu else [str(a) for a in argv],
+                                     stdout=subprocess.PIPE, text=True)
+        self.pid = self.proc.pid
+        self.out = Lines(self.proc)
+
+    def values(self, t0, t1):
+        res = []
+        for _, line in list(self.out.lines):
+            parts = line.split()
+            if len(parts) == 2:
+                t = int(parts[0]) / 1e9
+                # a period counts if it lies inside the window
+                if t - 0.5 >= t0 and t <= t1:
+                    res.append(float(parts[1]))
+        return res
+
+    def measure(self, seconds):
+        """Mean of the periods completed within the next @seconds."""
+        t0 = time.monotonic()
+        time.sleep(seconds + 0.55)
+        v = self.values(t0, t0 + seconds + 0.55)
+        return statistics.mean(v) if v else None
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+
+def cpu_seconds(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            rest = f.read().rsplit(")", 1)[1].split()
+        return (int(rest[11]) + int(rest[12])) / CLK_TCK
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def vm_hwm_kb(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+INTERVAL_RE = re.compile(r"^--- [0-9.]+ s: (\d+) samples, (\d+) lost")
+
+
+class Tool:
+    """A profiler attached to a target, pinned to TOOL_CPU."""
+
+    def __init__(self, kind, argv):
+        self.kind = kind
+        self.t_start = time.monotonic()
+        self.proc = subprocess.Popen(pinned(TOOL_CPU, argv), stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True,
+                                     start_new_session=True)
+        self.out = Lines(self.proc)
+        self.ready_at = None
+        self.first_sample_s = None
+
+    def wait_ready(self, timeout=120):
+        """Block until the tool is sampling/tracing; False if it never was."""
+        if self.kind == "liveprof":
+            # --interval lines appear once the programs are attached; the
+            # first one with samples > 0 is the first sample aggregated.
+            r = self.out.wait_for(INTERVAL_RE.match, timeout)
+            if not r:
+                return False
+            self.ready_at = r[0]
+            r2 = self.out.wait_for(lambda l: (m := INTERVAL_RE.match(l)) and int(m.group(1)) > 0,
+                                   timeout)
+            if r2:
+                self.first_sample_s = r2[0] - self.t_start
+        elif self.kind == "bpftrace":
+            r = self.out.wait_for(lambda l: l.startswith("Attaching"), timeout)
+            if not r:
+                return False
+            time.sleep(0.3)  # "Attaching" is printed before the attach itself
+            self.ready_at = time.monotonic()
+        else:  # perf record opens its events right away
+            time.sleep(1.0)
+            if self.proc.poll() is not None:
+                return False
+            self.ready_at = time.monotonic()
+        return self.proc.poll() is None
+
+    def samples_now(self):
+        last = None
+        for _, line in list(self.out.lines):
+            m = INTERVAL_RE.match(line)
+            if m:
+                last = int(m.group(1))
+        return last
+
+    def stop(self, timeout=60):
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGINT)
+            except ProcessLookupError:
+                pass
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        self.out.t.join(5)
+        return self.proc.returncode
+
+
+def liveprof_argv(pid, hz, *extra, json_out=None):
+    argv = [LIVEPROF, "-p", pid, "-F", hz, "--no-tui", "--interval", "0.1", "--top", "0"]
+    if json_out:
+        argv += ["--json", json_out]
+    return argv + list(extra)
+
+
+def sampler_argv(kind, pid, hz, rep):
+    if kind == "liveprof":
+        return liveprof_argv(pid, hz)
+    if kind == "perf":
+        return ["perf", "record", "-q", "-g", "-F", hz, "-p", pid, "-o", TMP / f"perf-{hz}-{rep}.data"]
+    return ["bpftrace", "-e", f"profile:hz:{hz} /pid == {pid}/ {{ @[ustack] = count(); }}"]
+
+
+FIRST_SAMPLE = []  # liveprof start -> first sample aggregated, every run
+
+
+def run_attached(target, kind, argv, window=WINDOW):
+    """Baseline window, then the tool's window; returns (base, traced, tool)."""
+    base = target.measure(window)
+    tool = Tool(kind, argv)
+    val = None
+    if tool.wait_ready():
+        val = target.measure(window)
+    else:
+        log(f"  {kind} did not start: {tool.out.text()[-300:]}")
+    rc = tool.stop()
+    if tool.first_sample_s is not None:
+        FIRST_SAMPLE.append(tool.first_sample_s)
+    if kind == "liveprof" and rc not in (0, None):
+        log(f"  liveprof exited {rc}: {tool.out.text()[-300:]}")
+    time.sleep(0.3)
+    return base, val, tool
+
+
+# ---------------------------------------------------------------- sections
+
+def bench_slowdown(res):
+    log("slowdown: bench_spin, liveprof vs perf record -g vs bpftrace profile:hz")
+    target = Target("bench_spin")
+    time.sleep(1.0)
+    tools = ["liveprof", "perf", "bpftrace"]
+    data = {(k, hz): [] for k in tools for hz in HZS}
+    try:
+        for rep in range(REPS):
+            for hz in HZS:
+                order = tools[rep % 3:] + tools[:rep % 3]  # rotate who goes first
+                for kind in order:
+                    base, val, _ = run_attached(target, kind, sampler_argv(kind, target.pid, hz, rep))
+                    sd = base / val if base and val else None
+                    data[(kind, hz)].append(sd)
+                    log(f"  rep {rep + 1}/{REPS} {hz:>4} Hz {kind:<8} slowdown "
+                        + (f"{sd:.3f}" if sd else "n/a"))
+    finally:
+        target.stop()
+        for f in TMP.glob("perf-*.data*"):
+            f.unlink()
+    rows, goal_ok = [], True
+    for hz in HZS:
+        lp, pf = med(data[("liveprof", hz)]), med(data[("perf", hz)])
+        # "no worse than perf": within the noise of the run (2%)
+        ok = lp is not None and pf is not None and lp <= pf * 1.02
+        goal_ok &= ok
+        rows.append(f"| {hz} | {mmm(data[('liveprof', hz)])} | {mmm(data[('perf', hz)])} | "
+                    f"{mmm(data[('bpftrace', hz)])} | {'met' if ok else 'NOT met'} |")
+    res["slowdown"] = {"rows": rows, "ok": goal_ok, "data": data}
+
+
+def bench_percall(res):
+    log("per-call cost: bench_call / bench_target (push %rbp, emulated)")
+    binary = BUILD / "bench_call"
+    fn = "bench_target"
+    target = Target("bench_call")
+    time.sleep(1.0)
+    configs = {
+        "liveprof --trace": liveprof_argv(target.pid, 99, "--trace", fn),
+        "liveprof --split": liveprof_argv(target.pid, 99, "--split", fn),
+        "bpftrace hist": ["bpftrace", "-e",
+                          f"uprobe:{binary}:{fn} {{ @s[tid] = nsecs; }} "
+                          f"uretprobe:{binary}:{fn} /@s[tid]/ {{ @h = hist(nsecs - @s[tid]); "
+                          f"delete(@s[tid]); }}"],
+        "floor (empty uprobe+uretprobe)": ["bpftrace", "-e",
+                                           f"uprobe:{binary}:{fn} {{}} uretprobe:{binary}:{fn} {{}}"],
+    }
+    added = {k: [] for k in configs}
+    base_ns = []
+    calls_seen = []
+    try:
+        for rep in range(REPS):
+            names = list(configs)
+            names = names[rep % len(names):] + names[:rep % len(names)]
+            for name in names:
+                kind = "liveprof" if name.startswith("liveprof") else "bpftrace"
+                jpath = TMP / "percall.json"
+                argv = list(configs[name])
+                if kind == "liveprof":
+                    argv += ["--json", jpath]
+                base, val, tool = run_attached(target, kind, argv)
+                a = val - base if base and val else None
+                added[name].append(a)
+                base_ns.append(base)
+                if kind == "liveprof" and jpath.exists():
+                    try:
+                        tr = json.loads(jpath.read_text()).get("traces") or []
+                        if tr:
+                            calls_seen.append(tr[0].get("calls"))
+                    except ValueError:
+                        pass
+                    jpath.unlink()
+                log(f"  rep {rep + 1}/{REPS} {name:<32} +" + (f"{a:.0f} ns/call" if a else "n/a"))
+    finally:
+        target.stop()
+    floor = added["floor (empty uprobe+uretprobe)"]
+    ratios = {}
+    for name in configs:
+        ratios[name] = [x / f if x and f else None for x, f in zip(added[name], floor)]
+    rows = [f"| untraced | {mmm(base_ns, '{:.1f}')} ns/call | |"]
+    for name in configs:
+        rows.append(f"| {name} | +{mmm(added[name], '{:.0f}')} | {mmm(ratios[name], '{:.2f}')} |")
+    lp = med(ratios["liveprof --trace"])
+    ok = lp is not None and lp <= 1.15
+    res["percall"] = {"rows": rows, "ok": ok, "lp_ratio": lp,
+                      "split_ratio": med(ratios["liveprof --split"]),
+                      "calls": calls_seen}
+
+
+def bench_daemon(res):
+    log("daemon throughput: bench_deep (2 threads, 12-28 frames) at -F 4999")
+    target = Target("bench_deep", "2")
+    time.sleep(1.0)
+    rates, sps, us_per = [], [], []
+    try:
+        for rep in range(REPS):
+            tool = Tool("liveprof", liveprof_argv(target.pid, 4999, json_out=TMP / "daemon.json"))
+            if not tool.wait_ready():
+                log(f"  liveprof did not start: {tool.out.text()[-300:]}")
+                tool.stop()
+                continue
+            time.sleep(0.3)
+            s0, c0, t0 = tool.samples_now(), cpu_seconds(tool.proc.pid), time.monotonic()
+            time.sleep(3.0)
+            s1, c1, t1 = tool.samples_now(), cpu_seconds(tool.proc.pid), time.monotonic()
+            tool.stop()
+            if tool.first_sample_s is not None:
+                FIRST_SAMPLE.append(tool.first_sample_s)
+            if None in (s0, s1, c0, c1) or s1 <= s0:
+                continue
+            cpu = max(c1 - c0, 1.0 / CLK_TCK)  # clock-tick resolution
+            rates.append((s1 - s0) / cpu)
+            sps.append((s1 - s0) / (t1 - t0))
+            us_per.append(cpu / (s1 - s0) * 1e6)
+            log(f"  rep {rep + 1}/{REPS}: {s1 - s0} samples, {c1 - c0:.2f} s CPU -> "
+                f"{rates[-1]:,.0f} samples per CPU-second")
+    finally:
+        target.stop()
+    ok = bool(rates) and med(rates) >= 1e6
+    res["daemon"] = {"rows": [
+        f"| samples/s arriving | {mmm(sps, '{:,.0f}')} |",
+        f"| daemon CPU per sample (us) | {mmm(us_per, '{:.1f}')} |",
+        f"| samples per CPU-second (one core) | {mmm(rates, '{:,.0f}')} |",
+    ], "ok": ok, "rate": med(rates)}
+
+
+def bench_symbols(res):
+    log("symbolization: tests/bench/symbench.c vs eu-addr2line -f over libc.so.6")
+    exe = TMP / "symbench"
+    cc = ["cc", "-O2", "-I.", "-Ibuild", "-o", exe, "tests/bench/symbench.c",
+          "build/libliveprof.a", "-lbpf", "-ldw", "-lelf", "-ljansson", "-lncursesw", "-lz",
+          "-lpthread", "-lm"]
+    r = subprocess.run([str(c) for c in cc], cwd=ROOT, capture_output=True, text=True)
+    if r.returncode:
+        res["symbols"] = {"error": "symbench did not build: " + r.stderr[-500:]}
+        return
+    n_big = 1_000_000
+    n_cmp = int(os.environ.get("BENCH_SYM_CMP", "20000"))
+    addr_file = TMP / "addrs.txt"
+    rows = {"fn": [], "fn_cpu": [], "lines": [], "eu": [], "ratio_fn": [], "ratio_lines": []}
+    lib = None
+
+    def run_timed(argv, stdin=None):
+        t0 = time.monotonic()
+        p = subprocess.Popen([str(a) for a in argv], stdin=stdin, stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, text=True)
+        out, _ = p.communicate()
+        return out, time.monotonic() - t0
+
+    for rep in range(REPS):
+        # 1M addresses, functions only: the daemon's own mode
+        before = os.times()
+        out, _ = run_timed([exe, "0", n_big, addr_file])
+        after = os.times()
+        m = re.search(r"lib (\S+) .*ns_per_addr ([0-9.]+)", out)
+        if not m:
+            res["symbols"] = {"error": "symbench failed: " + out[-300:]}
+            return
+        lib = m.group(1)
+        rows["fn"].append(float(m.group(2)))
+        rows["fn_cpu"].append((after.children_user + after.children_system
+                               - before.children_user - before.children_system) / n_big * 1e9)
+        # the first n_cmp of the same addresses, with lines, against eu-addr2line -f
+        out, _ = run_timed([exe, "1", n_cmp, addr_file])
+        m2 = re.search(r"ns_per_addr ([0-9.]+)", out)
+        out_fn, _ = run_timed([exe, "0", n_cmp, addr_file])
+        m3 = re.search(r"ns_per_addr ([0-9.]+)", out_fn)
+        # symbench rewrote addr_file with just these n_cmp addresses (same seed)
+        with open(addr_file) as f:
+            _, eu_s = run_timed(["eu-addr2line", "-f", "-e", lib], stdin=f)
+        eu_ns = eu_s / n_cmp * 1e9
+        rows["eu"].append(eu_ns)
+        if m2:
+            rows["lines"].append(float(m2.group(1)))
+            rows["ratio_lines"].append(eu_ns / float(m2.group(1)))
+        if m3:
+            rows["ratio_fn"].append(eu_ns / float(m3.group(1)))
+        log(f"  rep {rep + 1}/{REPS}: {rows['fn'][-1]:.0f} ns/addr (1M, functions), "
+            f"eu-addr2line {eu_ns:.0f} ns/addr")
+    res["symbols"] = {"lib": lib, "n_cmp": n_cmp, "rows": [
+        f"| liveprof, functions, 1M addresses (wall) | {mmm(rows['fn'], '{:,.0f}')} ns/addr | |",
+        f"| liveprof, functions, 1M addresses (CPU) | {mmm(rows['fn_cpu'], '{:,.0f}')} ns/addr | |",
+        f"| liveprof, functions + lines + inlines, first {n_cmp:,} | "
+        f"{mmm(rows['lines'], '{:,.0f}')} ns/addr | {mmm(rows['ratio_lines'], '{:.1f}')} |",
+        f"| eu-addr2line -f, first {n_cmp:,} (process start included) | "
+        f"{mmm(rows['eu'], '{:,.0f}')} ns/addr | 1 |",
+        f"| speed-up of liveprof functions-only over eu-addr2line -f | | "
+        f"{mmm(rows['ratio_fn'], '{:.1f}')} |",
+    ]}
+
+
+def bench_first(res):
+    log("time to first sample: liveprof -p (every run above) vs bpftrace first output")
+    target = Target("bench_spin")
+    time.sleep(1.0)
+    bt, lp_extra = [], []
+    try:
+        for rep in range(REPS):
+            t0 = time.monotonic()
+            p = subprocess.Popen(["bpftrace", "-e",
+                                  f'profile:hz:99 /pid == {target.pid}/ {{ printf("x\\n"); exit(); }}'],
+                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                 start_new_session=True)
+            lines = Lines(p)
+            r = lines.wait_for(lambda l: l.strip() == "x", 60)
+            bt.append(r[0] - t0 if r else None)
+            try:
+                p.wait(20)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+            if len(FIRST_SAMPLE) < REPS:
+                tool = Tool("liveprof", liveprof_argv(target.pid, 99))
+                tool.wait_ready()
+                tool.stop()
+                lp_extra.append(tool.first_sample_s)
+                if tool.first_sample_s is not None:
+                    FIRST_SAMPLE.append(tool.first_sample_s)
+            log(f"  rep {rep + 1}/{REPS}: bpftrace {bt[-1] if bt[-1] is not None else float('nan'):.3f} s")
+    finally:
+        target.stop()
+    lp = list(FIRST_SAMPLE)
+    ratios = [a / b for a, b in zip(lp, bt) if a and b]
+    ok = bool(lp) and med(lp) < 0.1
+    res["first"] = {"rows": [
+        f"| liveprof -p PID -> first sample aggregated ({len(lp)} runs) | {mmm(lp)} s |",
+        f"| bpftrace profile:hz:99 -> first output ({len(bt)} runs) | {mmm(bt)} s |",
+        f"| ratio liveprof / bpftrace | {mmm(ratios, '{:.2f}')} |",
+    ], "ok": ok, "lp": med(lp)}
+
+
+def bench_rss(res):
+    log(f"daemon cost: {RSS_S:.0f} s profile of bench_deep with 16 threads at 999 Hz")
+    target = Target("bench_deep", "16", cpu=None)
+    time.sleep(1.0)
+    tool = Tool("liveprof", liveprof_argv(target.pid, 999, "-d", RSS_S + 60,
+                                          json_out=TMP / "rss.json"))
+    slices, hwm, total = [], None, None
+    try:
+        if tool.wait_ready():
+            c_prev, t_prev = cpu_seconds(tool.proc.pid), time.monotonic()
+            c_first, t_first = c_prev, t_prev
+            for _ in range(int(RSS_S / 5)):
+                time.sleep(5)
+                c, t = cpu_seconds(tool.proc.pid), time.monotonic()
+                hwm = vm_hwm_kb(tool.proc.pid) or hwm
+                if c is None:
+                    break
+                slices.append((c - c_prev) / (t - t_prev) * 100)
+                c_prev, t_prev = c, t
+            if c_prev is not None:
+                total = (c_prev - c_first) / (t_prev - t_first) * 100
+        samples = tool.samples_now()
+        rc = tool.stop()
+    finally:
+        target.stop()
+    res["rss"] = {"rows": [
+        f"| liveprof CPU% of one core, 5 s slices after start-up | {mmm(slices, '{:.2f}')} % |",
+        f"| liveprof CPU%, whole steady window | "
+        + (f"{total:.2f} %" if total is not None else "n/a") + " |",
+        f"| peak RSS (VmHWM) | " + (f"{hwm / 1024:.1f} MiB" if hwm else "n/a") + " |",
+        f"| samples aggregated | {samples} (exit status {rc}) |",
+    ]}
+
+
+def bench_unwind(res):
+    script = ROOT / "tests" / "bench" / "bench_unwind.py"
+    if not script.exists():
+        res["unwind"] = {"text": "tests/bench/bench_unwind.py does not exist in this tree."}
+        return
+    log("unwinding: tests/bench/bench_unwind.py")
+    try:
+        r = subprocess.run(["/usr/bin/python3", str(script)], cwd=ROOT, capture_output=True,
+                           text=True, timeout=300)
+        text = r.stdout.strip()
+        if r.returncode:
+            text = (f"bench_unwind.py FAILED (exit status {r.returncode}).\n\n```\n"
+                    + (r.stdout + r.stderr)[-2000:] + "\n```")
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        text = "bench_unwind.py FAILED: timed out after 300 s.\n\n```\n" + out[-1500:] + "\n```"
+    res["unwind"] = {"text": text}
+
+
+# ---------------------------------------------------------------- report
+
+def write_report(res, started, load0):
+    L = []
+    L.append("# liveprof benchmarks\n")
+    L.append(f"Written by `make bench` (`tests/bench/run_bench.py`) on "
+             f"{time.strftime('%Y-%m-%d %H:%M', time.localtime(started))}, "
+             f"kernel {os.uname().release}, {NCPU} CPUs, load average at start "
+             f"{load0[0]:.2f}, at end {os.getloadavg()[0]:.2f}; the run took "
+             f"{(time.monotonic() - T_START) / 60:.1f} min.\n")
+    L.append("## Method\n")
+    L.append(f"- Every figure is a ratio of two measurements taken next to each other in this "
+             f"run, repeated {REPS} times, given as **min / median / max**.")
+    L.append(f"- Targets are the `tests/workloads/bench_*.c` programs (built `-O1 -g "
+             f"-fno-omit-frame-pointer`); they print their own throughput or ns/call every "
+             f"0.5 s. The target is pinned to CPU {TARGET_CPU}, every profiler to CPU "
+             f"{TOOL_CPU} (`taskset`), so the slowdown is the cost inside the target.")
+    L.append(f"- A measurement is a {WINDOW:.0f} s window untraced, immediately followed by "
+             f"a {WINDOW:.0f} s window once the tool is attached (liveprof: its first "
+             f"`--interval` line; bpftrace: its `Attaching` line + 0.3 s; perf: 1 s after "
+             f"start). The order of the tools rotates from one repetition to the next.")
+    L.append("- Tools: `liveprof -p PID -F HZ` (default stacks), `perf record -g -F HZ -p PID`, "
+             "`bpftrace -e 'profile:hz:HZ /pid == PID/ { @[ustack] = count(); }'` (Debian's "
+             "packages). No hardware PMU here: all sample with `cpu-clock`.")
+    L.append("- The machine is a shared 2-CPU VM; a high load average means other work "
+             "competed with the run, which widens the ranges.\n")
+
+    def section(title, key, header, note=None):
+        L.append(f"## {title}\n")
+        r = res.get(key)
+        if not r:
+            L.append("not run\n")
+            return
+        if "error" in r:
+            L.append(r["error"] + "\n")
+            return
+        if note:
+            L.append(note + "\n")
+        L.append(header)
+        L.extend(r["rows"])
+        L.append("")
+
+    section("Target slowdown while sampling", "slowdown",
+            "| Hz | liveprof | perf record -g | bpftrace profile | goal: liveprof <= perf |\n"
+            "| --- | --- | --- | --- | --- |",
+            "Slowdown = untraced throughput / throughput while profiled (1.000 = no cost), "
+            "CPU-bound single-threaded `bench_spin`. The goal counts as met when liveprof's "
+            "median is within 2% of perf's or better.")
+    section("Added nanoseconds per traced call", "percall",
+            "| configuration | added ns/call | ratio to the kernel floor |\n| --- | --- | --- |",
+            "`bench_call` calls `bench_target()` (first instruction `push %rbp`, which the "
+            "kernel emulates) in a tight loop. Added = ns/call while traced - ns/call in the "
+            "untraced window just before. The floor is an empty uprobe + uretprobe pair "
+            "(bpftrace with empty actions); the ratio divides by the floor measured in the "
+            "same repetition.")
+    section("Daemon throughput", "daemon", "| figure | min / median / max |\n| --- | --- |",
+            "liveprof `-F 4999` on `bench_deep` (2 threads on one CPU, 12-28 frames, distinct "
+            "stacks); liveprof's own utime+stime from /proc/PID/stat over 3 s of steady state "
+            "divided by the samples it counted in the same 3 s (its `--interval` counter, the "
+            "same one as `samples` in --json). This is what one core ingests, interns and "
+            "aggregates per second of CPU; the arrival rate is bounded by the sampling rate.")
+    sy = res.get("symbols") or {}
+    section("Symbolization", "symbols",
+            "| figure | min / median / max | speed-up over eu-addr2line |\n| --- | --- | --- |",
+            f"`tests/bench/symbench.c` resolves pseudo-random addresses in the text of "
+            f"`{sy.get('lib', 'libc.so.6')}` mapped in its own process through a fresh "
+            f"`symbolizer` (cold cache), against `eu-addr2line -f -e LIB` reading the same "
+            f"address list (the comparison uses the first {sy.get('n_cmp', 0):,} addresses: "
+            f"eu-addr2line takes minutes for 1M here).")
+    section("Time to the first sample", "first", "| figure | min / median / max |\n| --- | --- |",
+            "From starting the tool to liveprof's first `--interval` line with samples > 0 "
+            "(100 ms resolution; every liveprof run of this benchmark counts) and to "
+            "bpftrace's first printed line.")
+    section(f"Daemon CPU and memory over a {RSS_S:.0f} s profile", "rss",
+            "| figure | value |\n| --- | --- |",
+            "`bench_deep 16` (16 threads, both CPUs) profiled with `liveprof -F 999`; the "
+            "issue asks for 60 s, cut to fit the time budget (BENCH_RSS_S).")
+    L.append("## Unwinding (tests/bench/bench_unwind.py)\n")
+    L.append((res.get("unwind") or {}).get("text", "not run") + "\n")
+
+    L.append("## Goals\n")
+    L.append("| goal | result | met |\n| --- | --- | --- |")
+
+    def goal(name, key, text):
+        r = res.get(key)
+        if not r or "ok" not in r:
+            L.append(f"| {name} | not measured | - |")
+        else:
+            L.append(f"| {name} | {text(r)} | {'yes' if r['ok'] else '**no**'} |")
+
+    goal("slowdown no worse than perf's at the same rate", "slowdown",
+         lambda r: "see the slowdown table")
+    goal("per-call cost within 15% of the kernel floor", "percall",
+         lambda r: f"liveprof/floor = {r['lp_ratio']:.2f}" if r["lp_ratio"] else "n/a")
+    goal(">= 1M samples/s aggregated per core", "daemon",
+         lambda r: f"{r['rate']:,.0f} samples per CPU-second" if r["rate"] else "n/a")
+    goal("first sample in under 100 ms", "first",
+         lambda r: f"{r['lp'] * 1000:.0f} ms median" if r["lp"] else "n/a")
+    L.append("")
+
+    dst = ROOT / "BENCHMARKS.md"
+    fd, tmp = tempfile.mkstemp(prefix=".BENCHMARKS.md.", dir=ROOT)
+    with os.fdopen(fd, "w") as f:
+        f.write("\n".join(L))
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, dst)
+    log(f"wrote {dst}")
+
+
+SECTIONS = {"slowdown": bench_slowdown, "percall": bench_percall, "daemon": bench_daemon,
+            "symbols": bench_symbols, "first": bench_first, "rss": bench_rss,
+            "unwind": bench_unwind}
+
+
+def main():
+    if os.geteuid() != 0:
+        sys.exit("make bench: run as root (BPF, perf, bpftrace)")
+    for need in ["bench_spin", "bench_call", "bench_deep"]:
+        if not (BUILD / need).exists():
+            sys.exit(f"missing {BUILD / need}: run make workloads")
+    wanted = sys.argv[1:] or list(SECTIONS)
+    started, load0 = time.time(), os.getloadavg()
+    res = {}
+    for name in wanted:
+        try:
+            SECTIONS[name](res)
+        except Exception as e:  # one broken section must not lose the others
+            log(f"{name} FAILED: {e!r}")
+            res[name] = {"error": f"this section failed: {e!r}"}
+    write_report(res, started, load0)
+    subprocess.run(["rm", "-rf", str(TMP)])
+
+
+if __name__ == "__main__":
+    main()
