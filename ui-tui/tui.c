@@ -73,6 +73,8 @@ enum tui_key {
 #define NS_PER_MS	  1000000ULL
 #define NS_PER_SEC	  1000000000ULL
 #define EARLY_BUILD_NS	  (200 * NS_PER_MS)
+#define KEY_IDLE_NS	  (300 * NS_PER_MS) /* typing pauses the once-a-second rebuild... */
+#define MAX_DEFER_NS	  (3 * NS_PER_SEC)  /* ...for at most this long */
 
 enum view {
 	VIEW_TOP,
@@ -143,10 +145,21 @@ struct tnode {
 	bool match, sub_match;
 };
 
+/*
+ * A hash slot holds the path itself, so that a lookup touches one cache
+ * line and not the node: with 10^5 nodes, memory is what a rebuild costs.
+ * Two different paths with one 64-bit hash are not worth a string compare
+ * (odds about n^2 / 2^65).
+ */
+struct tslot {
+	uint64_t path;
+	uint32_t id1; /* node index + 1; 0: empty */
+};
+
 struct tree {
 	struct tnode *n;
 	size_t len, cap;
-	uint32_t *ht; /* path -> node index + 1, open addressing */
+	struct tslot *ht; /* path -> node, open addressing */
 	size_t ht_cap;
 	uint64_t grand[2];
 };
@@ -240,7 +253,9 @@ struct tui {
 	double samples_per_s;
 
 	/* self-measurement, shown in the help screen */
-	uint64_t key_ns, draw_cost_ns, max_draw_cost_ns;
+	uint64_t key_ns, key_cost_ns, max_key_cost_ns, draw_cost_ns;
+	uint64_t last_key_ns;
+	bool rebuild_due; /* a tick passed while the user was typing */
 
 	int err_pipe, saved_stderr;
 	char err_buf[1024];
@@ -430,19 +445,24 @@ static void tree_free(struct tree *tr)
 	memset(tr, 0, sizeof(*tr));
 }
 
+static void tree_slot_put(struct tslot *ht, size_t cap, uint64_t path, uint32_t id)
+{
+	size_t j;
+
+	for (j = path & (cap - 1); ht[j].id1; j = (j + 1) & (cap - 1))
+		;
+	ht[j].path = path;
+	ht[j].id1 = id + 1;
+}
+
 static int tree_rehash(struct tree *tr, size_t cap)
 {
-	uint32_t *ht = calloc(cap, sizeof(*ht));
+	struct tslot *ht = calloc(cap, sizeof(*ht));
 
 	if (!ht)
 		return -ENOMEM;
-	for (size_t i = 0; i < tr->len; i++) {
-		size_t j;
-
-		for (j = tr->n[i].path & (cap - 1); ht[j]; j = (j + 1) & (cap - 1))
-			;
-		ht[j] = (uint32_t)i + 1;
-	}
+	for (size_t i = 0; i < tr->len; i++)
+		tree_slot_put(ht, cap, tr->n[i].path, (uint32_t)i);
 	free(tr->ht);
 	tr->ht = ht;
 	tr->ht_cap = cap;
@@ -453,29 +473,39 @@ static uint32_t tree_find(const struct tree *tr, uint64_t path)
 {
 	if (!tr->ht_cap)
 		return NO_NODE;
-	for (size_t j = path & (tr->ht_cap - 1); tr->ht[j]; j = (j + 1) & (tr->ht_cap - 1))
-		if (tr->n[tr->ht[j] - 1].path == path)
-			return tr->ht[j] - 1;
+	for (size_t j = path & (tr->ht_cap - 1); tr->ht[j].id1; j = (j + 1) & (tr->ht_cap - 1))
+		if (tr->ht[j].path == path)
+			return tr->ht[j].id1 - 1;
 	return NO_NODE;
 }
 
 /* The child @name of @parent, created if needed; NO_NODE on ENOMEM. */
-static uint32_t tree_child(struct tree *tr, uint32_t parent, const char *name)
+/* The path hash of a child: its parent's path mixed with its name's hash. */
+static uint64_t path_of(uint64_t parent_path, uint64_t name_hash)
 {
-	uint64_t path = hash_str(parent == NO_NODE ? 0 : tr->n[parent].path, name);
+	uint64_t x = parent_path * 0x9e3779b97f4a7c15ULL ^ name_hash;
+
+	/* splitmix64 finaliser: the low bits index the hash table. */
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ULL;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebULL;
+	x ^= x >> 31;
+	return x ? x : 1;
+}
+
+static uint32_t tree_child(struct tree *tr, uint32_t parent, uint64_t parent_path, const char *name,
+			   uint64_t name_hash)
+{
+	uint64_t path = path_of(parent_path, name_hash);
 	struct tnode *nd;
 	uint32_t id;
-	size_t j;
 
-	if (tr->ht_cap) {
-		for (j = path & (tr->ht_cap - 1); tr->ht[j]; j = (j + 1) & (tr->ht_cap - 1)) {
-			nd = &tr->n[tr->ht[j] - 1];
-			/* Strings are interned by the profile, but two profiles
-			 * (slow and fast) share one tree: compare the text. */
-			if (nd->path == path && nd->parent == parent && !strcmp(nd->name, name))
-				return tr->ht[j] - 1;
-		}
-	}
+	/* Paths hash names, not pointers: the slow and fast profiles of a
+	 * split, with their own strings, land on the same nodes. */
+	id = tree_find(tr, path);
+	if (id != NO_NODE)
+		return id;
 	if (tr->len == tr->cap) {
 		size_t cap = tr->cap ? tr->cap * 2 : 1024;
 		struct tnode *n = realloc(tr->n, cap * sizeof(*n));
@@ -499,9 +529,7 @@ static uint32_t tree_child(struct tree *tr, uint32_t parent, const char *name)
 		nd->next_sibling = tr->n[parent].first_child;
 		tr->n[parent].first_child = id;
 	}
-	for (j = path & (tr->ht_cap - 1); tr->ht[j]; j = (j + 1) & (tr->ht_cap - 1))
-		;
-	tr->ht[j] = id + 1;
+	tree_slot_put(tr->ht, tr->ht_cap, path, id);
 	return id;
 }
 
@@ -513,23 +541,39 @@ static uint64_t sample_value(const struct profile_sample *s, bool weight)
 /* Add every sample of @p into class @cls of @tr. Node 0 is a virtual root. */
 static int tree_add_profile(struct tree *tr, const struct profile *p, int cls, bool weight)
 {
-	if (!tr->len && tree_child(tr, NO_NODE, "[all]") == NO_NODE)
+	/* Hash each frame's name once, not once per sample and depth. */
+	uint64_t *fh = malloc((p->n_frames ? p->n_frames : 1) * sizeof(*fh));
+
+	if (!fh)
 		return -ENOMEM;
+	for (size_t i = 0; i < p->n_frames; i++)
+		fh[i] = hash_str(0, p->frames[i].name);
+	if (!tr->len && tree_child(tr, NO_NODE, 0, "[all]", 0) == NO_NODE) {
+		free(fh);
+		return -ENOMEM;
+	}
 	for (size_t i = 0; i < p->n_samples; i++) {
 		const struct profile_sample *s = &p->samples[i];
 		uint64_t v = sample_value(s, weight);
+		uint64_t path = tr->n[0].path;
 		uint32_t cur = 0;
 
 		tr->n[0].total[cls] += v;
 		for (uint32_t k = 0; k < s->depth; k++) {
-			cur = tree_child(tr, cur, p->frames[s->frames[k]].name);
-			if (cur == NO_NODE)
+			uint32_t f = s->frames[k];
+
+			cur = tree_child(tr, cur, path, p->frames[f].name, fh[f]);
+			if (cur == NO_NODE) {
+				free(fh);
 				return -ENOMEM;
+			}
+			path = path_of(path, fh[f]);
 			tr->n[cur].total[cls] += v;
 		}
 		tr->n[cur].self[cls] += v;
 	}
 	tr->grand[cls] += tr->n[0].total[cls];
+	free(fh);
 	return 0;
 }
 
@@ -646,21 +690,38 @@ static struct func_row *funcs_get(struct funcs *f, const char *name)
 
 static int funcs_add_profile(struct funcs *f, const struct profile *p, bool weight)
 {
+	/* Row of each frame, looked up once: frames differing only by line
+	 * or module share the function's row. */
+	uint32_t *row = malloc((p->n_frames ? p->n_frames : 1) * sizeof(*row));
+
+	if (!row)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->n_frames; i++) {
+		struct func_row *r;
+
+		/* The process root is not a function. */
+		if (p->frames[i].kind == FRAME_ROOT) {
+			row[i] = NO_NODE;
+			continue;
+		}
+		r = funcs_get(f, p->frames[i].name);
+		if (!r) {
+			free(row);
+			return -ENOMEM;
+		}
+		row[i] = (uint32_t)(r - f->r);
+	}
 	for (size_t i = 0; i < p->n_samples; i++) {
 		const struct profile_sample *s = &p->samples[i];
 		uint64_t v = sample_value(s, weight);
 
 		f->total += v;
 		for (uint32_t k = 0; k < s->depth; k++) {
-			const struct frame *fr = &p->frames[s->frames[k]];
 			struct func_row *r;
 
-			/* The process root is not a function. */
-			if (fr->kind == FRAME_ROOT)
+			if (row[s->frames[k]] == NO_NODE)
 				continue;
-			r = funcs_get(f, fr->name);
-			if (!r)
-				return -ENOMEM;
+			r = &f->r[row[s->frames[k]]];
 			/* Recursion must not count a stack twice in cum. */
 			if (r->last != i) {
 				r->cum += v;
@@ -670,6 +731,7 @@ static int funcs_add_profile(struct funcs *f, const struct profile *p, bool weig
 				r->self += v;
 		}
 	}
+	free(row);
 	return 0;
 }
 
@@ -785,6 +847,7 @@ static int model_build(struct tui *t)
 		err = funcs_add_profile(&m->funcs, m->prof, use_weight(t));
 	if (!err)
 		err = model_build_split(t);
+	t->rebuild_due = false;
 	m->built_samples = d->samples + d->offcpu_events;
 	m->built_ns = now_ns();
 	m->build_cost_ns = m->built_ns - t0;
@@ -1133,6 +1196,9 @@ static void draw_bar(int y, int x, int w, double frac, attr_t a)
 {
 	int n = (int)(frac * w + 0.5);
 
+	/* A rare bucket still deserves a mark: tails are what we look for. */
+	if (n == 0 && frac > 0)
+		n = 1;
 	if (n > w)
 		n = w;
 	for (int i = 0; i < w; i++)
@@ -1489,8 +1555,10 @@ static void draw_help(struct tui *t)
 
 	if (w < 10 || h < 3)
 		return;
-	snprintf(stats, sizeof(stats), "last redraw %.2f ms (max %.2f), model build %.1f ms",
-		 t->draw_cost_ns / 1e6, t->max_draw_cost_ns / 1e6, t->m.build_cost_ns / 1e6);
+	snprintf(stats, sizeof(stats),
+		 "key to screen %.1f ms (max %.1f), draw %.1f ms, build %.0f ms, %zu stacks",
+		 t->key_cost_ns / 1e6, t->max_key_cost_ns / 1e6, t->draw_cost_ns / 1e6,
+		 t->m.build_cost_ns / 1e6, stack_store__count(t->d->stacks));
 	for (int y = y0; y < y0 + h; y++)
 		mvhline(y, x0, ' ', w);
 	attron(attrs[C_HEADER]);
@@ -1554,13 +1622,13 @@ out:
 	doupdate();
 	now = now_ns();
 	t->draw_cost_ns = now - t0;
-	/* With a key pending, the cost that matters is key to screen. */
+	/* What the user feels: from reading the key to the screen updated. */
 	if (t->key_ns) {
-		t->draw_cost_ns = now - t->key_ns;
+		t->key_cost_ns = now - t->key_ns;
+		if (t->key_cost_ns > t->max_key_cost_ns)
+			t->max_key_cost_ns = t->key_cost_ns;
 		t->key_ns = 0;
 	}
-	if (t->draw_cost_ns > t->max_draw_cost_ns)
-		t->max_draw_cost_ns = t->draw_cost_ns;
 }
 
 /* ---- commands ----------------------------------------------------------------- */
@@ -2713,8 +2781,16 @@ int tui_run(struct daemon *d, volatile sig_atomic_t *stop)
 			flags |= H_REDRAW;
 			/* Paused means frozen: the window still slides underneath. */
 			if (!d->paused)
-				flags |= H_REBUILD;
+				t->rebuild_due = true;
 		}
+		/*
+		 * A rebuild with tens of thousands of stacks takes tens of ms:
+		 * while keys are coming, let them have the CPU, but never show
+		 * data older than MAX_DEFER_NS.
+		 */
+		if (t->rebuild_due && (now_ns() - t->last_key_ns >= KEY_IDLE_NS ||
+				       now_ns() - t->m.built_ns >= MAX_DEFER_NS))
+			flags |= H_REBUILD | H_REDRAW;
 		/* Until the first samples show, do not make the user wait a tick. */
 		if (!t->m.funcs.total && !d->paused &&
 		    d->samples + d->offcpu_events != t->m.built_samples &&
@@ -2723,6 +2799,7 @@ int tui_run(struct daemon *d, volatile sig_atomic_t *stop)
 		while ((ch = getch()) != ERR) {
 			if (!t->key_ns)
 				t->key_ns = now_ns();
+			t->last_key_ns = t->key_ns;
 			flags |= handle_key(t, ch) | H_REDRAW;
 			if (flags & H_QUIT)
 				break;
