@@ -194,20 +194,24 @@ def prog_ids_of(pid):
 
 
 def read_rates(path):
-    """rate.c's log -> [(t, calls)]."""
+    """rate.c's log -> [(t, calls, cpu_seconds)]."""
     rows = []
     for line in Path(path).read_text().splitlines():
         parts = line.split()
-        if len(parts) == 2:
-            rows.append((float(parts[0]), int(parts[1])))
+        if len(parts) == 3:
+            rows.append((float(parts[0]), int(parts[1]), float(parts[2])))
     return rows
 
 
 def rate_between(rows, t0, t1):
-    """Calls per second of rate.c between monotonic times t0 and t1."""
+    """rate.c's calls per CPU-second it used between monotonic times t0 and
+    t1 (per CPU-second, so that other load on the machine does not count;
+    a probe's cost is the target's CPU time and does)."""
     sel = [r for r in rows if t0 <= r[0] <= t1]
     assert len(sel) >= 3, f"too few rate rows in [{t0}, {t1}]: {len(sel)}"
-    return (sel[-1][1] - sel[0][1]) / (sel[-1][0] - sel[0][0])
+    cpu = sel[-1][2] - sel[0][2]
+    assert cpu > 0.05, f"rate.c got only {cpu:.3f} CPU-s in [{t0}, {t1}]"
+    return (sel[-1][1] - sel[0][1]) / cpu
 
 
 def perf_event_fds(pid):

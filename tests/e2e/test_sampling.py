@@ -198,16 +198,24 @@ def test_no_such_pid(run_lp):
     assert not (r.outdir / "out.folded").exists()
 
 
-def test_unwritable_output_before_attach(procs, run_lp, wl, h):
+def test_unwritable_output_before_attach(procs, liveprof, wl, tmp_path):
     target = procs.start([wl("fastslow")])
-    before = h.lp_prog_ids()
-    r = run_lp(["-p", target.pid, "-d", "5", "-o", "/nonexistent/x.folded"], timeout=15)
-    assert r.rc == 7, r
-    assert r.elapsed < 3, f"took {r.elapsed:.1f}s: it should fail before attaching"
+    trace = tmp_path / "strace.txt"
+    strace = shutil.which("strace")
+    cmd = [str(liveprof), "--no-tui", "-p", str(target.pid), "-d", "5",
+           "-o", "/nonexistent/x.folded"]
+    if strace:  # prove it: no BPF program loaded, no perf event opened
+        cmd = [strace, "-f", "-qq", "-e", "trace=bpf,perf_event_open", "-o", str(trace)] + cmd
+    t0 = time.monotonic()
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=30, cwd=str(tmp_path))
+    elapsed = time.monotonic() - t0
+    assert r.returncode == 7, r.stdout + r.stderr
     err = r.stderr.strip()
     assert "/nonexistent/x.folded" in err and "\n" not in err, err
-    assert not (r.outdir / "out.folded").exists(), "wrote a profile despite the failure"
-    assert h.lp_prog_ids() - before == set()
+    assert elapsed < 3, f"took {elapsed:.1f}s: it should fail before attaching"
+    if strace:
+        calls = trace.read_text()
+        assert "BPF_PROG_LOAD" not in calls and "perf_event_open" not in calls, calls[-2000:]
 
 
 def test_unknown_option(run_lp):

@@ -1,8 +1,9 @@
 /*
  * rate.c - calls tick() (about a microsecond of work) as fast as it can and
- * every 100 ms appends "SECONDS CALLS" (monotonic time, total calls so far)
- * to OUTFILE, so a test can see its call rate before, during and after a
- * probe. Runs until killed.
+ * every 100 ms appends "SECONDS CALLS CPU" (monotonic time, total calls so
+ * far, CPU seconds this process used, user + system) to OUTFILE, so a test
+ * can see its calls per CPU-second (immune to other load on the machine)
+ * before, during and after a probe. Runs until killed.
  * Usage: rate OUTFILE
  */
 #include <stdio.h>
@@ -19,12 +20,17 @@ __attribute__((noinline)) void tick(void)
 	sink += acc;
 }
 
-static double now(void)
+static double clock_s(clockid_t id)
 {
 	struct timespec t;
 
-	clock_gettime(CLOCK_MONOTONIC, &t);
+	clock_gettime(id, &t);
 	return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+static double now(void)
+{
+	return clock_s(CLOCK_MONOTONIC);
 }
 
 int main(int argc, char **argv)
@@ -42,7 +48,8 @@ int main(int argc, char **argv)
 		calls += 100;
 		double t = now();
 		if (t >= next) {
-			fprintf(f, "%.6f %lu\n", t, calls);
+			fprintf(f, "%.6f %lu %.6f\n", t, calls,
+				clock_s(CLOCK_PROCESS_CPUTIME_ID));
 			fflush(f);
 			next += 0.1;
 		}
