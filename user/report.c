@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "user/atomic_file.h"
+#include "user/bpf_session.h"
 #include "user/daemon.h"
 #include "user/exit_codes.h"
 #include "user/log.h"
@@ -281,6 +282,10 @@ static json_t *summary_json(struct daemon *d, struct profile *p, struct split_re
 	json_object_set_new(root, "offcpu_events", json_integer(d->offcpu_events));
 	json_object_set_new(root, "truncated_stacks", json_integer(d->truncated));
 	json_object_set_new(root, "trampolines_fixed", json_integer(d->tramp_fixed));
+	json_object_set_new(root, "calls_dropped",
+			    json_integer(d->counters[LP_CNT_CALLS_DROPPED]));
+	json_object_set_new(root, "calls_unwound",
+			    json_integer(d->counters[LP_CNT_CALLS_UNWOUND]));
 	if (d->child && d->child_exited) {
 		int st = d->child_status;
 
@@ -340,13 +345,23 @@ static void print_header(struct daemon *d, FILE *f)
 	if (d->counters[LP_CNT_LOST])
 		lp_warn("%" PRIu64 " events were lost (ring buffer full); raise --ringbuf-mb",
 			d->counters[LP_CNT_LOST]);
+	if (d->counters[LP_CNT_CALLS_DROPPED])
+		lp_warn("%" PRIu64 " traced calls were not measured: more than %d traced calls "
+			"in flight on a thread (deep recursion?)",
+			d->counters[LP_CNT_CALLS_DROPPED], LP_MAX_CALLS);
 }
 
 int report__finish(struct daemon *d, FILE *f)
 {
-	struct profile *p = report__build_profile(d, NULL);
+	struct profile *p;
 	struct split_result r, *rp = NULL;
 	int rc = EXIT_OK;
+
+	/* The counters were last read at a tick: take the final values
+	 * (a run shorter than a tick would otherwise report none). */
+	if (d->bpf)
+		bpf_session__counters(d->bpf, d->counters);
+	p = report__build_profile(d, NULL);
 
 	if (!p) {
 		lp_err("cannot build the profile: %s", strerror(ENOMEM));
