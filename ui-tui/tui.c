@@ -1109,7 +1109,8 @@ static void draw_status(struct tui *t)
 {
 	struct daemon *d = t->d;
 	char target[128], buf[512];
-	int n;
+	const char *state = d->paused ? " PAUSED " : " LIVE ";
+	int w = (int)strlen(state);
 
 	if (d->opts->all)
 		snprintf(target, sizeof(target), "all processes");
@@ -1118,15 +1119,15 @@ static void draw_status(struct tui *t)
 			 d->n_procs > 1 ? " +more" : "");
 	else
 		snprintf(target, sizeof(target), "-");
-	n = snprintf(buf, sizeof(buf),
-		     " liveprof  %s  %u Hz  %.0f samples/s  lost %" PRIu64 "  %s %ds  %s%s", target,
-		     d->freq, t->samples_per_s, d->counters[LP_CNT_LOST],
-		     t->window ? "window" : "whole run, window", d->n_slots,
-		     d->paused ? "PAUSED" : "LIVE",
-		     use_weight(t) && !t->show_offcpu ? "  off-cpu hidden" : "");
-	(void)n;
+	snprintf(buf, sizeof(buf),
+		 " liveprof  %s  %u Hz  %.0f samples/s  lost %" PRIu64 "  %s %ds%s", target,
+		 d->freq, t->samples_per_s, d->counters[LP_CNT_LOST],
+		 t->window ? "window" : "whole run, window", d->n_slots,
+		 use_weight(t) && !t->show_offcpu ? "  off-cpu hidden" : "");
 	fill_row(0, 0, attrs[C_STATUS]);
-	put(0, 0, COLS, attrs[C_STATUS], buf);
+	/* Live or paused is what one glances at: keep it on screen, right. */
+	put(0, 0, COLS - w - 1, attrs[C_STATUS], buf);
+	put(0, COLS - w, w, (d->paused ? attrs[C_ERROR] : attrs[C_STATUS]) | A_BOLD, state);
 }
 
 static void draw_tabs(struct tui *t, int y)
@@ -1369,6 +1370,10 @@ static void draw_latency(struct tui *t, int y0, int h)
 		fmt_ns(p[2], 16, s.p95);
 		fmt_ns(p[3], 16, s.p99);
 		fmt_ns(p[4], 16, s.max);
+		/* A line probe counts hits; it has no duration. */
+		if (ti->kind == TRACE_LINE)
+			for (int k = 0; k < 5; k++)
+				snprintf(p[k], 16, "-");
 		if (idx == t->lat_sel)
 			fill_row(y, 0, a);
 		putf(y, 0, COLS, a, " %-24.24s %8" PRIu64 " %9.1f %8s %8s %8s %8s %8s%s", ti->spec,
@@ -1385,6 +1390,11 @@ static void draw_latency(struct tui *t, int y0, int h)
 		if (t->m.has_split && split__probe_id(t->d->split) == ti->id)
 			thresh = t->m.sr.threshold_ns;
 		fill_row(y, 0, attrs[C_HEADER]);
+		if (ti->kind == TRACE_LINE) {
+			putf(y, 0, COLS, attrs[C_HEADER], " %s is a line probe: hits only",
+			     ti->spec);
+			return;
+		}
 		putf(y, 0, COLS, attrs[C_HEADER], " latency of %s (%s)  probe cost ~%.1fus/call%s",
 		     ti->spec, t->window ? "window" : "whole run", ti->probe_cost_ns / 1e3,
 		     thresh ? "  red: slow calls of the split" : "");
@@ -1458,11 +1468,10 @@ static void draw_split(struct tui *t, int y0, int h)
 	fmt_ns(th, sizeof(th), r->threshold_ns);
 	fill_row(y0, 0, attrs[C_INFO]);
 	putf(y0, 0, COLS, attrs[C_INFO],
-	     " %s at p%g: slow >= %s | calls slow %" PRIu64 " fast %" PRIu64
-	     " | sampled slow %" PRIu64 " fast %" PRIu64 " | samples %" PRIu64 "/%" PRIu64
-	     " | v: %s",
-	     r->function, r->percentile, th, r->all_slow_calls, r->all_fast_calls, r->slow_calls,
-	     r->fast_calls, r->slow_samples, r->fast_samples, split_mode_names[t->split_mode]);
+	     " [%s] %s at p%g: slow >= %s | calls %" PRIu64 " slow, %" PRIu64
+	     " fast | sampled %" PRIu64 "/%" PRIu64 " | samples %" PRIu64 "/%" PRIu64,
+	     split_mode_names[t->split_mode], r->function, r->percentile, th, r->all_slow_calls,
+	     r->all_fast_calls, r->slow_calls, r->fast_calls, r->slow_samples, r->fast_samples);
 	y0++;
 	h--;
 	switch (t->split_mode) {
