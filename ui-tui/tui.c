@@ -582,7 +582,10 @@ static int cmp_children(const void *a, const void *b, void *arg)
 	const struct tree *tr = arg;
 	const struct tnode *x = &tr->n[*(const uint32_t *)a];
 	const struct tnode *y = &tr->n[*(const uint32_t *)b];
-	uint64_t vx = x->total[0] + x->total[1], vy = y->total[0] + y->total[1];
+	/* By the larger share of either class: the slow profile of a split
+	 * has far fewer samples than the fast one, and must not sink. */
+	double vx = fmax(share(x->total[0], tr->grand[0]), share(x->total[1], tr->grand[1]));
+	double vy = fmax(share(y->total[0], tr->grand[0]), share(y->total[1], tr->grand[1]));
 
 	if (vx != vy)
 		return vx < vy ? 1 : -1;
@@ -2806,21 +2809,30 @@ int tui_run(struct daemon *d, volatile sig_atomic_t *stop)
 		    now_ns() - t->m.built_ns >= EARLY_BUILD_NS)
 			flags |= H_REBUILD | H_REDRAW;
 		while ((ch = getch()) != ERR) {
+			int r;
+
 			if (!t->key_ns)
 				t->key_ns = now_ns();
 			t->last_key_ns = t->key_ns;
-			flags |= handle_key(t, ch) | H_REDRAW;
-			if (flags & H_QUIT)
+			r = handle_key(t, ch);
+			flags |= H_REDRAW;
+			if (r & H_QUIT) {
+				t->quit = true;
 				break;
+			}
+			/* The next key of a burst (Space then Down) must see
+			 * the rows this one changed. */
+			if (r & H_REBUILD)
+				rebuild(t);
+			else if (r & H_RELAYOUT && relayout(t))
+				set_msg(t, true, "out of memory");
 		}
+		if (t->quit)
+			break;
 		if (drain_stderr(t))
 			flags |= H_REDRAW;
-		if (flags & H_QUIT)
-			break;
 		if (flags & H_REBUILD)
 			rebuild(t);
-		else if (flags & H_RELAYOUT && relayout(t))
-			set_msg(t, true, "out of memory");
 		if (flags & H_REDRAW)
 			draw(t);
 	}
