@@ -263,3 +263,55 @@ def test_resize_to_80x24(tui):
     tui.wait(lambda s: "CALL TREE" in s[2] and s[23].startswith("?:help"), 3,
              "Tree at 80x24")
     assert tui.alive()
+
+
+def test_prompt_completion_and_history(tui):
+    tui.start()
+    tui.keys(":")
+    tui.wait(lambda s: s[-1].startswith(":"), 3, "the prompt did not open")
+    # Command names, then function names from the target's symbols.
+    tui.type("tr")
+    tui.keys("Tab")
+    tui.wait(lambda s: s[-1].rstrip() == ":trace", 3, "no completion of 'tr'")
+    tui.type("slow_p")
+    tui.keys("Tab")
+    tui.wait(lambda s: s[-1].rstrip() == ":trace slow_path", 10, "no completion of 'slow_p'")
+    tui.keys("Enter")
+    tui.wait(lambda s: "tracing 'slow_path'" in s[-2], 15, ":trace slow_path failed")
+    tui.command("window 5")
+    tui.wait(lambda s: "window 5s" in s[0], 3, "the status line does not show the window")
+    # Up walks back through the history, Down comes forward again.
+    tui.keys(":")
+    tui.wait(lambda s: s[-1].startswith(":"), 3, "the prompt did not open")
+    tui.keys("Up")
+    tui.wait(lambda s: s[-1].rstrip() == ":window 5", 3, "Up did not recall ':window 5'")
+    tui.keys("Up")
+    tui.wait(lambda s: s[-1].rstrip() == ":trace slow_path", 3, "Up did not go further back")
+    tui.keys("Down", "Down")
+    tui.wait(lambda s: s[-1].rstrip() == ":", 3, "Down did not return to the empty line")
+    tui.keys("Escape")
+    tui.wait(lambda s: s[-1].startswith("?:help"), 3, "Esc did not close the prompt")
+    assert tui.alive()
+
+
+def test_pause_filter_and_help(tui):
+    tui.start()
+    tui.wait(lambda s: any(top_row(l, "slow_path") for l in tui.content(s)), 10, "no samples")
+    tui.keys("p")
+    tui.wait(lambda s: s[0].rstrip().endswith("PAUSED"), 3, "p did not pause")
+    tui.keys("p")
+    tui.wait(lambda s: s[0].rstrip().endswith("LIVE"), 3, "p did not resume")
+    # The search string filters Top.
+    tui.keys("/")
+    tui.type("slow")
+    tui.keys("Enter")
+    s = tui.wait(lambda s: top_row(tui.content(s)[0], "slow_path"), 3, "the filter failed")
+    assert not any(top_row(l, "work") for l in tui.content(s))
+    tui.keys("Escape")
+    tui.wait(lambda s: any(top_row(l, "work") for l in tui.content(s)), 3,
+             "Esc did not clear the filter")
+    tui.keys("?")
+    s = tui.wait(lambda s: any("key to screen" in l for l in s), 3, "? shows no help")
+    tui.keys("x")
+    tui.wait(lambda s: not any("key to screen" in l for l in s), 3, "the help did not close")
+    assert tui.alive()
