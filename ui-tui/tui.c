@@ -1324,7 +1324,9 @@ static void draw_hist(struct tui *t, int idx, int y0, int h, uint64_t thresh)
 		fmt_ns(a, sizeof(a), (uint64_t)ea);
 		fmt_ns(b, sizeof(b), (uint64_t)eb);
 		x = putf(y, 0, COLS, attrs[C_NORMAL], "  %9s - %-9s ", a, b);
-		draw_bar(y, x, bar_w, share(rows[r], peak), slow ? attrs[C_HOT] : attrs[C_COLD]);
+		/* Log-scaled bars: the tail is a few calls next to millions. */
+		draw_bar(y, x, bar_w, rows[r] ? log1p((double)rows[r]) / log1p((double)peak) : 0,
+			 slow ? attrs[C_HOT] : attrs[C_COLD]);
 		x += bar_w;
 		x += putf(y, x, COLS - x, attrs[C_NORMAL], " %10" PRIu64, rows[r]);
 		if (r == thresh_row) {
@@ -1340,12 +1342,13 @@ static void draw_hist(struct tui *t, int idx, int y0, int h, uint64_t thresh)
 static void draw_latency(struct tui *t, int y0, int h)
 {
 	struct traces *tr = t->d->traces;
-	int n = tr ? traces__count(tr) : 0, list_h;
+	int n = tr ? traces__count(tr) : 0, list_h, name_w;
 
+	/* The numbers take 64 columns; the name gets what is left (80x24). */
+	name_w = COLS - 66 < 10 ? 10 : COLS - 66 > 32 ? 32 : COLS - 66;
 	fill_row(y0, 0, attrs[C_HEADER]);
-	put(y0, 0, COLS, attrs[C_HEADER],
-	    " TRACE                      CALLS    RATE/s      P50      P90      P95      P99      "
-	    "MAX");
+	putf(y0, 0, COLS, attrs[C_HEADER], " %-*s %8s %9s %8s %8s %8s %8s %8s", name_w, "TRACE",
+	     "CALLS", "RATE/s", "P50", "P90", "P95", "P99", "MAX");
 	if (!n) {
 		put(y0 + 1, 2, COLS - 2, attrs[C_INFO],
 		    "nothing traced: type :trace FUNC (Tab completes), or :split FUNC");
@@ -1379,8 +1382,8 @@ static void draw_latency(struct tui *t, int y0, int h)
 				snprintf(p[k], 16, "-");
 		if (idx == t->lat_sel)
 			fill_row(y, 0, a);
-		putf(y, 0, COLS, a, " %-24.24s %8" PRIu64 " %9.1f %8s %8s %8s %8s %8s%s", ti->spec,
-		     s.calls, s.rate, p[0], p[1], p[2], p[3], p[4],
+		putf(y, 0, COLS, a, " %-*.*s %8" PRIu64 " %9.1f %8s %8s %8s %8s %8s%s", name_w,
+		     name_w, ti->spec, s.calls, s.rate, p[0], p[1], p[2], p[3], p[4],
 		     ti->detached ? "  detached" : "");
 	}
 	{
@@ -1398,8 +1401,9 @@ static void draw_latency(struct tui *t, int y0, int h)
 			     ti->spec);
 			return;
 		}
-		putf(y, 0, COLS, attrs[C_HEADER], " latency of %s (%s)  probe cost ~%.1fus/call%s",
-		     ti->spec, t->window ? "window" : "whole run", ti->probe_cost_ns / 1e3,
+		putf(y, 0, COLS, attrs[C_HEADER],
+		     " latency of %s (%s, log bars)  probe cost ~%.1fus/call%s", ti->spec,
+		     t->window ? "window" : "whole run", ti->probe_cost_ns / 1e3,
 		     thresh ? "  red: slow calls of the split" : "");
 		draw_hist(t, t->lat_sel, y + 1, h - list_h - 2, thresh);
 	}
@@ -1504,18 +1508,18 @@ static void draw_split(struct tui *t, int y0, int h)
 
 static const char *help_bar(const struct tui *t)
 {
+	/* At most 80 columns: the bar must fit the smallest terminal. */
 	switch (t->view) {
 	case VIEW_TOP:
-		return "?:help  1-4:views  s:sort  /:filter  Enter:tree  t:trace  S:split  "
-		       "w:window  p:pause  :cmd  q:quit";
-	case VIEW_TREE:
-		return "?:help  Enter:zoom  Bksp:back  Space:fold  /:search  n:next  t:trace  "
-		       "S:split  :cmd  q:quit";
-	case VIEW_LATENCY:
-		return "?:help  Up/Down:select  S:split at p95  u:untrace  w:window  :trace FUNC  "
+		return "?:help 1-4:views s:sort /:filter Enter:tree t:trace S:split p:pause :cmd "
 		       "q:quit";
+	case VIEW_TREE:
+		return "?:help Enter:zoom Bksp:back Space:fold /:search n:next t:trace S:split "
+		       ":cmd";
+	case VIEW_LATENCY:
+		return "?:help Up/Down:select S:split u:untrace w:window :trace FUNC :cmd q:quit";
 	case VIEW_SPLIT:
-		return "?:help  v:ranks/diff/slow/fast  Up/Down:scroll  w:window  :split FUNC pNN  "
+		return "?:help v:ranks/diff/slow/fast Up/Down:scroll w:window :split FUNC pNN "
 		       "q:quit";
 	default:
 		return "";
