@@ -2,10 +2,13 @@
  * bench_threadstorm.c - short-lived threads: waits START seconds (so a
  * profiler can attach), then creates TOTAL threads in batches of 50, each
  * burning ~0.2 ms of CPU in thread_work() and exiting; then keeps running
- * until SECONDS. Prints "threads N" when the storm is over.
+ * until SECONDS. A negative START waits for SIGUSR1 instead (so a test can
+ * start the storm once its profiler is attached). Prints "ready" when
+ * waiting and "threads N" when the storm is over.
  * Usage: bench_threadstorm [TOTAL] [START] [SECONDS]
  */
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -32,7 +35,19 @@ int main(int argc, char **argv)
 	int done = 0;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	usleep((useconds_t)(start * 1e6));
+	if (start < 0) {
+		sigset_t set;
+		int sig;
+
+		sigemptyset(&set);
+		sigaddset(&set, SIGUSR1);
+		sigprocmask(SIG_BLOCK, &set, NULL);
+		printf("ready\n");
+		sigwait(&set, &sig);
+		start = 0;
+	} else {
+		usleep((useconds_t)(start * 1e6));
+	}
 	while (done < total) {
 		int n = total - done < 50 ? total - done : 50;
 

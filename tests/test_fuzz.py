@@ -1,0 +1,115 @@
+"""Bounded libFuzzer runs of liveprof's parsers of hostile input.
+
+Each tests/fuzz/fuzz_NAME.c is built with clang -fsanitize=fuzzer,address,
+undefined against the sources it needs (not through the Makefile) and run for
+LIVEPROF_FUZZ_SECONDS (default 15) from the seed corpus tests/fuzz/corpus/NAME.
+New inputs go to a scratch directory, never into the committed corpus. A
+crash, sanitizer report, leak or hang fails the test and prints the
+reproducer (path, hex dump, and the command that replays it).
+"""
+
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+FUZZ = ROOT / "tests" / "fuzz"
+SECONDS = int(os.environ.get("LIVEPROF_FUZZ_SECONDS", "15"))
+CLANG = shutil.which("clang")
+
+PROFILE = ["user/read_folded.c", "user/read_pprof.c", "user/profile.c"]
+EMIT = ["user/emit.c", "user/emit_c.c", "user/emit_go.c", "user/emit_python.c",
+        "user/emit_ruby.c", "user/emit_tree.c", "user/atomic_file.c"]
+HARNESSES = {
+    "folded": PROFILE,
+    "pprof": PROFILE,
+    "scenario": ["user/scenario.c"] + PROFILE + EMIT,
+    "elf": ["dwarf/elf_symtab.c", "dwarf/sym_dwarf.c"],
+}
+LIBS = ["-lelf", "-ldw", "-lz", "-lm", "-lpthread"]
+
+
+def _fuzzer_works():
+    if not CLANG:
+        return "clang is not installed"
+    with tempfile.TemporaryDirectory() as d:
+        src = Path(d) / "t.c"
+        src.write_text("#include <stdint.h>\n#include <stddef.h>\n"
+                       "int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)"
+                       "{ (void)d; (void)n; return 0; }\n")
+        r = subprocess.run([CLANG, "-fsanitize=fuzzer", str(src), "-o", str(Path(d) / "t")],
+                           capture_output=True, text=True)
+        if r.returncode:
+            return "clang cannot link -fsanitize=fuzzer (libclang-rt-14-dev missing?)"
+    return None
+
+
+SKIP = _fuzzer_works()
+
+
+@pytest.fixture(scope="module")
+def fuzz_dir():
+    d = Path(tempfile.mkdtemp(prefix="liveprof-fuzz-"))
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def _build(name, out):
+    srcs = [str(FUZZ / f"fuzz_{name}.c")] + [str(ROOT / s) for s in HARNESSES[name]]
+    cmd = [CLANG, "-g", "-O1", "-fsanitize=fuzzer,address,undefined",
+           "-fno-sanitize-recover=undefined", "-fno-omit-frame-pointer",
+           "-D_GNU_SOURCE", "-std=gnu11", f"-I{ROOT}", f"-I{ROOT / 'build'}",
+           "-o", str(out)] + srcs + LIBS
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    assert r.returncode == 0, "building the fuzzer failed:\n" + " ".join(cmd) + "\n" + r.stderr[-3000:]
+
+
+def _hexdump(path, limit=512):
+    data = path.read_bytes()
+    lines = []
+    for off in range(0, min(len(data), limit), 16):
+        chunk = data[off:off + 16]
+        lines.append(f"{off:06x}  {chunk.hex(' '):<48}  "
+                     + "".join(chr(b) if 32 <= b < 127 else "." for b in chunk))
+    if len(data) > limit:
+        lines.append(f"... ({len(data)} bytes)")
+    return "\n".join(lines)
+
+
+def test_corpus_is_small():
+    total = sum(f.stat().st_size for f in (FUZZ / "corpus").rglob("*") if f.is_file())
+    assert total < 1 << 20, f"tests/fuzz/corpus is {total} bytes; keep it under 1 MiB"
+
+
+@pytest.mark.skipif(SKIP is not None, reason=SKIP or "")
+@pytest.mark.parametrize("name", sorted(HARNESSES))
+def test_fuzz(name, fuzz_dir):
+    seeds = FUZZ / "corpus" / name
+    assert seeds.is_dir() and any(seeds.iterdir()), f"no seed corpus in {seeds}"
+    exe = fuzz_dir / f"fuzz_{name}"
+    _build(name, exe)
+    work = fuzz_dir / f"work_{name}"
+    arts = fuzz_dir / f"crash_{name}"
+    work.mkdir()
+    arts.mkdir()
+    cmd = [str(exe), str(work), str(seeds), f"-max_total_time={SECONDS}",
+           "-timeout=20", "-rss_limit_mb=2048", "-max_len=65536",
+           f"-artifact_prefix={arts}/", "-print_final_stats=1"]
+    env = dict(os.environ, ASAN_OPTIONS="abort_on_error=0:detect_leaks=1",
+               UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=fuzz_dir,
+                       timeout=SECONDS + 120)
+    crashes = sorted(arts.iterdir())
+    if r.returncode != 0 or crashes:
+        msg = [f"fuzz_{name} failed (exit {r.returncode})", "replay: " + str(exe) + " FILE"]
+        for c in crashes:
+            keep = Path(tempfile.gettempdir()) / f"liveprof-{name}-{c.name}"
+            shutil.copy(c, keep)
+            msg.append(f"reproducer {keep}:\n{_hexdump(c)}")
+        msg.append(r.stderr[-6000:])
+        pytest.fail("\n".join(msg))
+    assert "Done" in r.stderr or "stat::number_of_executed_units" in r.stderr, r.stderr[-2000:]
