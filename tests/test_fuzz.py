@@ -2,7 +2,7 @@
 
 Each tests/fuzz/fuzz_NAME.c is built with clang -fsanitize=fuzzer,address,
 undefined against the sources it needs (not through the Makefile) and run for
-LIVEPROF_FUZZ_SECONDS (default 15) from the seed corpus tests/fuzz/corpus/NAME.
+LIVEPROF_FUZZ_SECONDS (default 10) from the seed corpus tests/fuzz/corpus/NAME.
 New inputs go to a scratch directory, never into the committed corpus. A
 crash, sanitizer report, leak or hang fails the test and prints the
 reproducer (path, hex dump, and the command that replays it).
@@ -18,7 +18,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 FUZZ = ROOT / "tests" / "fuzz"
-SECONDS = int(os.environ.get("LIVEPROF_FUZZ_SECONDS", "15"))
+SECONDS = int(os.environ.get("LIVEPROF_FUZZ_SECONDS", "10"))
 CLANG = shutil.which("clang")
 
 PROFILE = ["user/read_folded.c", "user/read_pprof.c", "user/profile.c"]
@@ -51,21 +51,36 @@ def _fuzzer_works():
 SKIP = _fuzzer_works()
 
 
+def _build_cmd(name, out):
+    srcs = [str(FUZZ / f"fuzz_{name}.c")] + [str(ROOT / s) for s in HARNESSES[name]]
+    return [CLANG, "-g", "-O1", "-fsanitize=fuzzer,address,undefined",
+            "-fno-sanitize-recover=undefined", "-fno-omit-frame-pointer",
+            "-D_GNU_SOURCE", "-std=gnu11", f"-I{ROOT}", f"-I{ROOT / 'build'}",
+            "-o", str(out)] + srcs + LIBS
+
+
 @pytest.fixture(scope="module")
 def fuzz_dir():
+    """Builds every harness at once (in parallel), then hands out the dir."""
     d = Path(tempfile.mkdtemp(prefix="liveprof-fuzz-"))
+    builds = {}
+    if SKIP is None:
+        for name in HARNESSES:
+            cmd = _build_cmd(name, d / f"fuzz_{name}")
+            builds[name] = (cmd, subprocess.Popen(cmd, stdout=subprocess.PIPE,
+                                                  stderr=subprocess.STDOUT, text=True))
+        for name, (cmd, p) in builds.items():
+            out, _ = p.communicate()
+            (d / f"build_{name}.log").write_text(" ".join(cmd) + "\n" + out)
     yield d
     shutil.rmtree(d, ignore_errors=True)
 
 
 def _build(name, out):
-    srcs = [str(FUZZ / f"fuzz_{name}.c")] + [str(ROOT / s) for s in HARNESSES[name]]
-    cmd = [CLANG, "-g", "-O1", "-fsanitize=fuzzer,address,undefined",
-           "-fno-sanitize-recover=undefined", "-fno-omit-frame-pointer",
-           "-D_GNU_SOURCE", "-std=gnu11", f"-I{ROOT}", f"-I{ROOT / 'build'}",
-           "-o", str(out)] + srcs + LIBS
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    assert r.returncode == 0, "building the fuzzer failed:\n" + " ".join(cmd) + "\n" + r.stderr[-3000:]
+    if not out.exists():
+        log = out.parent / f"build_{name}.log"
+        pytest.fail("building the fuzzer failed:\n"
+                    + (log.read_text()[-3000:] if log.exists() else "no log"))
 
 
 def _hexdump(path, limit=512):
