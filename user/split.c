@@ -312,8 +312,16 @@ static struct frame_acc *acc_get(struct acc_table *t, const char *name)
 	return &t->v[i];
 }
 
+/* Is @name the split function's frame ("handle", or "handle (x.c:12)" with --lines)? */
+static bool is_split_frame(const char *name, const char *func)
+{
+	size_t n = strlen(func);
+
+	return !strncmp(name, func, n) && (name[n] == '\0' || name[n] == ' ');
+}
+
 static int accumulate(struct split *s, struct acc_table *t, const struct counts *c, bool slow,
-		      bool use_weight)
+		      bool use_weight, const char *func)
 {
 	counts_for_each(c, sc)
 	{
@@ -325,9 +333,20 @@ static int accumulate(struct split *s, struct acc_table *t, const struct counts 
 
 		if (stack_symbols__frames(s->d->symbols, stack_count__id(sc), &frames, &depth))
 			continue;
+		uint32_t first = 0;
+
 		for (uint32_t i = 0; i < depth; i++)
 			off |= frames[i].kind == FRAME_MARKER && !strcmp(frames[i].name, "[off-cpu]");
+		/* The split function and its callers are in every sample of both
+		 * classes by construction: only what runs below it can explain
+		 * a difference. */
 		for (uint32_t i = 0; i < depth; i++) {
+			if (is_split_frame(frames[i].name, func)) {
+				first = i + 1;
+				break;
+			}
+		}
+		for (uint32_t i = first; i < depth; i++) {
 			struct frame_acc *a;
 			bool dup = false;
 
@@ -434,9 +453,9 @@ int split__compute(struct split *s, bool window, bool use_weight, struct split_r
 	slow_v = use_weight ? r->slow.total_weight : r->slow.total_count;
 	fast_v = use_weight ? r->fast.total_weight : r->fast.total_count;
 
-	err = accumulate(s, &t, &r->slow, true, use_weight);
+	err = accumulate(s, &t, &r->slow, true, use_weight, r->function);
 	if (!err)
-		err = accumulate(s, &t, &r->fast, false, use_weight);
+		err = accumulate(s, &t, &r->fast, false, use_weight, r->function);
 	if (err) {
 		free(t.v);
 		return err;
