@@ -126,6 +126,8 @@ enum colour {
 	C_BAR,
 	C_KEY,
 	C_THRESH,
+	C_ICE1, /* icicle boxes, alternating warm colours */
+	C_ICE2,
 	C_NR,
 };
 
@@ -233,6 +235,8 @@ struct tui {
 	size_t n_tree_rows, cap_tree_rows;
 	int tree_sel, tree_scroll;
 	uint64_t tree_sel_path;
+	bool icicle;	   /* Tree drawn as an icicle graph instead of a list */
+	uint64_t ice_path; /* the icicle's selected frame */
 
 	/* Latency and Split */
 	int lat_sel;
@@ -1209,6 +1213,89 @@ static void draw_bar(int y, int x, int w, double frac, attr_t a)
 		put(y, x + i, 1, i < n ? a : attrs[C_NORMAL], i < n ? "#" : " ");
 }
 
+/* The frame under the cursor in the Tree view, either drawing; NO_NODE if none. */
+static uint32_t tree_cursor(struct tui *t)
+{
+	uint32_t root = tree_view_root(t), id;
+
+	if (root == NO_NODE)
+		return NO_NODE;
+	if (t->icicle) {
+		id = tree_find(&t->m.tree, t->ice_path);
+		/* The virtual root is no frame: start on the first real one. */
+		if (id == NO_NODE || id == 0)
+			id = root == 0 ? t->m.tree.n[0].first_child : root;
+		return id;
+	}
+	return t->n_tree_rows ? t->tree_rows[t->tree_sel] : NO_NODE;
+}
+
+/* One box of the icicle and, below it, its children, left to right hottest first. */
+static void ice_node(struct tui *t, uint32_t id, double x, double w, int y, int y_end,
+		     uint32_t cursor)
+{
+	const struct tnode *nd = &t->m.tree.n[id];
+	int x0 = (int)(x + 0.5), x1 = (int)(x + w + 0.5);
+	double cx = x;
+	attr_t a;
+
+	if (y >= y_end || x1 - x0 < 1)
+		return;
+	if (id == cursor)
+		a = attrs[C_SELECT] | A_BOLD;
+	else if (nd->match)
+		a = attrs[C_MATCH];
+	else
+		a = attrs[(nd->depth & 1) ? C_ICE1 : C_ICE2];
+	attron(a);
+	mvhline(y, x0, ' ', x1 - x0);
+	attroff(a);
+	/* The last cell stays blank so that neighbours never merge, in any colour. */
+	put(y, x0, x1 - x0 > 1 ? x1 - x0 - 1 : 1, a, nd->name);
+	for (uint32_t c = nd->first_child; c != NO_NODE; c = t->m.tree.n[c].next_sibling) {
+		double cw = nd->total[0]
+				    ? w * (double)t->m.tree.n[c].total[0] / (double)nd->total[0]
+				    : 0;
+
+		/* Children are sorted: once one is too narrow, so are the rest. */
+		if (cw < 1.0)
+			break;
+		ice_node(t, c, cx, cw, y + 1, y_end, cursor);
+		cx += cw;
+	}
+}
+
+static void draw_icicle(struct tui *t, int y0, int h)
+{
+	struct tree *tr = &t->m.tree;
+	uint32_t root = tree_view_root(t), cur = tree_cursor(t);
+	const struct tnode *c;
+
+	fill_row(y0, 0, attrs[C_HEADER]);
+	if (root == NO_NODE || cur == NO_NODE) {
+		put(y0 + 1, 2, COLS - 2, attrs[C_INFO], "no samples yet");
+		return;
+	}
+	c = &tr->n[cur];
+	putf(y0, 0, COLS, attrs[C_HEADER],
+	     " ICICLE %s%s | %s: total %.2f%% self %.2f%% | arrows move, i: list",
+	     t->n_zoom ? "zoomed: " : "", t->n_zoom ? tr->n[root].name : "", c->name,
+	     100 * share(c->total[0], tr->n[root].total[0]),
+	     100 * share(c->self[0], tr->n[root].total[0]));
+	if (root == 0) {
+		double x = 0;
+
+		for (uint32_t k = tr->n[0].first_child; k != NO_NODE; k = tr->n[k].next_sibling) {
+			double w = COLS * share(tr->n[k].total[0], tr->n[0].total[0]);
+
+			ice_node(t, k, x, w, y0 + 1, y0 + h, cur);
+			x += w;
+		}
+	} else {
+		ice_node(t, root, 0, COLS, y0 + 1, y0 + h, cur);
+	}
+}
+
 static void draw_tree(struct tui *t, int y0, int h)
 {
 	struct tree *tr = &t->m.tree;
@@ -1550,7 +1637,7 @@ static void draw_help(struct tui *t)
 		"s               Top: sort by self, cum, name",
 		"Enter           Top: show in Tree;  Tree: zoom into the frame",
 		"Backspace       Tree: zoom out",
-		"Space Right Left  Tree: expand/collapse (+/- too)",
+		"Space Right Left  Tree: expand/collapse (+/- too);  i: icicle graph",
 		"t / S           trace / split the selected function (asks first)",
 		"u               Latency: untrace the selected trace",
 		"v               Split: ranked frames, diff tree, slow, fast",
@@ -1609,7 +1696,10 @@ static void draw(struct tui *t)
 		draw_top(t, y0, h);
 		break;
 	case VIEW_TREE:
-		draw_tree(t, y0, h);
+		if (t->icicle)
+			draw_icicle(t, y0, h);
+		else
+			draw_tree(t, y0, h);
 		break;
 	case VIEW_LATENCY:
 		draw_latency(t, y0, h);
@@ -2199,6 +2289,7 @@ static void tree_select_match(struct tui *t, bool next)
 		if (!strcmp(t->m.tree.n[t->tree_rows[i]].name, t->search)) {
 			t->tree_sel = i;
 			t->tree_sel_path = t->m.tree.n[t->tree_rows[i]].path;
+			t->ice_path = t->tree_sel_path;
 			return;
 		}
 	}
@@ -2208,6 +2299,7 @@ static void tree_select_match(struct tui *t, bool next)
 		if (n && t->m.tree.n[t->tree_rows[i]].match) {
 			t->tree_sel = i;
 			t->tree_sel_path = t->m.tree.n[t->tree_rows[i]].path;
+			t->ice_path = t->tree_sel_path;
 			return;
 		}
 	}
@@ -2294,8 +2386,8 @@ static const char *selected_function(struct tui *t)
 {
 	if (t->view == VIEW_TOP && t->n_top_rows)
 		return t->m.funcs.r[t->top_rows[t->top_sel]].name;
-	if (t->view == VIEW_TREE && t->n_tree_rows) {
-		const struct tnode *nd = &t->m.tree.n[t->tree_rows[t->tree_sel]];
+	if (t->view == VIEW_TREE && tree_cursor(t) != NO_NODE) {
+		const struct tnode *nd = &t->m.tree.n[tree_cursor(t)];
 
 		/* The process root and markers are not functions to probe. */
 		if (nd->depth <= 1 || nd->name[0] == '[')
@@ -2353,11 +2445,62 @@ static void tree_set_expand(struct tui *t, uint32_t id, bool on)
 		set_msg(t, true, "out of memory");
 }
 
+/* Arrows walk the icicle: up to the caller, down to the hottest callee, sideways. */
+static bool icicle_move(struct tui *t, int ch)
+{
+	struct tree *tr = &t->m.tree;
+	uint32_t root = tree_view_root(t), id = tree_cursor(t), to = NO_NODE;
+
+	if (id == NO_NODE)
+		return false;
+	switch (ch) {
+	case KEY_UP:
+	case 'k':
+		if (id != root && tr->n[id].parent != 0)
+			to = tr->n[id].parent;
+		break;
+	case KEY_DOWN:
+	case 'j':
+		to = tr->n[id].first_child;
+		break;
+	case KEY_RIGHT:
+	case 'l':
+		to = tr->n[id].next_sibling;
+		if (id == root)
+			to = NO_NODE;
+		break;
+	case KEY_LEFT:
+	case 'h':
+		if (id == root || tr->n[id].parent == NO_NODE)
+			break;
+		for (uint32_t c = tr->n[tr->n[id].parent].first_child; c != id;
+		     c = tr->n[c].next_sibling)
+			to = c;
+		break;
+	default:
+		return false;
+	}
+	if (to != NO_NODE)
+		t->ice_path = tr->n[to].path;
+	return true;
+}
+
 static int tree_key(struct tui *t, int ch)
 {
 	struct tree *tr = &t->m.tree;
 	uint32_t id, root = tree_view_root(t);
 
+	if (ch == 'i') {
+		/* Carry the cursor across, so the frame one looked at stays selected. */
+		if (t->icicle)
+			t->tree_sel_path = t->ice_path;
+		else if (tree_cursor(t) != NO_NODE)
+			t->ice_path = tr->n[tree_cursor(t)].path;
+		t->icicle = !t->icicle;
+		return H_RELAYOUT | H_REDRAW;
+	}
+	if (t->icicle && icicle_move(t, ch))
+		return H_REDRAW;
 	if (move_key(ch, &t->tree_sel, (int)t->n_tree_rows)) {
 		if (t->n_tree_rows)
 			t->tree_sel_path = tr->n[t->tree_rows[t->tree_sel]].path;
@@ -2373,11 +2516,13 @@ static int tree_key(struct tui *t, int ch)
 	}
 	if (ch == 'n') {
 		tree_select_match(t, true);
+		if (t->icicle && t->n_tree_rows)
+			t->ice_path = t->tree_sel_path;
 		return H_REDRAW;
 	}
-	if (!t->n_tree_rows || root == NO_NODE)
+	id = tree_cursor(t);
+	if (id == NO_NODE || root == NO_NODE)
 		return 0;
-	id = t->tree_rows[t->tree_sel];
 	switch (ch) {
 	case TK_LF:
 	case TK_CR:
@@ -2671,6 +2816,8 @@ static void init_colours(void)
 		[C_BAR] = {COLOR_GREEN, -1, 0, 0},
 		[C_KEY] = {COLOR_BLACK, COLOR_WHITE, 0, A_REVERSE},
 		[C_THRESH] = {COLOR_YELLOW, -1, A_BOLD, A_BOLD | A_UNDERLINE},
+		[C_ICE1] = {COLOR_BLACK, COLOR_RED, 0, A_REVERSE},
+		[C_ICE2] = {COLOR_BLACK, COLOR_YELLOW, 0, 0},
 	};
 	bool colour = has_colors() && start_color() == OK;
 

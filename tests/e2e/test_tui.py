@@ -50,7 +50,7 @@ class Tui:
         self.target = None
         self.started = False
 
-    def start(self, extra=""):
+    def start(self, extra="", warm=True):
         self.target = subprocess.Popen([str(WORKLOAD), "120"],
                                        stdout=subprocess.DEVNULL,
                                        stderr=subprocess.DEVNULL)
@@ -68,6 +68,10 @@ class Tui:
         # The UI is up once its status line and help bar are drawn.
         self.wait(lambda s: "liveprof" in s[0] and "?:help" in s[-1], 30,
                   "the UI never came up")
+        if warm:
+            # First samples symbolized: what a person waits for before typing.
+            self.wait(lambda s: any(top_row(l, "work") for l in self.content(s)), 20,
+                      "no samples of 'work' in Top")
         return self
 
     def screen(self):
@@ -134,7 +138,7 @@ def top_row(line, name):
 
 
 def test_hot_function_in_top_within_2s(tui):
-    tui.start()
+    tui.start(warm=False)
     t0 = time.monotonic()
     s = tui.wait(lambda s: any(top_row(l, "work") for l in tui.content(s)), 2.0,
                  "the hot function 'work' did not show in Top")
@@ -162,6 +166,13 @@ def test_tree_zoom_shows_only_the_subtree(tui):
     # Only handle's subtree: none of its callers.
     for caller in ("main", "_start", "__libc_start_main", "tui_handler"):
         assert caller not in names, names
+    # The same zoom drawn as an icicle: handle spans the width, its callees below.
+    tui.keys("i")
+    s = tui.wait(lambda s: "ICICLE zoomed: handle" in s[2], 3, "no icicle view")
+    assert s[3].split()[0] == "handle", s[3]
+    assert "slow_path" in s[4] and "work" in s[4], s[4]
+    tui.keys("i")
+    tui.wait(lambda s: "zoomed: handle" in s[2] and "ICICLE" not in s[2], 3, "i: back to list")
     # Backspace goes back to the whole tree.
     tui.keys("BSpace")
     s = tui.wait(lambda s: "zoomed" not in s[2], 3, "Backspace did not zoom out")
@@ -275,7 +286,7 @@ def test_prompt_completion_and_history(tui):
     tui.wait(lambda s: s[-1].rstrip() == ":trace", 3, "no completion of 'tr'")
     tui.type("slow_p")
     tui.keys("Tab")
-    tui.wait(lambda s: s[-1].rstrip() == ":trace slow_path", 10, "no completion of 'slow_p'")
+    tui.wait(lambda s: s[-1].rstrip() == ":trace slow_path", 20, "no completion of 'slow_p'")
     tui.keys("Enter")
     tui.wait(lambda s: "tracing 'slow_path'" in s[-2], 15, ":trace slow_path failed")
     tui.command("window 5")
