@@ -15,7 +15,8 @@
 
 #define LP_MAX_USTACK	   127 /* user frames per sample (perf's default max) */
 #define LP_MAX_KSTACK	   64  /* kernel frames per sample */
-#define LP_MAX_CALLS	   8   /* traced calls in flight per thread */
+#define LP_MAX_CALLS	   8   /* traced calls in flight tagged on a sample (innermost) */
+#define LP_MAX_DEPTH	   32  /* traced calls in flight tracked per thread */
 #define LP_MAX_PROBES	   256 /* probe ids are < this */
 #define LP_MAX_FETCH_OPS   16  /* ops in one value-fetch program */
 #define LP_MAX_VALUES	   6   /* captured values per probe hit */
@@ -88,7 +89,7 @@ struct lp_sample {
 	__u64 weight_ns; /* on-CPU: the sampling period; off-CPU: time blocked */
 	__u16 n_ustack;	 /* valid entries in ustack[] */
 	__u16 n_kstack;	 /* valid entries in kstack[] */
-	__u16 n_calls;	 /* valid entries in calls[], outermost first */
+	__u16 n_calls;	 /* valid entries in calls[]: the innermost ones, outermost first */
 	__u16 reserved;
 	/*
 	 * Bytes of user stack copied after this struct, starting at regs.sp

@@ -89,7 +89,7 @@ struct lp_frame_state {
 struct lp_thread_calls {
 	__u32 depth;
 	__u32 pad;
-	struct lp_frame_state f[LP_MAX_CALLS];
+	struct lp_frame_state f[LP_MAX_DEPTH];
 };
 
 /* tid -> the traced calls in flight on that thread. */

@@ -16,27 +16,37 @@
 static __always_inline void tag_calls(struct lp_sample *s, __u32 tid)
 {
 	struct lp_thread_calls *tc = bpf_map_lookup_elem(&thread_calls, &tid);
-	__u32 depth, i;
+	__u32 depth, first = 0, i;
 
 	s->n_calls = 0;
 	if (!tc)
 		return;
 	depth = tc->depth;
+	if (depth > LP_MAX_DEPTH)
+		depth = LP_MAX_DEPTH;
+	/* The innermost calls: a pending uretprobe's trampoline is nearest
+	 * the leaf, and the fix-up needs those first. */
 	if (depth > LP_MAX_CALLS) {
-		depth = LP_MAX_CALLS;
+		first = depth - LP_MAX_CALLS;
 		s->flags |= LP_SF_CALLS_OVFL;
 	}
 	for (i = 0; i < LP_MAX_CALLS; i++) {
-		if (i >= depth)
+		__u32 k = first + i;
+		struct lp_frame_state *f;
+
+		if (k >= depth)
 			break;
-		tc->f[i].flags |= LP_FS_SAMPLED;
-		s->calls[i].probe_id = tc->f[i].probe_id;
-		s->calls[i].depth = i;
-		s->calls[i].call_id = tc->f[i].call_id;
-		s->calls[i].ret_addr = tc->f[i].ret_addr;
-		s->calls[i].ret_slot = tc->f[i].sp;
+		/* hide k's range from clang so the mask reaches the verifier */
+		asm volatile("" : "+r"(k));
+		f = &tc->f[k & (LP_MAX_DEPTH - 1)];
+		f->flags |= LP_FS_SAMPLED;
+		s->calls[i].probe_id = f->probe_id;
+		s->calls[i].depth = first + i;
+		s->calls[i].call_id = f->call_id;
+		s->calls[i].ret_addr = f->ret_addr;
+		s->calls[i].ret_slot = f->sp;
 	}
-	s->n_calls = depth;
+	s->n_calls = depth - first;
 }
 
 /*

@@ -11,7 +11,7 @@
 #ifndef LP_TRACER_BPF_H
 #define LP_TRACER_BPF_H
 
-#define CALLS_MASK (LP_MAX_CALLS - 1)
+#define CALLS_MASK (LP_MAX_DEPTH - 1)
 
 /*
  * Index into a thread's call array. The empty asm hides the value's known
@@ -54,25 +54,38 @@ static __always_inline struct lp_thread_calls *get_thread_calls(__u32 tid, bool 
 	return bpf_map_lookup_elem(&thread_calls, &tid);
 }
 
-/* Run the fetch programs [first, first + n) of @probe_id and send them. */
-static __always_inline void emit_values(struct pt_regs *ctx, __u32 tgid, __u32 tid, __u32 probe_id,
-					__u32 first, __u32 n, __u64 bias, __u64 call_id,
-					bool at_return, __u64 *by_out, __s32 by_index)
+/*
+ * Run the fetch programs [first, first + n) of @probe_id and send them.
+ *
+ * A global (non-static) function: the verifier checks it once, on its
+ * own, instead of once per state of each caller. Inlined into the return
+ * path, whose call-stack pops already fork many states, the fetch loops
+ * made the program too large to verify.
+ */
+#define VALUES_RANGE(first, n, at_return) ((first) | ((n) << 8) | ((at_return) << 16))
+
+__noinline int lp_emit_values(struct pt_regs *ctx, __u32 probe_id, __u32 range, __u64 bias,
+			      __u64 call_id)
 {
+	/* BPF calls take five arguments: first, n and at_return share one. */
+	__u32 first = range & 0xff, n = (range >> 8) & 0xff, at_return = range >> 16;
+	__u64 id = bpf_get_current_pid_tgid();
 	struct fetch_regs fr;
 	struct lp_hit *h;
 	__u32 i;
 
+	if (!ctx)
+		return 0;
 	fetch_regs_load(&fr, ctx);
 	h = bpf_ringbuf_reserve(&events, sizeof(*h), 0);
 	if (!h) {
 		count_event(LP_CNT_LOST);
-		return;
+		return 0;
 	}
 	h->hdr.type = LP_EV_HIT;
 	h->hdr.size = sizeof(*h);
-	h->pid = tgid;
-	h->tid = tid;
+	h->pid = id >> 32;
+	h->tid = (__u32)id;
 	h->probe_id = probe_id;
 	h->n_values = n;
 	h->time_ns = bpf_ktime_get_ns();
@@ -87,10 +100,23 @@ static __always_inline void emit_values(struct pt_regs *ctx, __u32 tgid, __u32 t
 			h->fault_mask |= 1ULL << i;
 			count_event(LP_CNT_FETCH_FAULTS);
 		}
-		if (by_out && (__s32)i == by_index)
-			*by_out = h->values[i].u64;
 	}
 	bpf_ringbuf_submit(h, 0);
+	return 0;
+}
+
+/* One value (the --by key) without sending it; 0 if it cannot be read. */
+__noinline __u64 lp_fetch_value(struct pt_regs *ctx, __u32 idx, __u64 bias)
+{
+	struct fetch_regs fr;
+	struct lp_value v;
+
+	if (!ctx)
+		return 0;
+	fetch_regs_load(&fr, ctx);
+	if (run_fetch(&fr, idx, bias, &v))
+		return 0;
+	return v.u64;
 }
 
 SEC("uprobe")
@@ -114,13 +140,13 @@ int BPF_KPROBE(lp_func_entry)
 	if (!tc)
 		return 0;
 	d = tc->depth;
-	for (k = 0; k < LP_MAX_CALLS; k++) {
+	for (k = 0; k < LP_MAX_DEPTH; k++) {
 		if (d == 0 || tc->f[call_idx(d - 1)].sp > sp)
 			break;
 		d--;
 		count_event(LP_CNT_CALLS_UNWOUND);
 	}
-	if (d >= LP_MAX_CALLS) {
+	if (d >= LP_MAX_DEPTH) {
 		tc->depth = d;
 		count_event(LP_CNT_CALLS_DROPPED);
 		return 0;
@@ -134,19 +160,12 @@ int BPF_KPROBE(lp_func_entry)
 	fs->ret_addr = ret_addr;
 	fs->by_value = 0;
 	if (cfg->n_values) {
-		if (cfg->flags & LP_PCF_EMIT_VALUES) {
-			emit_values(ctx, tgid, tid, probe_id, 0, cfg->n_values, cfg->module_bias,
-				    fs->call_id, false, &by, cfg->by_index);
-		} else if (cfg->by_index >= 0 && cfg->by_index < LP_MAX_VALUES) {
-			struct lp_value v;
-			struct fetch_regs fr;
-
-			fetch_regs_load(&fr, ctx);
-			if (!run_fetch(&fr, probe_id * LP_MAX_VALUES + cfg->by_index,
-				       cfg->module_bias, &v))
-				by = v.u64;
-		}
-		if (cfg->by_index >= 0) {
+		if (cfg->flags & LP_PCF_EMIT_VALUES)
+			lp_emit_values(ctx, probe_id, VALUES_RANGE(0, cfg->n_values, 0),
+				       cfg->module_bias, fs->call_id);
+		if (cfg->by_index >= 0 && cfg->by_index < LP_MAX_VALUES) {
+			by = lp_fetch_value(ctx, probe_id * LP_MAX_VALUES + cfg->by_index,
+					    cfg->module_bias);
 			fs->by_value = by;
 			fs->flags |= LP_FS_HAS_BY;
 		}
@@ -177,10 +196,10 @@ static __always_inline int on_return(struct pt_regs *ctx, __u64 entry_sp)
 	if (!tc || !cfg)
 		return 0;
 	d = tc->depth;
-	if (d > LP_MAX_CALLS)
-		d = LP_MAX_CALLS;
+	if (d > LP_MAX_DEPTH)
+		d = LP_MAX_DEPTH;
 	/* Frames deeper than ours that never returned (longjmp, exceptions). */
-	for (k = 0; k < LP_MAX_CALLS; k++) {
+	for (k = 0; k < LP_MAX_DEPTH; k++) {
 		if (d == 0 || tc->f[call_idx(d - 1)].sp >= entry_sp)
 			break;
 		d--;
@@ -219,8 +238,8 @@ static __always_inline int on_return(struct pt_regs *ctx, __u64 entry_sp)
 			bpf_map_update_elem(&by_hist, &key, &one, BPF_NOEXIST);
 	}
 	if (cfg->n_ret_values)
-		emit_values(ctx, tgid, tid, probe_id, cfg->n_values, cfg->n_ret_values,
-			    cfg->module_bias, fs->call_id, true, NULL, -1);
+		lp_emit_values(ctx, probe_id, VALUES_RANGE(cfg->n_values, cfg->n_ret_values, 1),
+			       cfg->module_bias, fs->call_id);
 	if (fs->flags & LP_FS_SAMPLED) {
 		struct lp_call_end *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 
@@ -284,7 +303,7 @@ int BPF_KPROBE(lp_line_hit)
 		struct lp_thread_calls *tc = get_thread_calls(tid, false);
 
 		if (tc) {
-			for (k = 0; k < LP_MAX_CALLS; k++) {
+			for (k = 0; k < LP_MAX_DEPTH; k++) {
 				if (k >= tc->depth)
 					break;
 				if (tc->f[k].probe_id == cfg->when_of - 1)
@@ -293,8 +312,7 @@ int BPF_KPROBE(lp_line_hit)
 		}
 	}
 	if (cfg->n_values && (cfg->flags & LP_PCF_EMIT_VALUES))
-		emit_values(ctx, tgid, tid, probe_id, 0, cfg->n_values, cfg->module_bias, 0, false,
-			    NULL, -1);
+		lp_emit_values(ctx, probe_id, VALUES_RANGE(0, cfg->n_values, 0), cfg->module_bias, 0);
 	return 0;
 }
 

@@ -348,7 +348,7 @@ static void print_header(struct daemon *d, FILE *f)
 	if (d->counters[LP_CNT_CALLS_DROPPED])
 		lp_warn("%" PRIu64 " traced calls were not measured: more than %d traced calls "
 			"in flight on a thread (deep recursion?)",
-			d->counters[LP_CNT_CALLS_DROPPED], LP_MAX_CALLS);
+			d->counters[LP_CNT_CALLS_DROPPED], LP_MAX_DEPTH);
 }
 
 int report__finish(struct daemon *d, FILE *f)
