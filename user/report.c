@@ -282,6 +282,13 @@ static json_t *summary_json(struct daemon *d, struct profile *p, struct split_re
 	json_object_set_new(root, "offcpu_events", json_integer(d->offcpu_events));
 	json_object_set_new(root, "truncated_stacks", json_integer(d->truncated));
 	json_object_set_new(root, "trampolines_fixed", json_integer(d->tramp_fixed));
+	json_object_set_new(root, "call_graph", json_string(d->opts->call_graph == CALL_GRAPH_FP
+								    ? "fp"
+							    : d->opts->call_graph == CALL_GRAPH_DWARF
+								    ? "dwarf"
+								    : "auto"));
+	json_object_set_new(root, "unwind_ns_per_sample",
+			    json_real(d->samples ? (double)d->unwind_ns / d->samples : 0));
 	json_object_set_new(root, "calls_dropped",
 			    json_integer(d->counters[LP_CNT_CALLS_DROPPED]));
 	json_object_set_new(root, "calls_unwound",
