@@ -2527,16 +2527,16 @@ static int tree_key(struct tui *t, int ch)
 	case TK_LF:
 	case TK_CR:
 	case KEY_ENTER:
-		if (id == root) {
-			set_msg(t, false, "'%s' is the root already; t: trace it", tr->n[id].name);
-			return H_REDRAW;
-		}
+		/* Enter zooms; on the frame zoomed into, it offers to trace it. */
+		if (id == root)
+			return offer(t, "trace", "");
 		if (t->n_zoom == MAX_ZOOM) {
 			set_msg(t, true, "zoomed too deep");
 			return H_REDRAW;
 		}
 		t->zoom[t->n_zoom++] = tr->n[id].path;
-		set_msg(t, false, "zoomed into '%s': t traces it, S splits it, Backspace goes back",
+		set_msg(t, false,
+			"zoomed into '%s': Enter again traces it, S splits it, Backspace goes back",
 			tr->n[id].name);
 		return H_RELAYOUT | H_REDRAW;
 	case ' ':

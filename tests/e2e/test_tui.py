@@ -166,6 +166,11 @@ def test_tree_zoom_shows_only_the_subtree(tui):
     # Only handle's subtree: none of its callers.
     for caller in ("main", "_start", "__libc_start_main", "tui_handler"):
         assert caller not in names, names
+    # Enter on the frame zoomed into offers to trace it (a pre-filled prompt).
+    tui.keys("Enter")
+    tui.wait(lambda s: s[-1].rstrip() == ":trace handle", 3, "Enter did not offer a trace")
+    tui.keys("Escape")
+    tui.wait(lambda s: s[-1].startswith("?:help"), 3, "Esc did not close the prompt")
     # The same zoom drawn as an icicle: handle spans the width, its callees below.
     tui.keys("i")
     s = tui.wait(lambda s: "ICICLE zoomed: handle" in s[2], 3, "no icicle view")
