@@ -4,8 +4,12 @@
  * work of a normal call. A split of handle() at p95 must therefore rank
  * slow_path first. Leaves keep a frame (volatile local) and no call is a
  * tail call, so frame-pointer stacks are exact.
+ *
+ * Usage: tui_handler [SECONDS] [stacks]
  */
+#include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #define UNIT 20000
@@ -39,15 +43,79 @@ __attribute__((noinline)) void handle(unsigned long i)
 	frame++;
 }
 
+/*
+ * "stacks" mode: tens of thousands of distinct stacks, for the TUI's
+ * redraw-time test. A dispatcher calls one of 16 functions chosen by a
+ * pseudo-random number, four levels deep: 16^4 call paths.
+ */
+#define FANOUT 16
+#define LEVELS 4
+
+typedef void (*level_fn)(int, unsigned int);
+static level_fn levels[FANOUT];
+
+__attribute__((noinline)) void dispatch(int depth, unsigned int r)
+{
+	volatile int frame = 0;
+
+	if (depth == 0)
+		work(200 + (r & 255));
+	else
+		levels[r % FANOUT](depth - 1, r / FANOUT);
+	frame++;
+}
+
+#define LEVEL(k)                                                                                   \
+	__attribute__((noinline)) void level##k(int depth, unsigned int r)                         \
+	{                                                                                          \
+		volatile int frame = 0;                                                            \
+		dispatch(depth, r);                                                                \
+		frame++;                                                                           \
+	}
+LEVEL(0)
+LEVEL(1)
+LEVEL(2)
+LEVEL(3)
+LEVEL(4)
+LEVEL(5)
+LEVEL(6)
+LEVEL(7)
+LEVEL(8)
+LEVEL(9)
+LEVEL(10)
+LEVEL(11)
+LEVEL(12)
+LEVEL(13)
+LEVEL(14)
+LEVEL(15)
+
+__attribute__((noinline)) void many_stacks(unsigned long i)
+{
+	static const level_fn all[FANOUT] = {level0,  level1,  level2,	level3, level4,	 level5,
+					     level6,  level7,  level8,	level9, level10, level11,
+					     level12, level13, level14, level15};
+	volatile int frame = 0;
+
+	if (!levels[0])
+		memcpy(levels, all, sizeof(all));
+	/* A multiplicative hash: consecutive calls take unrelated paths. */
+	dispatch(LEVELS, (unsigned int)(i * 2654435761u));
+	frame++;
+}
+
 int main(int argc, char **argv)
 {
 	double seconds = argc > 1 ? atof(argv[1]) : 1e9;
+	bool stacks = argc > 2 && !strcmp(argv[2], "stacks");
 	struct timespec t0, t;
 	unsigned long i;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (i = 0;; i++) {
-		handle(i);
+		if (stacks)
+			many_stacks(i);
+		else
+			handle(i);
 		if (i % 64)
 			continue;
 		clock_gettime(CLOCK_MONOTONIC, &t);
