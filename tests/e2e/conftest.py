@@ -276,5 +276,6 @@ def h():
     import types
     return types.SimpleNamespace(
         parse_folded=parse_folded, lp_prog_ids=lp_prog_ids, prog_ids_of=prog_ids_of, read_rates=read_rates,
-        rate_between=rate_between, wait_for=wait_for, wait_sampling=wait_sampling, frames_of=frames_of,
+        rate_between=rate_between, wait_for=wait_for, wait_sampling=wait_sampling,
+        perf_event_fds=perf_event_fds, frames_of=frames_of,
         percentile=percentile, BUILD=BUILD, ROOT=ROOT, WORKLOADS=WORKLOADS)

@@ -51,3 +51,24 @@ def test_200_short_lived_threads(run_lp, wl):
     print(f"\nchurn: {sum(r.folded.values())} samples, {len(tids)} threads seen, "
           f"{t['calls']} churn_work calls traced")
     assert len(tids) >= 20, tids
+
+
+def test_sigint_during_startup(procs, liveprof, wl, tmp_path, h):
+    """Ctrl-C while liveprof is still loading its BPF programs (that takes
+    seconds here) must also end in exit 0 with nothing left loaded."""
+    target = procs.start([wl("fastslow")])
+    lp = subprocess.Popen([str(liveprof), "--no-tui", "-p", str(target.pid), "-d", "30",
+                           "-o", str(tmp_path / "out.folded")],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.3)
+    started = h.perf_event_fds(lp.pid) > 0
+    lp.send_signal(signal.SIGINT)
+    try:
+        so, se = lp.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        lp.kill()
+        so, se = lp.communicate()
+        raise AssertionError("liveprof did not stop on SIGINT during startup")
+    print(f"\nSIGINT at 0.3 s (sampling started: {started}): rc {lp.returncode}")
+    assert lp.returncode == 0, f"rc {lp.returncode}\n{so}{se}"
+    assert target.poll() is None
