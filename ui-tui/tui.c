@@ -875,15 +875,18 @@ static void model_free(struct model *m)
 
 /* ---- rows of the Top view ------------------------------------------------- */
 
-static const struct funcs *g_sort_funcs;
-static enum sort_key g_sort_key;
+struct top_sort {
+	const struct funcs *f;
+	enum sort_key key;
+};
 
-static int cmp_top(const void *a, const void *b)
+static int cmp_top(const void *a, const void *b, void *arg)
 {
-	const struct func_row *x = &g_sort_funcs->r[*(const uint32_t *)a];
-	const struct func_row *y = &g_sort_funcs->r[*(const uint32_t *)b];
+	const struct top_sort *ts = arg;
+	const struct func_row *x = &ts->f->r[*(const uint32_t *)a];
+	const struct func_row *y = &ts->f->r[*(const uint32_t *)b];
 
-	switch (g_sort_key) {
+	switch (ts->key) {
 	case SORT_SELF:
 		if (x->self != y->self)
 			return x->self < y->self ? 1 : -1;
@@ -903,6 +906,7 @@ static int top_rows(const struct funcs *f, const char *filter, enum sort_key key
 		    size_t *n)
 {
 	uint32_t *r = realloc(*rows, (f->len ? f->len : 1) * sizeof(*r));
+	struct top_sort ts = {.f = f, .key = key};
 	size_t k = 0;
 
 	if (!r)
@@ -911,9 +915,7 @@ static int top_rows(const struct funcs *f, const char *filter, enum sort_key key
 	for (size_t i = 0; i < f->len; i++)
 		if (!filter[0] || name_matches(f->r[i].name, filter))
 			r[k++] = (uint32_t)i;
-	g_sort_funcs = f;
-	g_sort_key = key;
-	qsort(r, k, sizeof(*r), cmp_top);
+	qsort_r(r, k, sizeof(*r), cmp_top, &ts);
 	*n = k;
 	return 0;
 }
@@ -1970,9 +1972,81 @@ static int set_paused(struct tui *t, bool paused)
 	return paused ? H_REDRAW : H_REBUILD;
 }
 
+/*
+ * The samples under the zoomed frame, whole stacks kept so that the file
+ * still says where the frame was called from.
+ *
+ * Return: a new profile the caller frees, or NULL on allocation failure.
+ */
+static struct profile *zoomed_profile(struct tui *t)
+{
+	const struct profile *src = t->m.prof;
+	uint64_t want = t->zoom[t->n_zoom - 1];
+	size_t nf = src->n_frames ? src->n_frames : 1;
+	uint64_t *fh = malloc(nf * sizeof(*fh));
+	int64_t *map = malloc(nf * sizeof(*map));
+	uint32_t *buf = NULL;
+	uint32_t cap = 0;
+	struct profile *p = profile__new(src->name);
+	int err = p && fh && map ? 0 : -ENOMEM;
+
+	for (size_t i = 0; !err && i < src->n_frames; i++) {
+		fh[i] = hash_str(0, src->frames[i].name);
+		map[i] = -1;
+	}
+	for (size_t i = 0; !err && i < src->n_samples; i++) {
+		const struct profile_sample *s = &src->samples[i];
+		uint64_t path = t->m.tree.n[0].path;
+		bool under = false;
+
+		/* The same path hashes as the tree's: a sample is under the
+		 * zoomed frame when one of its prefixes hashes to its path. */
+		for (uint32_t k = 0; k < s->depth && !under; k++) {
+			path = path_of(path, fh[s->frames[k]]);
+			under = path == want;
+		}
+		if (!under)
+			continue;
+		if (s->depth > cap) {
+			uint32_t *b = realloc(buf, s->depth * sizeof(*b));
+
+			if (!b) {
+				err = -ENOMEM;
+				break;
+			}
+			buf = b;
+			cap = s->depth;
+		}
+		for (uint32_t k = 0; k < s->depth && !err; k++) {
+			uint32_t f = s->frames[k];
+
+			if (map[f] < 0)
+				map[f] = profile__intern_frame(p, &src->frames[f]);
+			if (map[f] < 0)
+				err = (int)map[f];
+			buf[k] = (uint32_t)map[f];
+		}
+		if (!err)
+			err = profile__add(p, buf, s->depth, s->count, s->weight_ns, s->labels,
+					   s->n_labels);
+	}
+	free(fh);
+	free(map);
+	free(buf);
+	if (err) {
+		profile__free(p);
+		return NULL;
+	}
+	p->period_ns = src->period_ns;
+	p->duration_ns = src->duration_ns;
+	return p;
+}
+
 static int cmd_save(struct tui *t, const char *path)
 {
-	struct profile *p;
+	struct profile *p, *zoomed = NULL;
+	uint64_t samples;
+	const char *what;
 	int err;
 
 	if (!path[0]) {
@@ -1991,15 +2065,25 @@ static int cmd_save(struct tui *t, const char *path)
 		set_msg(t, true, "nothing to save yet");
 		return 0;
 	}
+	if (t->view == VIEW_TREE && t->n_zoom) {
+		p = zoomed = zoomed_profile(t);
+		if (!p) {
+			set_msg(t, true, "cannot save: out of memory");
+			return 0;
+		}
+	}
+	samples = p->total_count;
+	what = p == t->m.slow	? ", slow calls"
+	       : p == t->m.fast ? ", fast calls"
+	       : zoomed		? ", zoomed frame"
+				: "";
 	err = report__write_file(t->d, p, path);
+	profile__free(zoomed);
 	if (err) {
 		set_msg(t, true, "cannot write '%s': %s", path, strerror(-err));
 		return 0;
 	}
-	set_msg(t, false, "wrote '%s' (%" PRIu64 " samples%s)", path, p->total_count,
-		p == t->m.slow	 ? ", slow calls"
-		: p == t->m.fast ? ", fast calls"
-				 : "");
+	set_msg(t, false, "wrote '%s' (%" PRIu64 " samples%s)", path, samples, what);
 	return H_REDRAW;
 }
 

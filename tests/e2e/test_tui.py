@@ -166,6 +166,12 @@ def test_tree_zoom_shows_only_the_subtree(tui):
     # Only handle's subtree: none of its callers.
     for caller in ("main", "_start", "__libc_start_main", "tui_handler"):
         assert caller not in names, names
+    # :save in a zoomed Tree writes the samples under the zoomed frame only.
+    out = tui.tmp / "zoom.folded"
+    tui.command(f"save {out}")
+    tui.wait(lambda s: "zoomed frame" in s[-2], 10, "no confirmation of :save")
+    stacks = [l.rpartition(" ")[0].split(";") for l in out.read_text().splitlines()]
+    assert stacks and all("handle" in st for st in stacks), stacks
     # Enter on the frame zoomed into offers to trace it (a pre-filled prompt).
     tui.keys("Enter")
     tui.wait(lambda s: s[-1].rstrip() == ":trace handle", 3, "Enter did not offer a trace")
