@@ -1303,7 +1303,7 @@ static void draw_tree(struct tui *t, int y0, int h)
 	struct tree *tr = &t->m.tree;
 	uint32_t root = tree_view_root(t);
 	uint64_t root_total;
-	int bar_w = COLS >= 100 ? 20 : 10;
+	int bar_w = COLS >= 100 ? 20 : 10, top_depth;
 
 	fill_row(y0, 0, attrs[C_HEADER]);
 	if (t->n_zoom && root != NO_NODE)
@@ -1320,13 +1320,15 @@ static void draw_tree(struct tui *t, int y0, int h)
 		return;
 	}
 	root_total = tr->n[root].total[0];
+	/* Process roots sit at depth 1 under the virtual root. */
+	top_depth = root == 0 ? 1 : tr->n[root].depth;
 	clamp_scroll(&t->tree_sel, &t->tree_scroll, (int)t->n_tree_rows, h);
 	for (int r = 0; r < h && t->tree_scroll + r < (int)t->n_tree_rows; r++) {
 		uint32_t id = t->tree_rows[t->tree_scroll + r];
 		const struct tnode *nd = &tr->n[id];
 		bool is_sel = t->tree_scroll + r == t->tree_sel;
 		attr_t a = is_sel ? attrs[C_SELECT] : attrs[C_NORMAL];
-		int y = y0 + 1 + r, x, indent, base = root == 0 ? 1 : nd->depth;
+		int y = y0 + 1 + r, x, indent;
 		const char *mark;
 
 		if (is_sel)
@@ -1336,7 +1338,7 @@ static void draw_tree(struct tui *t, int y0, int h)
 		draw_bar(y, x, bar_w, share(nd->total[0], root_total), attrs[C_BAR]);
 		x += bar_w + 1;
 		/* Deep stacks would push names off screen: cap the indent. */
-		indent = 2 * (nd->depth - (root == 0 ? base : tr->n[root].depth));
+		indent = 2 * (nd->depth - top_depth);
 		if (indent > COLS / 3)
 			indent = COLS / 3;
 		if (nd->first_child == NO_NODE)
