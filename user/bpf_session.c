@@ -110,6 +110,13 @@ int bpf_session__open(struct bpf_session **out, const struct bpf_session_opts *o
 	bpf_map__set_max_entries(s->skel->maps.events, ringbuf_mb << 20);
 	if (!o->offcpu) {
 		bpf_program__set_autoload(s->skel->progs.lp_sched_switch, false);
+	if (!o->tracing) {
+		/* Sampling alone starts in a fraction of the time without them. */
+		bpf_program__set_autoload(s->skel->progs.lp_func_entry, false);
+		bpf_program__set_autoload(s->skel->progs.lp_func_return, false);
+		bpf_program__set_autoload(s->skel->progs.lp_func_ret_insn, false);
+		bpf_program__set_autoload(s->skel->progs.lp_line_hit, false);
+	}
 		/* The stack map of an unused program still costs memory. */
 		bpf_map__set_max_entries(s->skel->maps.offcpu_start, 1);
 	}

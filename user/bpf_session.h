@@ -21,6 +21,7 @@ struct bpf_session_opts {
 	bool all_processes;
 	bool kernel_stacks;
 	bool offcpu;
+	bool tracing; /* load the uprobe programs (verifying them takes ~1 s) */
 	uint64_t offcpu_min_ns;
 	unsigned int ringbuf_mb; /* 0: 8 MiB, 32 MiB with a stack copy */
 	/* user stack bytes copied after each on-CPU sample, for unwinding in

@@ -299,12 +299,19 @@ static void batch_loop(struct daemon *d, const struct options *o)
 	}
 }
 
+static bool will_tui(const struct options *o)
+{
+	return !o->no_tui && isatty(STDOUT_FILENO) && isatty(STDIN_FILENO);
+}
+
 static int run(struct options *o)
 {
 	struct bpf_session_opts bo = {
 		.all_processes = o->all,
 		.kernel_stacks = o->kernel,
 		.offcpu = o->offcpu,
+		/* the TUI may add traces at any time */
+		.tracing = o->n_traces || o->split_spec || will_tui(o),
 		.ringbuf_mb = o->ringbuf_mb,
 		.verbose = o->verbose,
 		/* fp still copies a little: enough for CFI to find a frameless
@@ -383,7 +390,7 @@ static int run(struct options *o)
 		go_fd = status_fd = -1;
 	}
 	install_signals();
-	tui = !o->no_tui && isatty(STDOUT_FILENO) && isatty(STDIN_FILENO);
+	tui = will_tui(o);
 	if (!tui || tui_run(&d, &g_stop) == -ENOTTY)
 		batch_loop(&d, o);
 
