@@ -327,6 +327,9 @@ static int run(struct options *o)
 	bool tui;
 
 	memset(&d, 0, sizeof(d));
+	/* First: a Ctrl-C while BPF loads must end the run cleanly, with the
+	 * profile written, and an inherited SIG_IGN must not stop it. */
+	install_signals();
 	rc = check_outputs(o);
 	if (rc)
 		return rc;
@@ -389,7 +392,6 @@ static int run(struct options *o)
 		}
 		go_fd = status_fd = -1;
 	}
-	install_signals();
 	tui = will_tui(o);
 	if (!tui || tui_run(&d, &g_stop) == -ENOTTY)
 		batch_loop(&d, o);
