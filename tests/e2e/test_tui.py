@@ -50,8 +50,8 @@ class Tui:
         self.target = None
         self.started = False
 
-    def start(self, extra="", warm=True, mode=()):
-        self.target = subprocess.Popen([str(WORKLOAD), "120", *mode],
+    def start(self, extra="", warm=True, mode=(), seconds=120):
+        self.target = subprocess.Popen([str(WORKLOAD), str(seconds), *mode],
                                        stdout=subprocess.DEVNULL,
                                        stderr=subprocess.DEVNULL)
         time.sleep(0.2)
@@ -269,6 +269,13 @@ def test_sigint_restores_the_terminal(tui):
     tui.start()
     tui.keys("C-c")
     exited(tui, "Ctrl-C")
+
+
+def test_target_exit_ends_the_ui_cleanly(tui):
+    tui.start(seconds=6)
+    # Reap it as a real parent would: a zombie still answers kill(pid, 0).
+    tui.target.wait(timeout=20)
+    exited(tui, "the target's exit")
 
 
 def test_resize_to_80x24(tui):
