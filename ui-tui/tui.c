@@ -2470,8 +2470,12 @@ static bool move_key(int ch, int *sel, int n)
 
 static const char *selected_function(struct tui *t)
 {
-	if (t->view == VIEW_TOP && t->n_top_rows)
-		return t->m.funcs.r[t->top_rows[t->top_sel]].name;
+	if (t->view == VIEW_TOP && t->n_top_rows) {
+		const char *name = t->m.funcs.r[t->top_rows[t->top_sel]].name;
+
+		/* Markers such as "[off-cpu]" are not functions to probe. */
+		return name[0] == '[' ? NULL : name;
+	}
 	if (t->view == VIEW_TREE && tree_cursor(t) != NO_NODE) {
 		const struct tnode *nd = &t->m.tree.n[tree_cursor(t)];
 
@@ -2509,10 +2513,11 @@ static int top_key(struct tui *t, int ch)
 	case TK_LF:
 	case TK_CR:
 	case KEY_ENTER: {
-		const char *fn = selected_function(t);
+		const char *fn;
 
-		if (!fn)
+		if (!t->n_top_rows)
 			return H_REDRAW;
+		fn = t->m.funcs.r[t->top_rows[t->top_sel]].name;
 		snprintf(t->search, sizeof(t->search), "%s", fn);
 		prompt_set(&t->find, fn);
 		t->view = VIEW_TREE;
