@@ -3,6 +3,7 @@
  * daemon.c - event intake and the one-second tick.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -331,6 +332,26 @@ void daemon__fini(struct daemon *d)
 	memset(d, 0, sizeof(*d));
 }
 
+/* An exited process that its parent has not reaped yet still answers kill(0). */
+static bool is_zombie(int pid)
+{
+	char path[64], buf[256], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	p = strrchr(buf, ')'); /* comm may hold spaces and parentheses */
+	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+}
+
 bool daemon__targets_alive(struct daemon *d)
 {
 	bool any = false;
@@ -353,7 +374,7 @@ bool daemon__targets_alive(struct daemon *d)
 			continue;
 		if (p->pid == d->child && d->child_exited)
 			p->alive = false;
-		else if (kill(p->pid, 0) && errno == ESRCH)
+		else if ((kill(p->pid, 0) && errno == ESRCH) || is_zombie(p->pid))
 			p->alive = false;
 		any |= p->alive;
 	}

@@ -340,12 +340,19 @@ static int accumulate(struct split *s, struct acc_table *t, const struct counts 
 		/* The split function and its callers are in every sample of both
 		 * classes by construction: only what runs below it can explain
 		 * a difference. */
+		first = depth ? depth - 1 : 0;
 		for (uint32_t i = 0; i < depth; i++) {
 			if (is_split_frame(frames[i].name, func)) {
 				first = i + 1;
 				break;
 			}
 		}
+		/* Not found (a sample in the return path, a cut stack): only the
+		 * leaf is known to run inside the call. Markers stay with it. */
+		while (first > 0 && first < depth && frames[first].kind == FRAME_MARKER &&
+		       !is_split_frame(frames[first - 1].name, func) &&
+		       frames[first - 1].kind != FRAME_ROOT)
+			first--;
 		for (uint32_t i = first; i < depth; i++) {
 			struct frame_acc *a;
 			bool dup = false;
