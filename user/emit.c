@@ -83,6 +83,34 @@ void emit_comment_text(FILE *f, const char *s, const char *end)
 	}
 }
 
+void emit_script_header(FILE *f, const struct emit_tree *t, const struct emit_opts *o,
+			const char *lang)
+{
+	char run[2048];
+
+	fprintf(f, "# Synthetic workload written by `liveprof emit --lang %s` from '", lang);
+	emit_comment_text(f, o->source ? o->source : "-", NULL);
+	fprintf(f,
+		"'.\n"
+		"#\n"
+		"# It reproduces that profile's call tree: %zu functions, %zu tree nodes,\n"
+		"# %llu samples. Each function does the self work of its tree nodes (a\n"
+		"# calibrated busy loop) and calls their children once per round.\n"
+		"#\n",
+		t->n_names, t->n_nodes - 1, (unsigned long long)t->total);
+	fprintf(f, "# Run: %s [SECONDS [UTILIZATION [THREADS]]]\n",
+		emit_build_command(lang, o->out_path, run, sizeof(run)));
+	fprintf(f, "#      (defaults: %g s (0 = forever), utilization %g, %u thread%s)\n",
+		o->duration_s, o->utilization, o->threads, o->threads == 1 ? "" : "s");
+	emit_write_renames(f, t, "# ", NULL);
+}
+
+void emit_write_child_calls(FILE *f, const struct emit_tree *t, uint32_t id, const char *indent)
+{
+	for (uint32_t c = t->nodes[id].first_child; c != EMIT_NONE; c = t->nodes[c].next_sibling)
+		fprintf(f, "%s%s(%u)\n", indent, t->names[t->nodes[c].name].ident, c);
+}
+
 void emit_write_renames(FILE *f, const struct emit_tree *t, const char *prefix, const char *end)
 {
 	size_t i, n = 0;

@@ -74,6 +74,19 @@ const char *emit_build_command(const char *lang, const char *src, char *buf, siz
 void emit_comment_text(FILE *f, const char *s, const char *end);
 
 /**
+ * emit_script_header - the comment that opens a Python or Ruby program
+ * (after its first line): where it comes from, how to run it, renames
+ */
+void emit_script_header(FILE *f, const struct emit_tree *t, const struct emit_opts *o,
+			const char *lang);
+
+/**
+ * emit_write_child_calls - one "name(node)" call line per child of node @id
+ * (the call syntax Python and Ruby share)
+ */
+void emit_write_child_calls(FILE *f, const struct emit_tree *t, uint32_t id, const char *indent);
+
+/**
  * emit_write_renames - list the renamed functions, one "orig -> ident" per line
  * @prefix: starts every line (" * ", "// ", "# ")
  * @end: as for emit_comment_text()

@@ -222,35 +222,13 @@ static const char py_runtime[] =
 	"        w.join()\n"
 	"    return 0\n";
 
-static void py_write_calls(FILE *f, const struct emit_tree *t, uint32_t id, const char *indent)
-{
-	uint32_t c;
-
-	for (c = t->nodes[id].first_child; c != EMIT_NONE; c = t->nodes[c].next_sibling)
-		fprintf(f, "%s%s(%u)\n", indent, t->names[t->nodes[c].name].ident, c);
-}
 
 static int py_write(FILE *f, const struct emit_tree *t, const struct emit_opts *o)
 {
-	char run[2048];
 	size_t i, j;
 
-	fprintf(f, "#!/usr/bin/env python3\n"
-		   "# Synthetic workload written by `liveprof emit --lang python` from '");
-	emit_comment_text(f, o->source ? o->source : "-", NULL);
-	fprintf(f,
-		"'.\n"
-		"#\n"
-		"# It reproduces that profile's call tree: %zu functions, %zu tree nodes,\n"
-		"# %llu samples. Each function does the self work of its tree nodes (a\n"
-		"# calibrated busy loop) and calls their children once per round.\n"
-		"#\n",
-		t->n_names, t->n_nodes - 1, (unsigned long long)t->total);
-	fprintf(f, "# Run: %s [SECONDS [UTILIZATION [THREADS]]]\n",
-		emit_build_command("python", o->out_path, run, sizeof(run)));
-	fprintf(f, "#      (defaults: %g s (0 = forever), utilization %g, %u thread%s)\n",
-		o->duration_s, o->utilization, o->threads, o->threads == 1 ? "" : "s");
-	emit_write_renames(f, t, "# ", NULL);
+	fprintf(f, "#!/usr/bin/env python3\n");
+	emit_script_header(f, t, o, "python");
 	fprintf(f, "\nimport sys as _lp_sys\nimport threading as _lp_threading\n"
 		   "import time as _lp_time\n\n");
 	fprintf(f,
@@ -283,12 +261,12 @@ static int py_write(FILE *f, const struct emit_tree *t, const struct emit_opts *
 				"        x = 0\n        for i in range(_lp_iters(%u)):\n"
 				"            x += i\n",
 				id);
-			py_write_calls(f, t, id, "        ");
+			emit_write_child_calls(f, t, id, "        ");
 		}
 	}
 	fprintf(f,
 		"\n\ndef _lp_root():\n    \"\"\"One round: the root's children once each.\"\"\"\n");
-	py_write_calls(f, t, 0, "    ");
+	emit_write_child_calls(f, t, 0, "    ");
 	/* The entry point must come after every def it reaches. */
 	fprintf(f, "\n\nif __name__ == '__main__':\n    _lp_sys.exit(_lp_main(_lp_sys.argv))\n");
 	return ferror(f) ? -EIO : 0;

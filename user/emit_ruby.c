@@ -251,35 +251,13 @@ static const char rb_runtime[] =
 	"  2\n"
 	"end\n";
 
-static void rb_write_calls(FILE *f, const struct emit_tree *t, uint32_t id, const char *indent)
-{
-	uint32_t c;
-
-	for (c = t->nodes[id].first_child; c != EMIT_NONE; c = t->nodes[c].next_sibling)
-		fprintf(f, "%s%s(%u)\n", indent, t->names[t->nodes[c].name].ident, c);
-}
 
 static int rb_write(FILE *f, const struct emit_tree *t, const struct emit_opts *o)
 {
-	char run[2048];
 	size_t i, j;
 
-	fprintf(f, "# frozen_string_literal: true\n"
-		   "#\n# Synthetic workload written by `liveprof emit --lang ruby` from '");
-	emit_comment_text(f, o->source ? o->source : "-", NULL);
-	fprintf(f,
-		"'.\n"
-		"#\n"
-		"# It reproduces that profile's call tree: %zu functions, %zu tree nodes,\n"
-		"# %llu samples. Each function does the self work of its tree nodes (a\n"
-		"# calibrated busy loop) and calls their children once per round.\n"
-		"#\n",
-		t->n_names, t->n_nodes - 1, (unsigned long long)t->total);
-	fprintf(f, "# Run: %s [SECONDS [UTILIZATION [THREADS]]]\n",
-		emit_build_command("ruby", o->out_path, run, sizeof(run)));
-	fprintf(f, "#      (defaults: %g s (0 = forever), utilization %g, %u thread%s)\n",
-		o->duration_s, o->utilization, o->threads, o->threads == 1 ? "" : "s");
-	emit_write_renames(f, t, "# ", NULL);
+	fprintf(f, "# frozen_string_literal: true\n#\n");
+	emit_script_header(f, t, o, "ruby");
 	fprintf(f,
 		"\nLP_SECONDS = %.6g\nLP_UTILIZATION = %.6g\nLP_THREADS = %u\nLP_TOTAL = %llu\n\n",
 		o->duration_s, o->utilization, o->threads, (unsigned long long)t->total);
@@ -306,12 +284,12 @@ static int rb_write(FILE *f, const struct emit_tree *t, const struct emit_opts *
 				"    n = lp_iters(%u)\n    x = 0\n    i = 0\n    while i < n\n"
 				"      x += i\n      i += 1\n    end\n",
 				id);
-			rb_write_calls(f, t, id, "    ");
+			emit_write_child_calls(f, t, id, "    ");
 		}
 		fprintf(f, "  end\n  nil\nend\n");
 	}
 	fprintf(f, "\n# One round: the root's children once each.\ndef lp_root\n");
-	rb_write_calls(f, t, 0, "  ");
+	emit_write_child_calls(f, t, 0, "  ");
 	fprintf(f, "  nil\nend\n\nexit(lp_main(ARGV)) if $PROGRAM_NAME == __FILE__\n");
 	return ferror(f) ? -EIO : 0;
 }
