@@ -22,6 +22,7 @@
 #include <elfutils/libdw.h>
 #include <elfutils/known-dwarf.h>
 
+#include "dwarf_aux.h"
 #include "fetch_compile.h"
 
 #define MAX_TYPE_DEPTH 32 /* typedef/const chains and nested names we follow */
@@ -110,36 +111,6 @@ static int emit_reg(struct fc *c, unsigned reg)
 	return emit(c, LP_OP_REG, reg, 0);
 }
 
-static const char *die_name(Dwarf_Die *die)
-{
-	Dwarf_Attribute a;
-
-	if (!dwarf_attr_integrate(die, DW_AT_name, &a))
-		return NULL;
-	return dwarf_formstring(&a);
-}
-
-/*
- * The scopes physically containing @addr, innermost first. Unlike
- * dwarf_getscopes(), whose chain continues into an inlined function's
- * abstract definition, this continues into the caller that holds the
- * inlined instance, up to the out-of-line function and the CU.
- */
-static int phys_scopes(Dwarf *dbg, Dwarf_Addr addr, Dwarf_Die **out)
-{
-	Dwarf_Die cu, *scopes = NULL;
-	int n;
-
-	*out = NULL;
-	if (!dwarf_addrdie(dbg, addr, &cu))
-		return -1;
-	n = dwarf_getscopes(&cu, addr, &scopes);
-	if (n <= 0)
-		return -1;
-	n = dwarf_getscopes_die(&scopes[0], out);
-	free(scopes);
-	return n;
-}
 
 static bool die_type(Dwarf_Die *die, Dwarf_Die *type)
 {
@@ -187,7 +158,7 @@ static void join(char *buf, size_t len, const char *a, const char *b)
 static void type_name(Dwarf_Die *t, char *buf, size_t len, int depth)
 {
 	Dwarf_Die sub;
-	const char *n = die_name(t);
+	const char *n = dwarf_aux__die_name(t);
 	char inner[128];
 
 	if (depth > MAX_TYPE_DEPTH) {
@@ -417,7 +388,7 @@ static int find_member(Dwarf_Die *t, const char *name, int64_t *off, Dwarf_Die *
 				moff = ops[0].number;
 			}
 		}
-		n = die_name(&m);
+		n = dwarf_aux__die_name(&m);
 		if (n && !strcmp(n, name)) {
 			if (dwarf_hasattr(&m, DW_AT_bit_size))
 				return -EOPNOTSUPP;
@@ -571,7 +542,7 @@ static int fill_enums(Dwarf_Die *t, struct fetch_type *ty)
 		const char *name;
 		struct fetch_enumerator *ne;
 
-		if (dwarf_tag(&e) != DW_TAG_enumerator || !(name = die_name(&e)) ||
+		if (dwarf_tag(&e) != DW_TAG_enumerator || !(name = dwarf_aux__die_name(&e)) ||
 		    !dwarf_attr(&e, DW_AT_const_value, &a) || dwarf_formsdata(&a, &v) != 0)
 			continue;
 		if (n == cap) {
@@ -726,7 +697,7 @@ static bool find_var(Dwarf_Die *scopes, int n, const char *name, Dwarf_Die *var)
 
 			if (tag != DW_TAG_formal_parameter && tag != DW_TAG_variable)
 				continue;
-			cn = die_name(&child);
+			cn = dwarf_aux__die_name(&child);
 			if (cn && !strcmp(cn, name)) {
 				*var = child;
 				return true;
@@ -747,7 +718,7 @@ static int compile(struct fc *c, const struct probe_expr *e, struct fetch_type *
 	char prev[PROBE_NAME_MAX * 2];
 	int n, k, ret;
 
-	n = phys_scopes(c->dbg, c->addr, &scopes);
+	n = dwarf_aux__phys_scopes(c->dbg, c->addr, &scopes);
 	if (n <= 0) {
 		errf(c->err, c->errlen, "no DWARF scope covers 0x%llx",
 		     (unsigned long long)c->addr);
@@ -765,7 +736,7 @@ static int compile(struct fc *c, const struct probe_expr *e, struct fetch_type *
 	if (e->is_ret) {
 		if (!func || !die_type(func, &type)) {
 			errf(c->err, c->errlen, "'%s' returns nothing",
-			     func && die_name(func) ? die_name(func) : "the function");
+			     func && dwarf_aux__die_name(func) ? dwarf_aux__die_name(func) : "the function");
 			ret = -EINVAL;
 			goto out;
 		}
@@ -775,7 +746,7 @@ static int compile(struct fc *c, const struct probe_expr *e, struct fetch_type *
 		if (!find_var(scopes, n, e->base, &var)) {
 			errf(c->err, c->errlen, "no variable '%s' in scope at 0x%llx%s%s", e->base,
 			     (unsigned long long)c->addr, func ? " in " : "",
-			     func && die_name(func) ? die_name(func) : "");
+			     func && dwarf_aux__die_name(func) ? dwarf_aux__die_name(func) : "");
 			ret = -ENOENT;
 			goto out;
 		}

@@ -21,6 +21,7 @@
 #include <gelf.h>
 #include <elfutils/libdw.h>
 
+#include "dwarf_aux.h"
 #include "probe_resolve.h"
 
 #define MAX_DIE_DEPTH	  64	     /* nesting we follow in hostile DWARF */
@@ -548,36 +549,6 @@ static void near_format(const struct near *nr, char *buf, size_t len)
 
 /* ---- DWARF helpers -------------------------------------------------- */
 
-static const char *die_name(Dwarf_Die *die)
-{
-	Dwarf_Attribute a;
-
-	if (!dwarf_attr_integrate(die, DW_AT_name, &a))
-		return NULL;
-	return dwarf_formstring(&a);
-}
-
-/*
- * The scopes physically containing @addr, innermost first. Unlike
- * dwarf_getscopes(), whose chain continues into an inlined function's
- * abstract definition, this continues into the caller that holds the
- * inlined instance, up to the out-of-line function and the CU.
- */
-static int phys_scopes(Dwarf *dbg, Dwarf_Addr addr, Dwarf_Die **out)
-{
-	Dwarf_Die cu, *scopes = NULL;
-	int n;
-
-	*out = NULL;
-	if (!dwarf_addrdie(dbg, addr, &cu))
-		return -1;
-	n = dwarf_getscopes(&cu, addr, &scopes);
-	if (n <= 0)
-		return -1;
-	n = dwarf_getscopes_die(&scopes[0], out);
-	free(scopes);
-	return n;
-}
 
 /* Basename of file @idx of @cu's line-table file list, or "?". */
 static const char *cu_file_name(Dwarf_Die *cu, Dwarf_Word idx)
@@ -614,7 +585,7 @@ static void scan_dies(Dwarf_Die *cu, Dwarf_Die *die, const char *outer, int dept
 		const char *name = NULL, *inner = outer;
 
 		if (tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine) {
-			name = die_name(&child);
+			name = dwarf_aux__die_name(&child);
 			inner = name ? name : outer;
 		}
 		if (name && !strcmp(name, sc->want)) {
@@ -672,14 +643,14 @@ static void addr_scopes(Dwarf *dbg, Dwarf_Addr addr, const char **func, const ch
 	int i, n;
 
 	*func = *inl = NULL;
-	n = phys_scopes(dbg, addr, &scopes);
+	n = dwarf_aux__phys_scopes(dbg, addr, &scopes);
 	for (i = 0; i < n; i++) {
 		int tag = dwarf_tag(&scopes[i]);
 
 		if (tag == DW_TAG_inlined_subroutine && !*inl)
-			*inl = die_name(&scopes[i]);
+			*inl = dwarf_aux__die_name(&scopes[i]);
 		if (tag == DW_TAG_subprogram) {
-			*func = die_name(&scopes[i]);
+			*func = dwarf_aux__die_name(&scopes[i]);
 			break;
 		}
 	}

@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * dwarf_aux.c - small libdw helpers shared by probe resolution and value
+ * fetching.
+ */
+#include <stdlib.h>
+#include <dwarf.h>
+
+#include "dwarf_aux.h"
+
+const char *dwarf_aux__die_name(Dwarf_Die *die)
+{
+	Dwarf_Attribute a;
+
+	if (!dwarf_attr_integrate(die, DW_AT_name, &a))
+		return NULL;
+	return dwarf_formstring(&a);
+}
+
+int dwarf_aux__phys_scopes(Dwarf *dbg, Dwarf_Addr addr, Dwarf_Die **out)
+{
+	Dwarf_Die cu, *scopes = NULL;
+	int n;
+
+	*out = NULL;
+	if (!dwarf_addrdie(dbg, addr, &cu))
+		return -1;
+	n = dwarf_getscopes(&cu, addr, &scopes);
+	if (n <= 0)
+		return -1;
+	n = dwarf_getscopes_die(&scopes[0], out);
+	free(scopes);
+	return n;
+}
