@@ -129,9 +129,11 @@ def test_nested_traces_and_two_at_once(run_lp, procs, wl, tmp_path):
                                "--split", "serve_nested", "-o", f"{out}/"])
     check_cpu_cause(r, out)
     inner, outer = r.trace("inner"), r.trace("serve_nested")
-    # inner() runs once per serve_nested() call
+    # inner() runs once per serve_nested() call; the two probes are attached
+    # (and detached) a moment apart, so a few calls at either end differ
     assert outer["calls"] > 100
-    assert abs(inner["calls"] - outer["calls"]) <= 2, (inner["calls"], outer["calls"])
+    assert abs(inner["calls"] - outer["calls"]) <= max(4, outer["calls"] // 1000), \
+        (inner["calls"], outer["calls"])
     assert inner["p50_ns"] <= outer["p50_ns"] * 1.02
 
 
