@@ -42,7 +42,8 @@ static __always_inline void fetch_regs_load(struct fetch_regs *fr, struct pt_reg
  * Run fetch program @idx against @regs into @out. Returns 0, or -1 when
  * a user-memory read faulted (the value is then reported as unreadable).
  */
-static __noinline int run_fetch(struct fetch_regs *regs, __u32 idx, __u64 bias, struct lp_value *out)
+static __noinline int run_fetch(struct fetch_regs *regs, __u32 idx, __u64 bias,
+				struct lp_value *out)
 {
 	struct lp_fetch_prog *p = bpf_map_lookup_elem(&fetch, &idx);
 	__u64 acc = 0, tmp;

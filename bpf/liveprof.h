@@ -23,11 +23,11 @@
 #define LP_STR_LEN	   32  /* bytes kept of a captured C string */
 #define LP_COMM_LEN	   16
 #define LP_HIST_BUCKETS	   2048 /* log-linear buckets up to ~68 s, see lp_hist_bucket() */
-#define LP_HIST_SUB_BITS   6    /* 64 linear sub-buckets per power of two: <= 1.6% width */
+#define LP_HIST_SUB_BITS   6	/* 64 linear sub-buckets per power of two: <= 1.6% width */
 #define LP_UPROBE_TRAMP_LO 0x7fffffffe000ULL /* [uprobes] trampoline page on x86-64 */
 #define LP_UPROBE_TRAMP_HI 0x7ffffffff000ULL
 #define LP_MAX_STACK_COPY  (64 << 10) /* user stack bytes after a sample, a power of 2 */
-#define LP_REDZONE	   128 /* bytes below sp sent along with a stack copy */
+#define LP_REDZONE	   128	      /* bytes below sp sent along with a stack copy */
 
 enum lp_event_type {
 	LP_EV_SAMPLE = 1,   /* struct lp_sample: on-CPU tick or off-CPU block */
@@ -36,10 +36,10 @@ enum lp_event_type {
 };
 
 /* lp_sample.flags */
-#define LP_SF_OFFCPU	   (1u << 0) /* weight_ns is time blocked, stack is where it blocked */
-#define LP_SF_USTACK_ERR   (1u << 1) /* bpf_get_stack failed for the user stack */
-#define LP_SF_KSTACK	   (1u << 2) /* kstack[] is valid */
-#define LP_SF_CALLS_OVFL   (1u << 3) /* more calls were in flight than fit in calls[] */
+#define LP_SF_OFFCPU	 (1u << 0) /* weight_ns is time blocked, stack is where it blocked */
+#define LP_SF_USTACK_ERR (1u << 1) /* bpf_get_stack failed for the user stack */
+#define LP_SF_KSTACK	 (1u << 2) /* kstack[] is valid */
+#define LP_SF_CALLS_OVFL (1u << 3) /* more calls were in flight than fit in calls[] */
 
 /* Indices into the per-CPU counter array (map "counters"). */
 enum lp_counter {
@@ -66,10 +66,10 @@ struct lp_event_hdr {
  */
 struct lp_call_tag {
 	__u32 probe_id;
-	__u32 depth;	 /* position in the thread's call stack, 0 = outermost */
-	__u64 call_id;	 /* unique per call, never 0 */
-	__u64 ret_addr;	 /* the real return address saved at entry */
-	__u64 ret_slot;	 /* user address of the stack slot holding it */
+	__u32 depth;	/* position in the thread's call stack, 0 = outermost */
+	__u64 call_id;	/* unique per call, never 0 */
+	__u64 ret_addr; /* the real return address saved at entry */
+	__u64 ret_slot; /* user address of the stack slot holding it */
 };
 
 /* User registers at the sample, for unwinding the first frame with CFI. */
@@ -84,7 +84,7 @@ struct lp_sample {
 	__u32 pid; /* tgid */
 	__u32 tid;
 	__u32 cpu;
-	__u32 flags; /* LP_SF_* */
+	__u32 flags;	 /* LP_SF_* */
 	__u64 time_ns;	 /* bpf_ktime_get_ns() */
 	__u64 weight_ns; /* on-CPU: the sampling period; off-CPU: time blocked */
 	__u16 n_ustack;	 /* valid entries in ustack[] */
@@ -132,14 +132,14 @@ struct lp_call_end {
  */
 enum lp_fetch_opcode {
 	LP_OP_END = 0,
-	LP_OP_REG,	/* acc = regs[arg]            (DWARF register number) */
-	LP_OP_ADD,	/* acc += (s64)arg                                    */
-	LP_OP_DEREF,	/* acc = *(u64 *)acc  (user memory)                   */
-	LP_OP_ADDR,	/* acc = arg + load bias of the probed module         */
-	LP_OP_CFA,	/* acc = CFA at the probe (sp + arg)                  */
-	LP_OP_LOAD,	/* value = read `size` bytes at acc (final)          */
-	LP_OP_STR,	/* value = C string at acc (final, LP_STR_LEN)        */
-	LP_OP_RETVAL,	/* acc = return value register (uretprobe only)       */
+	LP_OP_REG,    /* acc = regs[arg]            (DWARF register number) */
+	LP_OP_ADD,    /* acc += (s64)arg                                    */
+	LP_OP_DEREF,  /* acc = *(u64 *)acc  (user memory)                   */
+	LP_OP_ADDR,   /* acc = arg + load bias of the probed module         */
+	LP_OP_CFA,    /* acc = CFA at the probe (sp + arg)                  */
+	LP_OP_LOAD,   /* value = read `size` bytes at acc (final)          */
+	LP_OP_STR,    /* value = C string at acc (final, LP_STR_LEN)        */
+	LP_OP_RETVAL, /* acc = return value register (uretprobe only)       */
 };
 
 struct lp_fetch_op {
@@ -158,21 +158,21 @@ struct lp_fetch_prog {
 
 /* Per-probe configuration, in map "probes" indexed by probe id. */
 struct lp_probe_cfg {
-	__u32 kind;	   /* LP_PK_* */
-	__u32 flags;	   /* LP_PCF_* */
-	__u32 n_values;	   /* entry fetch programs, in "fetch" at probe_id * LP_MAX_VALUES */
-	__s32 by_index;	   /* entry value index grouped by --by, -1 for none */
-	__u32 when_of;	   /* line probes: mark calls of probe (when_of - 1) as LINE_HIT */
+	__u32 kind;	    /* LP_PK_* */
+	__u32 flags;	    /* LP_PCF_* */
+	__u32 n_values;	    /* entry fetch programs, in "fetch" at probe_id * LP_MAX_VALUES */
+	__s32 by_index;	    /* entry value index grouped by --by, -1 for none */
+	__u32 when_of;	    /* line probes: mark calls of probe (when_of - 1) as LINE_HIT */
 	__u32 n_ret_values; /* fetch programs run at return, after the entry ones */
-	__u64 module_bias; /* load bias of the probed module in the target */
+	__u64 module_bias;  /* load bias of the probed module in the target */
 };
 
 #define LP_PCF_EMIT_VALUES (1u << 0) /* send an LP_EV_HIT with the values of every hit */
 
 enum lp_probe_kind {
 	LP_PK_NONE = 0,
-	LP_PK_FUNC,   /* entry + return: latency */
-	LP_PK_LINE,   /* hit counter (and values) */
+	LP_PK_FUNC, /* entry + return: latency */
+	LP_PK_LINE, /* hit counter (and values) */
 };
 
 struct lp_value {
@@ -188,7 +188,7 @@ struct lp_hit {
 	__u32 probe_id;
 	__u32 n_values;
 	__u64 time_ns;
-	__u64 call_id; /* the traced call (entry or return), 0 for line hits */
+	__u64 call_id;	 /* the traced call (entry or return), 0 for line hits */
 	__u32 at_return; /* values fetched at return (ret) */
 	__u32 reserved;
 	__u64 fault_mask; /* bit i set: value i could not be read */
@@ -211,12 +211,29 @@ static inline __u32 lp_hist_bucket(__u64 v)
 	if (v < (1ULL << LP_HIST_SUB_BITS))
 		return (__u32)v;
 	/* 64 - clz, written so the BPF backend needs no builtin */
-	if (t >> 32) { msb += 32; t >>= 32; }
-	if (t >> 16) { msb += 16; t >>= 16; }
-	if (t >> 8) { msb += 8; t >>= 8; }
-	if (t >> 4) { msb += 4; t >>= 4; }
-	if (t >> 2) { msb += 2; t >>= 2; }
-	if (t >> 1) { msb += 1; }
+	if (t >> 32) {
+		msb += 32;
+		t >>= 32;
+	}
+	if (t >> 16) {
+		msb += 16;
+		t >>= 16;
+	}
+	if (t >> 8) {
+		msb += 8;
+		t >>= 8;
+	}
+	if (t >> 4) {
+		msb += 4;
+		t >>= 4;
+	}
+	if (t >> 2) {
+		msb += 2;
+		t >>= 2;
+	}
+	if (t >> 1) {
+		msb += 1;
+	}
 	{
 		__u32 shift = msb - LP_HIST_SUB_BITS;
 		__u32 sub = (__u32)(v >> shift) & ((1u << LP_HIST_SUB_BITS) - 1);

@@ -104,7 +104,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(max_entries, LP_MAX_PROBES * LP_HIST_BUCKETS);
+	__uint(max_entries, LP_MAX_PROBES *LP_HIST_BUCKETS);
 	__type(key, __u32);
 	__type(value, __u64);
 } hist SEC(".maps");
@@ -135,7 +135,7 @@ struct {
 /* Fetch programs: index probe_id * LP_MAX_VALUES + value index. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, LP_MAX_PROBES * LP_MAX_VALUES);
+	__uint(max_entries, LP_MAX_PROBES *LP_MAX_VALUES);
 	__type(key, __u32);
 	__type(value, struct lp_fetch_prog);
 } fetch SEC(".maps");

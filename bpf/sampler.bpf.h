@@ -165,8 +165,8 @@ static __always_inline int send_with_stack(struct bpf_perf_event_data *ctx, __u3
 	 * saved: just below sp now. Those 128 bytes (the x86-64 red zone)
 	 * are still intact, and without them the unwind stops there.
 	 */
-	if (n && bpf_probe_read_user(b->redzone, LP_REDZONE,
-				     (const void *)(b->s.regs.sp - LP_REDZONE)))
+	if (n &&
+	    bpf_probe_read_user(b->redzone, LP_REDZONE, (const void *)(b->s.regs.sp - LP_REDZONE)))
 		__builtin_memset(b->redzone, 0, LP_REDZONE);
 	size = n ? sizeof(b->s) + LP_REDZONE + n : sizeof(b->s);
 	asm volatile("" : "+r"(size));

@@ -228,8 +228,8 @@ static __always_inline int on_return(struct pt_regs *ctx, __u64 entry_sp)
 			st->max_ns = lat; /* a lost race only under-reports max briefly */
 	}
 	if (fs->flags & LP_FS_HAS_BY) {
-		struct lp_by_key key = { .probe_id = probe_id, .bucket = lp_hist_bucket(lat),
-					 .value = fs->by_value };
+		struct lp_by_key key = {
+			.probe_id = probe_id, .bucket = lp_hist_bucket(lat), .value = fs->by_value};
 		__u64 one = 1, *c = bpf_map_lookup_elem(&by_hist, &key);
 
 		if (c)
@@ -312,7 +312,8 @@ int BPF_KPROBE(lp_line_hit)
 		}
 	}
 	if (cfg->n_values && (cfg->flags & LP_PCF_EMIT_VALUES))
-		lp_emit_values(ctx, probe_id, VALUES_RANGE(0, cfg->n_values, 0), cfg->module_bias, 0);
+		lp_emit_values(ctx, probe_id, VALUES_RANGE(0, cfg->n_values, 0), cfg->module_bias,
+			       0);
 	return 0;
 }
 

@@ -111,7 +111,6 @@ static int emit_reg(struct fc *c, unsigned reg)
 	return emit(c, LP_OP_REG, reg, 0);
 }
 
-
 static bool die_type(Dwarf_Die *die, Dwarf_Die *type)
 {
 	Dwarf_Attribute a;
@@ -736,7 +735,8 @@ static int compile(struct fc *c, const struct probe_expr *e, struct fetch_type *
 	if (e->is_ret) {
 		if (!func || !die_type(func, &type)) {
 			errf(c->err, c->errlen, "'%s' returns nothing",
-			     func && dwarf_aux__die_name(func) ? dwarf_aux__die_name(func) : "the function");
+			     func && dwarf_aux__die_name(func) ? dwarf_aux__die_name(func)
+							       : "the function");
 			ret = -EINVAL;
 			goto out;
 		}

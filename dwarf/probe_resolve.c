@@ -549,7 +549,6 @@ static void near_format(const struct near *nr, char *buf, size_t len)
 
 /* ---- DWARF helpers -------------------------------------------------- */
 
-
 /* Basename of file @idx of @cu's line-table file list, or "?". */
 static const char *cu_file_name(Dwarf_Die *cu, Dwarf_Word idx)
 {

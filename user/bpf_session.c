@@ -110,13 +110,13 @@ int bpf_session__open(struct bpf_session **out, const struct bpf_session_opts *o
 	bpf_map__set_max_entries(s->skel->maps.events, ringbuf_mb << 20);
 	if (!o->offcpu) {
 		bpf_program__set_autoload(s->skel->progs.lp_sched_switch, false);
-	if (!o->tracing) {
-		/* Sampling alone starts in a fraction of the time without them. */
-		bpf_program__set_autoload(s->skel->progs.lp_func_entry, false);
-		bpf_program__set_autoload(s->skel->progs.lp_func_return, false);
-		bpf_program__set_autoload(s->skel->progs.lp_func_ret_insn, false);
-		bpf_program__set_autoload(s->skel->progs.lp_line_hit, false);
-	}
+		if (!o->tracing) {
+			/* Sampling alone starts in a fraction of the time without them. */
+			bpf_program__set_autoload(s->skel->progs.lp_func_entry, false);
+			bpf_program__set_autoload(s->skel->progs.lp_func_return, false);
+			bpf_program__set_autoload(s->skel->progs.lp_func_ret_insn, false);
+			bpf_program__set_autoload(s->skel->progs.lp_line_hit, false);
+		}
 		/* The stack map of an unused program still costs memory. */
 		bpf_map__set_max_entries(s->skel->maps.offcpu_start, 1);
 	}
@@ -144,8 +144,7 @@ fail:
 	return err;
 }
 
-int bpf_session__set_ringbuf_cb(struct bpf_session *s, int (*cb)(void *, void *, size_t),
-				void *ctx)
+int bpf_session__set_ringbuf_cb(struct bpf_session *s, int (*cb)(void *, void *, size_t), void *ctx)
 {
 	if (s->rb)
 		ring_buffer__free(s->rb);
@@ -192,7 +191,8 @@ int bpf_session__start_sampling(struct bpf_session *s, unsigned int hz)
 			break;
 		}
 		s->perf_fds[cpu] = fd;
-		s->perf_links[cpu] = bpf_program__attach_perf_event(s->skel->progs.lp_sample_cpu, fd);
+		s->perf_links[cpu] =
+			bpf_program__attach_perf_event(s->skel->progs.lp_sample_cpu, fd);
 		if (!s->perf_links[cpu]) {
 			err = -errno;
 			break;
@@ -281,7 +281,7 @@ int bpf_session__set_probe(struct bpf_session *s, uint32_t id, const struct lp_p
 
 int bpf_session__clear_probe(struct bpf_session *s, uint32_t id)
 {
-	struct lp_probe_cfg none = { 0 };
+	struct lp_probe_cfg none = {0};
 	volatile uint64_t *h = s->hist_mem;
 	volatile struct lp_probe_stats_view *st = s->stats_mem;
 
@@ -329,7 +329,9 @@ int bpf_session__by_hist_fd(struct bpf_session *s)
 
 int bpf_session__set_paused(struct bpf_session *s, bool paused, bool offcpu_only_in_calls)
 {
-	struct { __u32 paused, offcpu_only_in_calls; } rt = { paused, offcpu_only_in_calls };
+	struct {
+		__u32 paused, offcpu_only_in_calls;
+	} rt = {paused, offcpu_only_in_calls};
 	__u32 zero = 0;
 
 	return bpf_map__update_elem(s->skel->maps.runtime, &zero, sizeof(zero), &rt, sizeof(rt),

@@ -206,13 +206,12 @@ static int on_sample(struct daemon *d, const struct lp_sample *s, size_t size)
 {
 	uint64_t us[MAX_USER_FRAMES];
 	unsigned int nu, nk;
-	struct raw_stack rs = { 0 };
+	struct raw_stack rs = {0};
 	uint32_t flags;
 	int64_t id;
 	uint64_t count;
 
-	if (size < sizeof(*s) ||
-	    (s->stack_len && s->stack_len + LP_REDZONE > size - sizeof(*s))) {
+	if (size < sizeof(*s) || (s->stack_len && s->stack_len + LP_REDZONE > size - sizeof(*s))) {
 		d->events_bad++;
 		return 0;
 	}
@@ -276,7 +275,7 @@ static int on_event(void *ctx, void *data, size_t size)
 
 int daemon__init(struct daemon *d, struct options *o, struct bpf_session *bpf)
 {
-	struct stack_symbols_opts so = { .per_thread = o->per_thread, .lines = o->lines };
+	struct stack_symbols_opts so = {.per_thread = o->per_thread, .lines = o->lines};
 	int err;
 
 	memset(d, 0, sizeof(*d));

@@ -52,9 +52,9 @@ struct daemon {
 
 	struct target_proc procs[MAX_PIDS];
 	int n_procs;
-	pid_t child;	      /* launched command, 0 if none */
+	pid_t child;	       /* launched command, 0 if none */
 	const char *child_exe; /* its executable, resolved through PATH */
-	int child_status;     /* wait status once it exited */
+	int child_status;      /* wait status once it exited */
 	bool child_exited;
 
 	struct counts total;  /* whole run */
@@ -65,13 +65,13 @@ struct daemon {
 	bool paused;
 	uint64_t start_ns, last_tick_ns, end_ns;
 	uint64_t samples, offcpu_events, events_bad;
-	uint64_t counters[16]; /* LP_CNT_* from BPF, summed over CPUs */
-	uint64_t truncated; /* stacks marked truncated */
+	uint64_t counters[16];	/* LP_CNT_* from BPF, summed over CPUs */
+	uint64_t truncated;	/* stacks marked truncated */
 	uint64_t unwound_dwarf; /* user stacks unwound with CFI */
 	uint64_t unwound_fp;	/* user stacks from frame pointers */
 	uint64_t leaf_fixed;	/* frame-pointer stacks given back a skipped caller */
 	uint64_t unwind_ns;	/* time spent in the unwinder */
-	uint64_t tramp_fixed; /* uretprobe trampoline addresses put back */
+	uint64_t tramp_fixed;	/* uretprobe trampoline addresses put back */
 	bool stop;
 };
 

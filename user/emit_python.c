@@ -222,7 +222,6 @@ static const char py_runtime[] =
 	"        w.join()\n"
 	"    return 0\n";
 
-
 static int py_write(FILE *f, const struct emit_tree *t, const struct emit_opts *o)
 {
 	size_t i, j;

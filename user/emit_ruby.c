@@ -251,7 +251,6 @@ static const char rb_runtime[] =
 	"  2\n"
 	"end\n";
 
-
 static int rb_write(FILE *f, const struct emit_tree *t, const struct emit_opts *o)
 {
 	size_t i, j;

@@ -12,10 +12,10 @@
 #define lp_warn(fmt, ...) fprintf(stderr, "liveprof: warning: " fmt "\n", ##__VA_ARGS__)
 
 extern int lp_verbose;
-#define lp_debug(fmt, ...)                                                                    \
-	do {                                                                                  \
-		if (lp_verbose)                                                               \
-			fprintf(stderr, "liveprof: " fmt "\n", ##__VA_ARGS__);                 \
+#define lp_debug(fmt, ...)                                                                         \
+	do {                                                                                       \
+		if (lp_verbose)                                                                    \
+			fprintf(stderr, "liveprof: " fmt "\n", ##__VA_ARGS__);                     \
 	} while (0)
 
 #endif

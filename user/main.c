@@ -39,7 +39,7 @@ static void on_signal(int sig)
 
 static void install_signals(void)
 {
-	struct sigaction sa = { .sa_handler = on_signal };
+	struct sigaction sa = {.sa_handler = on_signal};
 
 	/* No SA_RESTART: the poll must return so the loop sees the flag. */
 	sigemptyset(&sa.sa_mask);
@@ -52,15 +52,15 @@ static void install_signals(void)
 /* Root, or both CAP_BPF and CAP_PERFMON (kernel >= 5.8). Say which is missing. */
 static int check_privileges(void)
 {
-	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
-	struct __user_cap_data_struct data[2] = { 0 };
+	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct data[2] = {0};
 	bool bpf, perfmon;
 
 	if (geteuid() == 0)
 		return 0;
 	if (syscall(SYS_capget, &hdr, data))
 		return -errno;
-	bpf = data[1].effective & (1u << (39 - 32));	   /* CAP_BPF */
+	bpf = data[1].effective & (1u << (39 - 32));	 /* CAP_BPF */
 	perfmon = data[1].effective & (1u << (38 - 32)); /* CAP_PERFMON */
 	if (bpf && perfmon)
 		return 0;
@@ -253,8 +253,8 @@ static int setup_traces(struct daemon *d, struct options *o)
 			if (!strcmp(traces__info(d->traces, i)->spec, func))
 				split_id = traces__info(d->traces, i)->id;
 		if (split_id < 0)
-			split_id = traces__add_by(d->traces, func,
-						  o->n_traces ? NULL : o->by_expr, err, sizeof(err));
+			split_id = traces__add_by(d->traces, func, o->n_traces ? NULL : o->by_expr,
+						  err, sizeof(err));
 		if (split_id < 0) {
 			lp_err("%s", err);
 			return EXIT_PROBE;
@@ -316,8 +316,8 @@ static int run(struct options *o)
 		.verbose = o->verbose,
 		/* fp still copies a little: enough for CFI to find a frameless
 		 * leaf's return address (daemon.c, unwind_user) */
-		.stack_copy_bytes = o->call_graph == CALL_GRAPH_FP ? FP_LEAF_COPY_BYTES
-								   : o->stack_kib << 10,
+		.stack_copy_bytes =
+			o->call_graph == CALL_GRAPH_FP ? FP_LEAF_COPY_BYTES : o->stack_kib << 10,
 	};
 	struct bpf_session *bpf = NULL;
 	struct daemon d;

@@ -33,32 +33,32 @@ enum {
 };
 
 static const struct option long_opts[] = {
-	{ "pid", required_argument, NULL, 'p' },
-	{ "all", no_argument, NULL, 'a' },
-	{ "freq", required_argument, NULL, 'F' },
-	{ "duration", required_argument, NULL, 'd' },
-	{ "output", required_argument, NULL, 'o' },
-	{ "verbose", no_argument, NULL, 'v' },
-	{ "help", no_argument, NULL, 'h' },
-	{ "json", required_argument, NULL, OPT_JSON },
-	{ "kernel", no_argument, NULL, OPT_KERNEL },
-	{ "lines", no_argument, NULL, OPT_LINES },
-	{ "no-tui", no_argument, NULL, OPT_NO_TUI },
-	{ "trace", required_argument, NULL, OPT_TRACE },
-	{ "by", required_argument, NULL, OPT_BY },
-	{ "window", required_argument, NULL, OPT_WINDOW },
-	{ "interval", required_argument, NULL, OPT_INTERVAL },
-	{ "max-overhead", required_argument, NULL, OPT_MAX_OVERHEAD },
-	{ "split", required_argument, NULL, OPT_SPLIT },
-	{ "when", required_argument, NULL, OPT_WHEN },
-	{ "offcpu", no_argument, NULL, OPT_OFFCPU },
-	{ "per-call", no_argument, NULL, OPT_PER_CALL },
-	{ "call-graph", required_argument, NULL, OPT_CALL_GRAPH },
-	{ "stack-size", required_argument, NULL, OPT_STACK_SIZE },
-	{ "top", required_argument, NULL, OPT_TOP },
-	{ "per-thread", no_argument, NULL, OPT_PER_THREAD },
-	{ "ringbuf-mb", required_argument, NULL, OPT_RINGBUF },
-	{ NULL, 0, NULL, 0 },
+	{"pid", required_argument, NULL, 'p'},
+	{"all", no_argument, NULL, 'a'},
+	{"freq", required_argument, NULL, 'F'},
+	{"duration", required_argument, NULL, 'd'},
+	{"output", required_argument, NULL, 'o'},
+	{"verbose", no_argument, NULL, 'v'},
+	{"help", no_argument, NULL, 'h'},
+	{"json", required_argument, NULL, OPT_JSON},
+	{"kernel", no_argument, NULL, OPT_KERNEL},
+	{"lines", no_argument, NULL, OPT_LINES},
+	{"no-tui", no_argument, NULL, OPT_NO_TUI},
+	{"trace", required_argument, NULL, OPT_TRACE},
+	{"by", required_argument, NULL, OPT_BY},
+	{"window", required_argument, NULL, OPT_WINDOW},
+	{"interval", required_argument, NULL, OPT_INTERVAL},
+	{"max-overhead", required_argument, NULL, OPT_MAX_OVERHEAD},
+	{"split", required_argument, NULL, OPT_SPLIT},
+	{"when", required_argument, NULL, OPT_WHEN},
+	{"offcpu", no_argument, NULL, OPT_OFFCPU},
+	{"per-call", no_argument, NULL, OPT_PER_CALL},
+	{"call-graph", required_argument, NULL, OPT_CALL_GRAPH},
+	{"stack-size", required_argument, NULL, OPT_STACK_SIZE},
+	{"top", required_argument, NULL, OPT_TOP},
+	{"per-thread", no_argument, NULL, OPT_PER_THREAD},
+	{"ringbuf-mb", required_argument, NULL, OPT_RINGBUF},
+	{NULL, 0, NULL, 0},
 };
 
 void options_usage(FILE *f)
@@ -91,7 +91,8 @@ void options_usage(FILE *f)
 	      "  --offcpu              add off-CPU (blocked) time, weighted by time blocked\n"
 	      "  --per-call            normalise the split by calls instead of samples\n"
 	      "Output:\n"
-	      "  -o, --output FILE     by extension: .folded/.txt, .svg, .pb.gz; DIR/ with --split\n"
+	      "  -o, --output FILE     by extension: .folded/.txt, .svg, .pb.gz; DIR/ with "
+	      "--split\n"
 	      "      --json FILE       machine-readable summary\n"
 	      "      --top N           rows of the top table at exit (default 20, 0 = none)\n"
 	      "      --no-tui          batch mode even on a terminal\n"
@@ -283,7 +284,8 @@ int options_parse(int argc, char **argv, struct options *o)
 	}
 	if (optind < argc) {
 		if (strcmp(argv[optind - 1], "--") != 0) {
-			lp_err("unexpected argument '%s' (a command goes after '--')", argv[optind]);
+			lp_err("unexpected argument '%s' (a command goes after '--')",
+			       argv[optind]);
 			return -EINVAL;
 		}
 		o->command = &argv[optind];

@@ -87,8 +87,8 @@ struct profile *report__build_profile(struct daemon *d, const struct counts *c)
 static struct profile *build_labelled(struct daemon *d, struct split_result *r)
 {
 	struct profile *p = new_profile(d);
-	struct label slow[2] = { { "class", "slow" }, { "function", r->function } };
-	struct label fast[2] = { { "class", "fast" }, { "function", r->function } };
+	struct label slow[2] = {{"class", "slow"}, {"function", r->function}};
+	struct label fast[2] = {{"class", "fast"}, {"function", r->function}};
 	struct counts rest;
 	int err = 0;
 
@@ -104,7 +104,8 @@ static struct profile *build_labelled(struct daemon *d, struct split_result *r)
 		counts__get(&r->fast, id, &fc1, &fw1);
 		if (sc->count > sc1 + fc1)
 			err |= counts__add(&rest, id, sc->count - sc1 - fc1,
-					   sc->weight_ns > sw1 + fw1 ? sc->weight_ns - sw1 - fw1 : 0);
+					   sc->weight_ns > sw1 + fw1 ? sc->weight_ns - sw1 - fw1
+								     : 0);
 	}
 	err |= stack_symbols__add_counts(d->symbols, p, &rest, NULL, 0);
 	err |= stack_symbols__add_counts(d->symbols, p, &r->slow, slow, 2);
@@ -124,7 +125,7 @@ static int write_one(struct daemon *d, struct profile *p, const char *path, int 
 	int err;
 
 	if (fmt == OUT_PPROF) {
-		struct pprof_opts po = { .wall = d->opts->offcpu };
+		struct pprof_opts po = {.wall = d->opts->offcpu};
 
 		err = write_pprof_file(p, path, &po);
 		if (err)
@@ -210,14 +211,16 @@ static int write_split_dir(struct daemon *d, struct split_result *r, const char 
 		goto out;
 	snprintf(sub, sizeof(sub), "%s at p%g: slow >= %.1f us", r->function, r->percentile,
 		 r->threshold_ns / 1e3);
-	struct svg_opts so = { .title = "Slow calls", .subtitle = sub,
-			       .use_weight = d->opts->offcpu };
-	struct svg_opts fo = { .title = "Fast calls", .subtitle = sub,
-			       .use_weight = d->opts->offcpu };
-	struct svg_opts dopt = { .title = "Slow vs fast calls (red: more in slow calls)",
-				 .subtitle = sub, .use_weight = d->opts->offcpu,
-				 .per_call = d->opts->per_call, .slow_calls = r->slow_calls,
-				 .fast_calls = r->fast_calls };
+	struct svg_opts so = {
+		.title = "Slow calls", .subtitle = sub, .use_weight = d->opts->offcpu};
+	struct svg_opts fo = {
+		.title = "Fast calls", .subtitle = sub, .use_weight = d->opts->offcpu};
+	struct svg_opts dopt = {.title = "Slow vs fast calls (red: more in slow calls)",
+				.subtitle = sub,
+				.use_weight = d->opts->offcpu,
+				.per_call = d->opts->per_call,
+				.slow_calls = r->slow_calls,
+				.fast_calls = r->fast_calls};
 	struct atomic_file af;
 
 	if ((err = split_path(path, sizeof(path), dir, "slow.folded")) ||
@@ -282,23 +285,20 @@ static json_t *summary_json(struct daemon *d, struct profile *p, struct split_re
 	json_object_set_new(root, "offcpu_events", json_integer(d->offcpu_events));
 	json_object_set_new(root, "truncated_stacks", json_integer(d->truncated));
 	json_object_set_new(root, "trampolines_fixed", json_integer(d->tramp_fixed));
-	json_object_set_new(root, "call_graph", json_string(d->opts->call_graph == CALL_GRAPH_FP
-								    ? "fp"
-							    : d->opts->call_graph == CALL_GRAPH_DWARF
-								    ? "dwarf"
-								    : "auto"));
+	json_object_set_new(root, "call_graph",
+			    json_string(d->opts->call_graph == CALL_GRAPH_FP	  ? "fp"
+					: d->opts->call_graph == CALL_GRAPH_DWARF ? "dwarf"
+										  : "auto"));
 	json_object_set_new(root, "unwind_ns_per_sample",
 			    json_real(d->samples ? (double)d->unwind_ns / d->samples : 0));
-	json_object_set_new(root, "calls_dropped",
-			    json_integer(d->counters[LP_CNT_CALLS_DROPPED]));
-	json_object_set_new(root, "calls_unwound",
-			    json_integer(d->counters[LP_CNT_CALLS_UNWOUND]));
+	json_object_set_new(root, "calls_dropped", json_integer(d->counters[LP_CNT_CALLS_DROPPED]));
+	json_object_set_new(root, "calls_unwound", json_integer(d->counters[LP_CNT_CALLS_UNWOUND]));
 	if (d->child && d->child_exited) {
 		int st = d->child_status;
 
-		json_object_set_new(root, "exit_status",
-				    json_integer(WIFEXITED(st) ? WEXITSTATUS(st)
-							       : 128 + WTERMSIG(st)));
+		json_object_set_new(
+			root, "exit_status",
+			json_integer(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st)));
 	}
 	json_object_set_new(root, "top", p ? profile__top_json(p, 50) : json_array());
 	if (d->traces)
@@ -333,8 +333,9 @@ static void print_header(struct daemon *d, FILE *f)
 {
 	double dur = ((d->end_ns ? d->end_ns : daemon__now_ns()) - d->start_ns) / 1e9;
 
-	fprintf(f, "liveprof: %" PRIu64 " samples at %u Hz over %.1f s, %zu distinct stacks, %" PRIu64
-		   " lost",
+	fprintf(f,
+		"liveprof: %" PRIu64 " samples at %u Hz over %.1f s, %zu distinct stacks, %" PRIu64
+		" lost",
 		d->samples, d->freq, dur, stack_store__count(d->stacks), d->counters[LP_CNT_LOST]);
 	if (d->offcpu_events)
 		fprintf(f, ", %" PRIu64 " off-CPU events", d->offcpu_events);

@@ -50,7 +50,7 @@ void report__print_interval(struct daemon *d, FILE *f);
  * write_latency_svg - a latency histogram as SVG, log-scaled x axis, with
  * the split threshold drawn as a vertical line (0: none)
  */
-int write_latency_svg(const uint64_t *hist, const char *title, uint64_t threshold_ns,
-		      double pct, FILE *out);
+int write_latency_svg(const uint64_t *hist, const char *title, uint64_t threshold_ns, double pct,
+		      FILE *out);
 
 #endif

@@ -194,7 +194,7 @@ void split__on_sample(struct split *s, uint32_t stack_id, const struct lp_sample
 		h->e = e;
 		h->cap = cap;
 	}
-	h->e[h->n++] = (struct entry){ stack_id, (uint32_t)count, ev->weight_ns };
+	h->e[h->n++] = (struct entry){stack_id, (uint32_t)count, ev->weight_ns};
 	s->held_entries++;
 }
 
@@ -269,7 +269,7 @@ void split__stats(const struct split *s, uint64_t *held, uint64_t *orphans, uint
 /* ---- ranking ---- */
 
 struct frame_acc {
-	const char *name; /* interned in the frame table: pointer identity */
+	const char *name;	 /* interned in the frame table: pointer identity */
 	uint64_t slow_v, fast_v; /* value of stacks containing it */
 	uint64_t slow_n, fast_n; /* sample counts of stacks containing it */
 	uint64_t on_n, off_n;
@@ -336,7 +336,8 @@ static int accumulate(struct split *s, struct acc_table *t, const struct counts 
 		uint32_t first = 0;
 
 		for (uint32_t i = 0; i < depth; i++)
-			off |= frames[i].kind == FRAME_MARKER && !strcmp(frames[i].name, "[off-cpu]");
+			off |= frames[i].kind == FRAME_MARKER &&
+			       !strcmp(frames[i].name, "[off-cpu]");
 		/* The split function and its callers are in every sample of both
 		 * classes by construction: only what runs below it can explain
 		 * a difference. */
@@ -400,7 +401,7 @@ int split__compute(struct split *s, bool window, bool use_weight, struct split_r
 	int ti = traces__find(d->traces, s->probe_id);
 	uint64_t now = daemon__now_ns(), since = 0, *hist;
 	uint64_t slow_v = 0, fast_v = 0;
-	struct acc_table t = { 0 };
+	struct acc_table t = {0};
 	size_t in_window = 0;
 	int err;
 
@@ -516,14 +517,15 @@ void split__print(const struct split_result *r, FILE *f, int rows)
 		r->function, r->percentile, r->threshold_ns / 1e3, r->slow_calls, r->fast_calls,
 		r->all_slow_calls, r->all_fast_calls, r->slow_samples, r->fast_samples);
 	if (r->orphans || r->dropped || r->filtered)
-		fprintf(f, "  %" PRIu64 " calls never returned (expired), %" PRIu64
-			   " samples dropped, %" PRIu64 " calls filtered out by --when\n",
+		fprintf(f,
+			"  %" PRIu64 " calls never returned (expired), %" PRIu64
+			" samples dropped, %" PRIu64 " calls filtered out by --when\n",
 			r->orphans, r->dropped, r->filtered);
 	if (r->slow_samples < MIN_SIGNIFICANT || r->fast_samples < MIN_SIGNIFICANT)
 		fprintf(f, "  too few samples in a class to trust the ranking (need %d each)\n",
 			MIN_SIGNIFICANT);
-	fprintf(f, "  %-40s %8s %8s %9s %7s\n", "frame (more in slow calls first)", "slow%", "fast%",
-		"delta", "z");
+	fprintf(f, "  %-40s %8s %8s %9s %7s\n", "frame (more in slow calls first)", "slow%",
+		"fast%", "delta", "z");
 	for (int i = 0; i < r->n_ranks && i < rows; i++) {
 		const struct split_frame_rank *k = &r->ranks[i];
 
@@ -557,10 +559,10 @@ json_t *split__json(const struct split_result *r, int rows)
 		const struct split_frame_rank *k = &r->ranks[i];
 
 		json_array_append_new(top, json_pack("{s:s,s:f,s:f,s:f,s:f,s:b,s:b}", "frame",
-						      k->frame, "slow_share", k->slow_share,
-						      "fast_share", k->fast_share, "delta", k->delta,
-						      "z", k->z, "significant", k->significant,
-						      "offcpu", k->offcpu));
+						     k->frame, "slow_share", k->slow_share,
+						     "fast_share", k->fast_share, "delta", k->delta,
+						     "z", k->z, "significant", k->significant,
+						     "offcpu", k->offcpu));
 	}
 	json_object_set_new(o, "top_frames", top);
 	return o;

@@ -37,11 +37,11 @@ struct split_result {
 	const char *function;
 	double percentile;
 	uint64_t threshold_ns;
-	uint64_t slow_calls, fast_calls;	/* sampled calls of each class */
+	uint64_t slow_calls, fast_calls;	 /* sampled calls of each class */
 	uint64_t all_slow_calls, all_fast_calls; /* from the histogram, every call */
 	uint64_t slow_samples, fast_samples;
 	uint64_t held, orphans, dropped, filtered; /* samples waiting, calls expired, ... */
-	struct counts slow, fast; /* stack id -> count/weight */
+	struct counts slow, fast;		   /* stack id -> count/weight */
 	struct split_frame_rank *ranks;
 	int n_ranks;
 };

@@ -36,8 +36,8 @@ static uint64_t mix(uint64_t h, uint64_t v)
 
 static uint64_t stack_hash(const struct stack_store *ss, const struct raw_stack *st)
 {
-	uint64_t h = mix(st->pid, ((uint64_t)st->flags << 32) | ((uint64_t)st->n_user << 16) |
-					  st->n_kernel);
+	uint64_t h = mix(st->pid,
+			 ((uint64_t)st->flags << 32) | ((uint64_t)st->n_user << 16) | st->n_kernel);
 
 	if (ss->per_thread)
 		h = mix(h, st->tid);

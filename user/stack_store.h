@@ -79,16 +79,14 @@ int counts__add(struct counts *c, uint32_t id, uint64_t count, uint64_t weight_n
 int counts__merge(struct counts *dst, const struct counts *src);
 
 /* Iterate: for (i = 0; i < c->cap; i++) if (c->slots[i].id) ...id - 1... */
-#define counts_for_each(c, sc)                                                                \
-	for (struct stack_count *sc = (c)->slots; sc && sc < (c)->slots + (c)->cap; sc++)     \
+#define counts_for_each(c, sc)                                                                     \
+	for (struct stack_count *sc = (c)->slots; sc && sc < (c)->slots + (c)->cap; sc++)          \
 		if (sc->id)
 
 static inline uint32_t stack_count__id(const struct stack_count *sc)
 {
 	return sc->id - 1;
 }
-
-
 
 /** counts__get - count and weight of stack @id in @c (0 if absent) */
 void counts__get(const struct counts *c, uint32_t id, uint64_t *count, uint64_t *weight_ns);

@@ -74,7 +74,7 @@ static int push(struct stack_symbols *ss, uint32_t *ids, uint32_t *depth, const 
 
 static int push_marker(struct stack_symbols *ss, uint32_t *ids, uint32_t *depth, const char *name)
 {
-	struct frame f = { .name = name, .kind = FRAME_MARKER };
+	struct frame f = {.name = name, .kind = FRAME_MARKER};
 
 	return push(ss, ids, depth, &f);
 }
@@ -89,7 +89,7 @@ static int push_user_addr(struct stack_symbols *ss, struct symbolizer *sym, uint
 
 	n = symbolizer__resolve(sym, pid, addr, sf, SYM_MAX_INLINE);
 	if (n <= 0) {
-		struct frame f = { .name = name, .addr = addr, .kind = FRAME_USER };
+		struct frame f = {.name = name, .addr = addr, .kind = FRAME_USER};
 
 		snprintf(name, sizeof(name), "[unknown+0x%" PRIx64 "]", addr);
 		return push(ss, ids, depth, &f);
@@ -114,7 +114,8 @@ static int push_user_addr(struct stack_symbols *ss, struct symbolizer *sym, uint
 
 			if (f.file)
 				snprintf(name, sizeof(name), "%s (%s:%d)%s", f.name,
-					 base ? base + 1 : f.file, f.line, f.inlined ? " [inlined]" : "");
+					 base ? base + 1 : f.file, f.line,
+					 f.inlined ? " [inlined]" : "");
 			else
 				snprintf(name, sizeof(name), "%s [inlined]", f.name);
 			f.name = name;
@@ -142,7 +143,7 @@ static int push_kernel_addr(struct stack_symbols *ss, struct symbolizer *sym, ui
 {
 	struct sym_frame sf;
 	char name[320];
-	struct frame f = { .kind = FRAME_KERNEL, .module = "[kernel]" };
+	struct frame f = {.kind = FRAME_KERNEL, .module = "[kernel]"};
 
 	if (symbolizer__resolve_kernel(sym, addr, &sf) > 0 && sf.func) {
 		f.name = sf.func;
@@ -160,13 +161,13 @@ static int symbolize_one(struct stack_symbols *ss, const struct raw_stack *rs,
 			 struct symbolizer *sym, const char *root, struct sym_stack *out)
 {
 	uint32_t ids[MAX_FRAMES], depth = 0;
-	struct frame f = { .name = root, .kind = FRAME_ROOT };
+	struct frame f = {.name = root, .kind = FRAME_ROOT};
 	char thread[48];
 	int err;
 
 	err = push(ss, ids, &depth, &f);
 	if (!err && ss->opts.per_thread) {
-		struct frame t = { .name = thread, .kind = FRAME_ROOT };
+		struct frame t = {.name = thread, .kind = FRAME_ROOT};
 
 		snprintf(thread, sizeof(thread), "%.16s-%u", rs->comm, rs->tid);
 		err = push(ss, ids, &depth, &t);
@@ -251,9 +252,8 @@ struct profile *stack_symbols__new_profile(struct stack_symbols *ss, const char 
 	return p;
 }
 
-int stack_symbols__add_counts(struct stack_symbols *ss, struct profile *out,
-			      const struct counts *c, const struct label *labels,
-			      uint32_t n_labels)
+int stack_symbols__add_counts(struct stack_symbols *ss, struct profile *out, const struct counts *c,
+			      const struct label *labels, uint32_t n_labels)
 {
 	uint32_t ids[MAX_FRAMES];
 

@@ -48,9 +48,8 @@ struct profile *stack_symbols__new_profile(struct stack_symbols *ss, const char 
  *
  * Return: 0, or a negative errno.
  */
-int stack_symbols__add_counts(struct stack_symbols *ss, struct profile *out,
-			      const struct counts *c, const struct label *labels,
-			      uint32_t n_labels);
+int stack_symbols__add_counts(struct stack_symbols *ss, struct profile *out, const struct counts *c,
+			      const struct label *labels, uint32_t n_labels);
 
 /** stack_symbols__frames - the symbolized frames of stack @id (root first) */
 int stack_symbols__frames(struct stack_symbols *ss, uint32_t id, const struct frame **frames,

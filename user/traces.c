@@ -64,13 +64,13 @@ struct trace {
 	uint64_t *prev;
 	uint64_t *slots; /* n_slots * LP_HIST_BUCKETS */
 	uint64_t prev_calls;
-	double rate;	 /* calls/s over the last tick */
+	double rate; /* calls/s over the last tick */
 	struct value_stats values[LP_MAX_VALUES];
-	int n_values;	/* entry values + return values */
+	int n_values; /* entry values + return values */
 	int n_entry_values;
-	int by_index;	 /* value used for --by, -1 */
+	int by_index;	  /* value used for --by, -1 */
 	size_t user_args; /* values the user asked for (the --by one comes after) */
-	bool emulated;	 /* first instruction is emulated by the kernel (push %rbp) */
+	bool emulated;	  /* first instruction is emulated by the kernel (push %rbp) */
 };
 
 struct traces {
@@ -150,8 +150,7 @@ struct binary_loc {
 };
 
 /* Load bias: where the mapping of file offset 0 starts minus the first PT_LOAD's page. */
-static uint64_t load_bias(const struct pm_entry *maps, size_t n, const char *path,
-			  const char *file)
+static uint64_t load_bias(const struct pm_entry *maps, size_t n, const char *path, const char *file)
 {
 	struct elf_symtab *st;
 	uint64_t lowest = UINT64_MAX, start = UINT64_MAX;
@@ -293,8 +292,8 @@ static int self_offset(void *fn, uint64_t *off)
 /* Measure what an entry+return probe pair costs per call on this machine. */
 static void measure_cost(struct traces *t)
 {
-	int (*fns[2])(int) = { lp_cost_probe_push, lp_cost_probe_step };
-	uint64_t *out[2] = { &t->cost_emulated_ns, &t->cost_stepped_ns };
+	int (*fns[2])(int) = {lp_cost_probe_push, lp_cost_probe_step};
+	uint64_t *out[2] = {&t->cost_emulated_ns, &t->cost_stepped_ns};
 	const int n = 2000;
 
 	t->cost_measured = true;
@@ -325,7 +324,7 @@ static void measure_cost(struct traces *t)
 /* Is the first instruction at @offset of @path `push %rbp` (emulated)? */
 static bool first_insn_emulated(const char *path, uint64_t offset)
 {
-	unsigned char b[2] = { 0 };
+	unsigned char b[2] = {0};
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	bool r;
 
@@ -403,7 +402,7 @@ static int attach_func(struct traces *t, struct trace *tr, struct probe_target *
 		       const struct binary_loc *loc, char *err, size_t errlen)
 {
 	struct lp_fetch_prog progs[LP_MAX_VALUES];
-	struct lp_probe_cfg cfg = { .kind = LP_PK_FUNC, .by_index = tr->by_index };
+	struct lp_probe_cfg cfg = {.kind = LP_PK_FUNC, .by_index = tr->by_index};
 	int ne = 0, nr = 0, id, h, r;
 
 	if (tr->n_ids == 0) {
@@ -475,27 +474,29 @@ static int attach_line(struct traces *t, struct trace *tr, struct probe_target *
 
 	for (size_t s = 0; s < pt->n_sites; s++) {
 		struct lp_fetch_prog progs[LP_MAX_VALUES];
-		struct lp_probe_cfg cfg = { .kind = LP_PK_LINE, .by_index = -1,
-					    .module_bias = loc->bias };
+		struct lp_probe_cfg cfg = {
+			.kind = LP_PK_LINE, .by_index = -1, .module_bias = loc->bias};
 		int ne = 0, nr = 0, id;
 
 		if ((per_site || tr->n_ids == 0) && (int)s >= tr->n_ids) {
 			if (tr->n_ids == MAX_IDS_PER_TRACE) {
-				snprintf(err, errlen, "'%s' has too many addresses to capture values",
+				snprintf(err, errlen,
+					 "'%s' has too many addresses to capture values",
 					 tr->spec_text);
 				return -E2BIG;
 			}
 			id = alloc_id(t);
 			if (id < 0) {
-				snprintf(err, errlen, "too many probes (at most %d)", LP_MAX_PROBES);
+				snprintf(err, errlen, "too many probes (at most %d)",
+					 LP_MAX_PROBES);
 				return id;
 			}
 			tr->ids[tr->n_ids++] = id;
 			if (per_site) {
 				for (int i = 0; i < tr->n_values; i++)
 					fetch_type_free(&tr->values[i].type);
-				r = compile_values(tr, pt->binary_path, pt->sites[s].vaddr, progs, &ne,
-						   &nr, err, errlen);
+				r = compile_values(tr, pt->binary_path, pt->sites[s].vaddr, progs,
+						   &ne, &nr, err, errlen);
 				if (r)
 					return r;
 				cfg.n_values = ne;
@@ -672,7 +673,8 @@ int traces__add_by(struct traces *t, const char *spec, const char *by, char *err
 		} else {
 			r = probe_expr_parse(by, &tr->spec.args[tr->spec.n_args], err, errlen);
 			if (!r && tr->spec.args[tr->spec.n_args].is_ret) {
-				snprintf(err, errlen, "--by needs a value known at entry, not 'ret'");
+				snprintf(err, errlen,
+					 "--by needs a value known at entry, not 'ret'");
 				r = -EINVAL;
 			}
 			if (!r) {
@@ -744,8 +746,8 @@ int traces__set_when(struct traces *t, int func_id, int line_id)
 	if (li < 0)
 		return -ENOENT;
 	for (int k = 0; k < t->v[li]->n_ids; k++) {
-		struct lp_probe_cfg cfg = { .kind = LP_PK_LINE, .by_index = -1,
-					    .when_of = (uint32_t)func_id + 1 };
+		struct lp_probe_cfg cfg = {
+			.kind = LP_PK_LINE, .by_index = -1, .when_of = (uint32_t)func_id + 1};
 
 		/* Values of a line used as --when are not captured. */
 		bpf_session__set_probe(t->d->bpf, t->v[li]->ids[k], &cfg, NULL, 0);
@@ -939,7 +941,8 @@ void traces__tick(struct traces *t, uint64_t now_ns)
 		if (tr->pending) {
 			attach_all(t, tr, err, sizeof(err));
 			if (!tr->pending)
-				lp_debug("attached '%s' (its library is loaded now)", tr->spec_text);
+				lp_debug("attached '%s' (its library is loaded now)",
+					 tr->spec_text);
 		}
 		for (int b = 0; b < LP_HIST_BUCKETS; b++) {
 			uint64_t cur = 0;
@@ -986,8 +989,9 @@ static void format_value(const struct fetch_type *ty, const struct lp_value *v, 
 
 	if (ty->size && ty->size < 8 && ty->kind != FETCH_STRING) {
 		u &= (1ULL << (ty->size * 8)) - 1;
-		s = ty->is_signed && (u >> (ty->size * 8 - 1)) ? (int64_t)(u | ~((1ULL << (ty->size * 8)) - 1))
-							       : (int64_t)u;
+		s = ty->is_signed && (u >> (ty->size * 8 - 1))
+			    ? (int64_t)(u | ~((1ULL << (ty->size * 8)) - 1))
+			    : (int64_t)u;
 	} else {
 		s = (int64_t)u;
 	}
@@ -998,7 +1002,7 @@ static void format_value(const struct fetch_type *ty, const struct lp_value *v, 
 
 		for (size_t i = 0; i < LP_STR_LEN && v->str[i]; i++)
 			tmp[j++] = (unsigned char)v->str[i] >= 0x20 && v->str[i] != 0x7f ? v->str[i]
-											  : '?';
+											 : '?';
 		tmp[j] = 0;
 		snprintf(buf, len, "\"%s\"", tmp);
 		break;
@@ -1162,7 +1166,7 @@ static void fmt_ns(uint64_t ns, char *buf, size_t len)
 static void print_histogram(const uint64_t *h, FILE *f)
 {
 	/* Group into power-of-two rows like bpftrace's hist(). */
-	uint64_t rows[64] = { 0 }, max = 0;
+	uint64_t rows[64] = {0}, max = 0;
 	int lo = 64, hi = -1;
 
 	for (int b = 0; b < LP_HIST_BUCKETS; b++) {
@@ -1202,7 +1206,8 @@ void traces__print(struct traces *t, FILE *f, bool histograms)
 
 		traces__summary(t, i, false, &s);
 		if (tr->info.kind == TRACE_LINE) {
-			fprintf(f, "%-28.28s %10" PRIu64 " %9.0f %9s %9s %9s %9s %9s %9s %6.2f%%%s\n",
+			fprintf(f,
+				"%-28.28s %10" PRIu64 " %9.0f %9s %9s %9s %9s %9s %9s %6.2f%%%s\n",
 				tr->spec_text, s.calls, s.rate, "-", "-", "-", "-", "-", "-",
 				tr->info.est_overhead_pct, tr->info.detached ? " detached" : "");
 		} else {
@@ -1212,7 +1217,8 @@ void traces__print(struct traces *t, FILE *f, bool histograms)
 			fmt_ns(s.p99, c[3], 16);
 			fmt_ns(s.p999, c[4], 16);
 			fmt_ns(s.max, c[5], 16);
-			fprintf(f, "%-28.28s %10" PRIu64 " %9.0f %9s %9s %9s %9s %9s %9s %6.2f%%%s\n",
+			fprintf(f,
+				"%-28.28s %10" PRIu64 " %9.0f %9s %9s %9s %9s %9s %9s %6.2f%%%s\n",
 				tr->spec_text, s.calls, s.rate, c[0], c[1], c[2], c[3], c[4], c[5],
 				tr->info.est_overhead_pct, tr->info.detached ? " detached" : "");
 		}
@@ -1240,7 +1246,8 @@ void traces__print(struct traces *t, FILE *f, bool histograms)
 			fprintf(f, "\n  %s: %s%s (%s)\n", tr->spec_text, vs->expr,
 				vs->at_return ? " at return" : "", vs->type.name);
 			for (size_t j = 0; j < vs->n && j < VALUE_TOP; j++)
-				fprintf(f, "    %-32s %10" PRIu64 "\n", vs->vals[j].text, vs->vals[j].count);
+				fprintf(f, "    %-32s %10" PRIu64 "\n", vs->vals[j].text,
+					vs->vals[j].count);
 			if (vs->n > VALUE_TOP)
 				fprintf(f, "    ... %zu more values\n", vs->n - VALUE_TOP);
 		}
@@ -1250,18 +1257,18 @@ void traces__print(struct traces *t, FILE *f, bool histograms)
 			struct value_stats *vs = &tr->values[tr->by_index];
 
 			qsort(g, n, sizeof(*g), cmp_by_group);
-			fprintf(f, "\n  %s latency by %s:\n  %-20s %10s %9s %9s %9s\n", tr->spec_text,
-				vs->expr, vs->expr, "calls", "p50", "p95", "p99");
+			fprintf(f, "\n  %s latency by %s:\n  %-20s %10s %9s %9s %9s\n",
+				tr->spec_text, vs->expr, vs->expr, "calls", "p50", "p95", "p99");
 			for (int j = 0; j < n; j++) {
-				struct lp_value v = { .u64 = g[j].value };
+				struct lp_value v = {.u64 = g[j].value};
 				char val[64];
 
 				format_value(&vs->type, &v, val, sizeof(val));
 				fmt_ns(hist_percentile(g[j].hist, g[j].calls, 50), c[0], 16);
 				fmt_ns(hist_percentile(g[j].hist, g[j].calls, 95), c[1], 16);
 				fmt_ns(hist_percentile(g[j].hist, g[j].calls, 99), c[2], 16);
-				fprintf(f, "  %-20s %10" PRIu64 " %9s %9s %9s\n", val, g[j].calls, c[0],
-					c[1], c[2]);
+				fprintf(f, "  %-20s %10" PRIu64 " %9s %9s %9s\n", val, g[j].calls,
+					c[0], c[1], c[2]);
 				free(g[j].hist);
 			}
 			free(g);
@@ -1282,9 +1289,10 @@ json_t *traces__json(struct traces *t)
 		traces__summary(t, i, true, &w);
 		json_object_set_new(o, "spec", json_string(tr->spec_text));
 		json_object_set_new(o, "function", json_string(tr->info.func));
-		json_object_set_new(o, "kind", json_string(tr->info.kind == TRACE_LINE ? "line"
-										    : "function"));
-		json_object_set_new(o, "binary", json_string(tr->info.binary ? tr->info.binary : ""));
+		json_object_set_new(o, "kind",
+				    json_string(tr->info.kind == TRACE_LINE ? "line" : "function"));
+		json_object_set_new(o, "binary",
+				    json_string(tr->info.binary ? tr->info.binary : ""));
 		json_object_set_new(o, "sites", json_integer(tr->info.n_sites));
 		json_object_set_new(o, "calls", json_integer(s.calls));
 		json_object_set_new(o, "rate", json_real(s.rate));
@@ -1296,11 +1304,11 @@ json_t *traces__json(struct traces *t)
 			json_object_set_new(o, "p999_ns", json_integer(s.p999));
 			json_object_set_new(o, "max_ns", json_integer(s.max));
 			json_object_set_new(o, "mean_ns", json_real(s.mean));
-			json_object_set_new(o, "window", json_pack("{s:I,s:I,s:I,s:I}", "calls",
-								   (json_int_t)w.calls, "p50_ns",
-								   (json_int_t)w.p50, "p95_ns",
-								   (json_int_t)w.p95, "p99_ns",
-								   (json_int_t)w.p99));
+			json_object_set_new(
+				o, "window",
+				json_pack("{s:I,s:I,s:I,s:I}", "calls", (json_int_t)w.calls,
+					  "p50_ns", (json_int_t)w.p50, "p95_ns", (json_int_t)w.p95,
+					  "p99_ns", (json_int_t)w.p99));
 		}
 		json_object_set_new(o, "probe_cost_ns", json_integer(tr->info.probe_cost_ns));
 		json_object_set_new(o, "overhead_pct", json_real(tr->info.est_overhead_pct));
@@ -1313,9 +1321,9 @@ json_t *traces__json(struct traces *t)
 				continue;
 			qsort(vs->vals, vs->n, sizeof(*vs->vals), cmp_value_count);
 			for (size_t j = 0; j < vs->n && j < 64; j++)
-				json_array_append_new(top, json_pack("{s:s,s:I}", "value",
-								     vs->vals[j].text, "count",
-								     (json_int_t)vs->vals[j].count));
+				json_array_append_new(
+					top, json_pack("{s:s,s:I}", "value", vs->vals[j].text,
+						       "count", (json_int_t)vs->vals[j].count));
 			json_object_set_new(v, "expr", json_string(vs->expr));
 			json_object_set_new(v, "type", json_string(vs->type.name));
 			json_object_set_new(v, "at_return", json_boolean(vs->at_return));
@@ -1331,18 +1339,21 @@ json_t *traces__json(struct traces *t)
 
 			qsort(g, n, sizeof(*g), cmp_by_group);
 			for (int j = 0; j < n; j++) {
-				struct lp_value v = { .u64 = g[j].value };
+				struct lp_value v = {.u64 = g[j].value};
 				char val[64];
 
 				format_value(&tr->values[tr->by_index].type, &v, val, sizeof(val));
 				json_array_append_new(
-					by, json_pack("{s:s,s:I,s:I,s:I,s:I}", "value", val, "calls",
-						      (json_int_t)g[j].calls, "p50_ns",
-						      (json_int_t)hist_percentile(g[j].hist, g[j].calls, 50),
+					by, json_pack("{s:s,s:I,s:I,s:I,s:I}", "value", val,
+						      "calls", (json_int_t)g[j].calls, "p50_ns",
+						      (json_int_t)hist_percentile(g[j].hist,
+										  g[j].calls, 50),
 						      "p95_ns",
-						      (json_int_t)hist_percentile(g[j].hist, g[j].calls, 95),
+						      (json_int_t)hist_percentile(g[j].hist,
+										  g[j].calls, 95),
 						      "p99_ns",
-						      (json_int_t)hist_percentile(g[j].hist, g[j].calls, 99)));
+						      (json_int_t)hist_percentile(g[j].hist,
+										  g[j].calls, 99)));
 				free(g[j].hist);
 			}
 			free(g);

@@ -25,21 +25,21 @@ enum trace_kind {
 /* Latency summary of one trace over some span. */
 struct trace_summary {
 	uint64_t calls;
-	double rate; /* calls per second over the span */
+	double rate;				/* calls per second over the span */
 	uint64_t p50, p90, p95, p99, p999, max; /* ns */
 	double mean;
 };
 
 struct trace_info {
-	int id;		   /* probe id */
-	const char *spec;  /* as the user wrote it */
-	const char *func;  /* resolved function (or file:line) */
+	int id;		  /* probe id */
+	const char *spec; /* as the user wrote it */
+	const char *func; /* resolved function (or file:line) */
 	const char *binary;
 	enum trace_kind kind;
 	int n_sites;
-	bool detached;	   /* by --max-overhead */
+	bool detached;		 /* by --max-overhead */
 	double est_overhead_pct; /* of one CPU */
-	uint64_t probe_cost_ns;  /* measured per hit */
+	uint64_t probe_cost_ns;	 /* measured per hit */
 };
 
 /** traces__new - empty trace set for daemon @d; NULL on allocation failure */

@@ -36,10 +36,18 @@ static void xml_text(FILE *out, const char *s)
 {
 	for (; *s; s++) {
 		switch (*s) {
-		case '<': fputs("&lt;", out); break;
-		case '>': fputs("&gt;", out); break;
-		case '&': fputs("&amp;", out); break;
-		case '"': fputs("&quot;", out); break;
+		case '<':
+			fputs("&lt;", out);
+			break;
+		case '>':
+			fputs("&gt;", out);
+			break;
+		case '&':
+			fputs("&amp;", out);
+			break;
+		case '"':
+			fputs("&quot;", out);
+			break;
 		default:
 			if ((unsigned char)*s >= 0x20)
 				fputc(*s, out);
@@ -47,10 +55,10 @@ static void xml_text(FILE *out, const char *s)
 	}
 }
 
-int write_latency_svg(const uint64_t *hist, const char *title, uint64_t threshold_ns,
-		      double pct, FILE *out)
+int write_latency_svg(const uint64_t *hist, const char *title, uint64_t threshold_ns, double pct,
+		      FILE *out)
 {
-	double lo = 0, hi = 0, cols[N_COLUMNS] = { 0 }, max = 0, span;
+	double lo = 0, hi = 0, cols[N_COLUMNS] = {0}, max = 0, span;
 	uint64_t total = 0;
 	int first = -1, last = -1;
 	char a[32], b[32];
@@ -86,11 +94,12 @@ int write_latency_svg(const uint64_t *hist, const char *title, uint64_t threshol
 	for (int c = 0; c < N_COLUMNS; c++)
 		max = fmax(max, cols[c]);
 
-	fprintf(out, "<?xml version=\"1.0\" standalone=\"no\"?>\n"
-		     "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-		     "viewBox=\"0 0 %d %d\" font-family=\"Verdana,sans-serif\" font-size=\"12\">\n"
-		     "<rect width=\"100%%\" height=\"100%%\" fill=\"#fafafa\"/>\n"
-		     "<text x=\"%d\" y=\"22\" font-size=\"16\" text-anchor=\"middle\">",
+	fprintf(out,
+		"<?xml version=\"1.0\" standalone=\"no\"?>\n"
+		"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+		"viewBox=\"0 0 %d %d\" font-family=\"Verdana,sans-serif\" font-size=\"12\">\n"
+		"<rect width=\"100%%\" height=\"100%%\" fill=\"#fafafa\"/>\n"
+		"<text x=\"%d\" y=\"22\" font-size=\"16\" text-anchor=\"middle\">",
 		W, H, W, H, W / 2);
 	xml_text(out, title);
 	fprintf(out, " (%llu calls)</text>\n", (unsigned long long)total);
@@ -125,8 +134,8 @@ int write_latency_svg(const uint64_t *hist, const char *title, uint64_t threshol
 			MARGIN_T + ph + 18, a);
 	}
 	if (threshold_ns) {
-		double x = MARGIN_L + (log((double)threshold_ns) - log(lo)) / span *
-					      (W - MARGIN_L - 20);
+		double x = MARGIN_L +
+			   (log((double)threshold_ns) - log(lo)) / span * (W - MARGIN_L - 20);
 
 		fmt_ns((double)threshold_ns, a, sizeof(a));
 		fprintf(out,
@@ -135,8 +144,9 @@ int write_latency_svg(const uint64_t *hist, const char *title, uint64_t threshol
 			"<text x=\"%.1f\" y=\"%d\" fill=\"#c00\">p%g = %s</text>\n",
 			x, MARGIN_T, x, MARGIN_T + ph, x + 4, MARGIN_T + 12, pct, a);
 	}
-	fprintf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">latency (log scale)</text>\n"
-		     "</svg>\n",
+	fprintf(out,
+		"<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">latency (log scale)</text>\n"
+		"</svg>\n",
 		W / 2, H - 10);
 	return ferror(out) ? -EIO : 0;
 }

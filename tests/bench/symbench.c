@@ -56,7 +56,7 @@ static uint64_t now_ns(void)
 
 int main(int argc, char **argv)
 {
-	struct pick p = { .want = argc > 4 ? argv[4] : "libc.so" };
+	struct pick p = {.want = argc > 4 ? argv[4] : "libc.so"};
 	struct sym_frame f[SYM_MAX_INLINE];
 	uint64_t *addrs, x = 88172645463325252ULL, t0, t1;
 	size_t n, named = 0;

@@ -15,32 +15,32 @@
 
 static int unit_failed_checks;
 
-#define CHECK(cond)                                                                            \
-	do {                                                                                   \
-		if (!(cond)) {                                                                 \
+#define CHECK(cond)                                                                                \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
 			fprintf(stderr, "  %s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-			unit_failed_checks++;                                                  \
-		}                                                                              \
+			unit_failed_checks++;                                                      \
+		}                                                                                  \
 	} while (0)
 
-#define CHECK_EQ_INT(a, b)                                                                     \
-	do {                                                                                   \
-		long long _a = (long long)(a), _b = (long long)(b);                            \
-		if (_a != _b) {                                                                \
-			fprintf(stderr, "  %s:%d: %s == %lld, expected %s == %lld\n", __FILE__,  \
-				__LINE__, #a, _a, #b, _b);                                     \
-			unit_failed_checks++;                                                  \
-		}                                                                              \
+#define CHECK_EQ_INT(a, b)                                                                         \
+	do {                                                                                       \
+		long long _a = (long long)(a), _b = (long long)(b);                                \
+		if (_a != _b) {                                                                    \
+			fprintf(stderr, "  %s:%d: %s == %lld, expected %s == %lld\n", __FILE__,    \
+				__LINE__, #a, _a, #b, _b);                                         \
+			unit_failed_checks++;                                                      \
+		}                                                                                  \
 	} while (0)
 
-#define CHECK_STR(a, b)                                                                        \
-	do {                                                                                   \
-		const char *_a = (a), *_b = (b);                                               \
-		if (!_a || !_b || strcmp(_a, _b) != 0) {                                       \
-			fprintf(stderr, "  %s:%d: %s == \"%s\", expected \"%s\"\n", __FILE__,     \
-				__LINE__, #a, _a ? _a : "(null)", _b ? _b : "(null)");         \
-			unit_failed_checks++;                                                  \
-		}                                                                              \
+#define CHECK_STR(a, b)                                                                            \
+	do {                                                                                       \
+		const char *_a = (a), *_b = (b);                                                   \
+		if (!_a || !_b || strcmp(_a, _b) != 0) {                                           \
+			fprintf(stderr, "  %s:%d: %s == \"%s\", expected \"%s\"\n", __FILE__,      \
+				__LINE__, #a, _a ? _a : "(null)", _b ? _b : "(null)");             \
+			unit_failed_checks++;                                                      \
+		}                                                                                  \
 	} while (0)
 
 struct unit_test {
@@ -49,24 +49,27 @@ struct unit_test {
 };
 
 #define UNIT_TEST(name) static void name(void)
-#define UNIT_ENTRY(name) { #name, name }
+#define UNIT_ENTRY(name)                                                                           \
+	{                                                                                          \
+#name, name                                                                        \
+	}
 
-#define UNIT_MAIN(...)                                                                         \
-	int main(int argc, char **argv)                                                        \
-	{                                                                                      \
-		static const struct unit_test tests[] = { __VA_ARGS__ };                       \
-		int passed = 0, failed = 0;                                                    \
-		for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {                \
-			if (argc > 1 && strcmp(argv[1], tests[i].name) != 0)                   \
-				continue;                                                      \
-			int before = unit_failed_checks;                                       \
-			tests[i].fn();                                                         \
-			int ok = unit_failed_checks == before;                                 \
-			printf("%s %s\n", ok ? "PASS" : "FAIL", tests[i].name);                \
-			ok ? passed++ : failed++;                                              \
-		}                                                                              \
-		printf("%d passed, %d failed\n", passed, failed);                              \
-		return failed ? 1 : 0;                                                         \
+#define UNIT_MAIN(...)                                                                             \
+	int main(int argc, char **argv)                                                            \
+	{                                                                                          \
+		static const struct unit_test tests[] = {__VA_ARGS__};                             \
+		int passed = 0, failed = 0;                                                        \
+		for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {                    \
+			if (argc > 1 && strcmp(argv[1], tests[i].name) != 0)                       \
+				continue;                                                          \
+			int before = unit_failed_checks;                                           \
+			tests[i].fn();                                                             \
+			int ok = unit_failed_checks == before;                                     \
+			printf("%s %s\n", ok ? "PASS" : "FAIL", tests[i].name);                    \
+			ok ? passed++ : failed++;                                                  \
+		}                                                                                  \
+		printf("%d passed, %d failed\n", passed, failed);                                  \
+		return failed ? 1 : 0;                                                             \
 	}
 
 #endif
