@@ -9,6 +9,7 @@ checks itself with `validate`.
 """
 import collections
 import gzip
+import json
 import os
 import re
 import shutil
@@ -339,13 +340,13 @@ def test_scenario_ground_truth(liveprof, tmp_path):
     r = run([prog, "1"], env=dict(os.environ, LIVEPROF_TRUTH=str(truth)))
     assert r.returncode == 0, r.stderr
     calls = [tuple(map(int, ln.split())) for ln in truth.read_text().splitlines()]
-    assert 1800 <= len(calls) <= 2100  # 2000 calls per second
+    assert 900 <= len(calls) <= 1050  # 1000 calls per second
     slow = [ns for ns, s in calls if s]
     fast = [ns for ns, s in calls if not s]
-    assert abs(len(slow) / len(calls) - 0.05) < 0.005
-    # 50 us for every call, 1 ms more for slow ones (generous for a busy VM).
-    assert 40e3 < sorted(fast)[len(fast) // 2] < 150e3
-    assert 0.9e6 < sorted(slow)[len(slow) // 2] < 3e6
+    assert abs(len(slow) / len(calls) - 0.08) < 0.005
+    # 200 us for every call, 1 ms more for slow ones (generous for a busy VM).
+    assert 180e3 < sorted(fast)[len(fast) // 2] < 400e3
+    assert 1.1e6 < sorted(slow)[len(slow) // 2] < 3e6
 
     # SIGTERM ends a program that would run for ever, and it still writes its truth.
     out2 = str(tmp_path / "lock.c")
@@ -403,3 +404,105 @@ def test_validate_scenario(liveprof):
         pytest.skip("this liveprof cannot --split yet: " + r.stderr.strip())
     assert r.returncode == 0, r.stdout + r.stderr
     assert "in slow.folded" in r.stdout
+
+
+def go_env(tmp_path):
+    """go 1.19 offline: GOPATH mode, and a private HOME and build cache."""
+    home = tmp_path / "gohome"
+    home.mkdir(exist_ok=True)
+    return dict(os.environ, GO111MODULE="off", GOFLAGS="", HOME=str(home),
+                GOCACHE=str(home / "cache"), GOPATH=str(home / "go"))
+
+
+def validate_tvd(stdout):
+    g = re.search(r"total variation distance: ([\d.]+)", stdout)
+    assert g, stdout
+    return float(g.group(1))
+
+
+def validate_samples(stdout):
+    g = re.search(r"samples: (\d+) in the profile's functions", stdout)
+    assert g, stdout
+    return int(g.group(1))
+
+
+def test_validate_go(liveprof, tmp_path):
+    """Gap 1: the Go backend validates within TVD 0.08 at 99 Hz over 10 s.
+
+    Go shows the emitted functions as main.NAME; validate maps them back to the
+    profile's names (and main_fn, the renamed 'main', back to 'main')."""
+    if not shutil.which("go"):
+        pytest.skip("go is not installed")
+    r = run([liveprof, "validate", "--from", os.path.join(CORPUS, "flat.folded"),
+             "--lang", "go", "--seconds", "10", "--tolerance", "0.08"],
+            env=go_env(tmp_path), timeout=120)
+    print(r.stdout)
+    assert r.returncode == 0, r.stdout + r.stderr
+    # Every function of the input was found under its own name.
+    for name in ("parse", "compute", "encode", "log"):
+        assert re.search(r"^%s\s+[\d.]+%%\s+[1-9][\d.]*%%" % name, r.stdout, re.M), r.stdout
+    assert validate_tvd(r.stdout) <= 0.08
+
+
+def nearest_rank(sorted_vals, pct):
+    """The pct-th percentile as the smallest value with >= pct% of the calls at or below."""
+    k = max(1, -(-len(sorted_vals) * pct // 100))
+    return sorted_vals[int(k) - 1]
+
+
+def pin_children(parent, cpu, seconds):
+    """Move every thread of @parent's child processes to @cpu for @seconds."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        try:
+            kids = open("/proc/%d/task/%d/children" % (parent, parent)).read().split()
+        except OSError:
+            return
+        for kid in kids:
+            try:
+                for tid in os.listdir("/proc/%s/task" % kid):
+                    os.sched_setaffinity(int(tid), {cpu})
+            except OSError:
+                pass
+        time.sleep(0.02)
+
+
+def test_scenario_percentiles_match_truth(liveprof, tmp_path):
+    """Gap 2: liveprof's p50/p95/p99 of handle() agree with the program's truth (5%).
+
+    The truth is the program's own clock_gettime around each call, so it also holds
+    the uprobe + uretprobe cost (a few us): the scenario's 200 us calls keep that
+    near 1%. liveprof's tracer wakes liveprof for each call; if liveprof shares the
+    program's CPU, that wakeup can preempt the program just after the uretprobe
+    took its end time, which only the truth sees (p99 off by up to 14% in trials).
+    So liveprof runs on CPU 0 and the program on CPU 1, as an observer should."""
+    out = str(tmp_path / "X.c")
+    r = run([liveprof, "emit", "--scenario", os.path.join(CORPUS, "handler_cpu.scenario"),
+             "-o", out])
+    assert r.returncode == 0, r.stderr
+    prog = out[:-2]
+    r = run(["cc", "-O1", "-g", out, "-o", prog, "-lpthread", "-lm"])
+    assert r.returncode == 0, r.stderr
+    truth = tmp_path / "truth.txt"
+    js = tmp_path / "J.json"
+    pin = len(os.sched_getaffinity(0)) >= 2
+    lp = subprocess.Popen([liveprof, "--no-tui", "--json", str(js), "--trace", "handle",
+                           "--", prog, "8"],
+                          env=dict(os.environ, LIVEPROF_TRUTH=str(truth)),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          preexec_fn=(lambda: os.sched_setaffinity(0, {0})) if pin else None)
+    if pin:
+        pin_children(lp.pid, 1, 1.0)
+    o, e = lp.communicate(timeout=60)
+    assert lp.returncode == 0, o[-2000:] + e
+    calls = [tuple(map(int, ln.split())) for ln in truth.read_text().splitlines()]
+    lat = sorted(ns for ns, _ in calls)
+    tr = json.load(open(js))["traces"][0]
+    print("calls: truth %d, liveprof %d" % (len(lat), tr["calls"]))
+    assert abs(tr["calls"] - len(lat)) <= 0.01 * len(lat)
+    for pct in (50, 95, 99):
+        want = nearest_rank(lat, pct)
+        got = tr["p%d_ns" % pct]
+        print("p%d: truth %.1f us, liveprof %.1f us (%+.2f%%)"
+              % (pct, want / 1e3, got / 1e3, 100 * (got / want - 1)))
+        assert abs(got - want) <= 0.05 * want, (pct, got, want)
