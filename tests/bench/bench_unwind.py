@@ -1,93 +1,298 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0
-"""Cost of DWARF unwinding: liveprof --call-graph dwarf against perf record
---call-graph dwarf on the same fixed job (xz -9 -T1 of 8 MB of half-random
-data), in the same run, at 99 and 999 Hz; 5 repetitions, min/median/max.
+"""Cost of user-stack unwinding: liveprof --call-graph fp and dwarf against
+perf record --call-graph dwarf, attached (-p PID) to the same running job,
+at 99 and 999 Hz; REPS repetitions (default 5), interleaved, min/median/max.
 
-Prints a markdown table: target slowdown (wall time over the unprofiled
-run) and liveprof's user-space cost per sample (its CPU time / samples, so
-it includes BPF event intake, unwinding, interning and symbolization).
-Not part of `make test`. Run as root from anywhere.
+The job is `xz -9 -T1 -c` compressing generated data (64 KiB blocks, half
+random, half text; 80 MiB, more than the 64 MiB dictionary, so the work per
+byte does not change once the input comes round again) fed by a `cat`
+loop. Its work is the bytes it read (/proc/PID/io rchar), its CPU time is
+/proc/PID/task/*/schedstat (ns): throughput = bytes per CPU-second of xz,
+not per wall second, so that other load on a shared machine does not count
+as profiling cost. Every tool window is preceded by an unprofiled window of
+the same length; slowdown = unprofiled / profiled throughput - 1.
+
+For liveprof, over the same window: its own CPU time (schedstat of all its
+threads) divided by the samples its --interval counter advanced by, which
+is everything the daemon does per sample (ring-buffer intake, unwinding,
+interning, aggregation); the unwinder's share is `unwind_ns_per_sample`
+from its --json (whole run). Samples per second of one core =
+1e6 / CPU us per sample.
+
+Prints a markdown table on stdout, progress on stderr. Run as root.
+Not part of `make test`; about 4-5 minutes with REPS=5 (40 s of it warm-up).
 """
 import json
 import os
-import resource
+import re
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LIVEPROF = os.path.join(ROOT, "liveprof")
-REPS = int(os.environ.get("REPS", "5"))
+REPS = max(1, int(os.environ.get("REPS", "5")))
+WINDOW = float(os.environ.get("UNWIND_WINDOW_S", "2.5"))
+HZS = (99, 999)
+NCPU = os.cpu_count() or 1
+TARGET_CPU = str(NCPU - 1)
+TOOL_CPU = "0"
+INTERVAL_RE = re.compile(r"^--- [0-9.]+ s: (\d+) samples, (\d+) lost")
+T0 = time.monotonic()
 
 
-def make_input(path):
-    text = b"the quick brown fox jumps over the lazy dog 0123456789\n" * 80000
+def log(msg):
+    print(f"[{time.monotonic() - T0:6.1f}s] {msg}", file=sys.stderr, flush=True)
+
+
+def pinned(cpu, argv):
+    argv = [str(a) for a in argv]
+    return ["taskset", "-c", cpu] + argv if NCPU > 1 else argv
+
+
+def make_input(path, mib=80):
+    words = b"the quick brown fox jumps over the lazy dog 0123456789 ".split()
     with open(path, "wb") as f:
-        f.write(os.urandom(4 << 20))
-        f.write(text)
+        for i in range(mib * 16):  # 64 KiB blocks
+            f.write(os.urandom(32 << 10))
+            line = b" ".join(words[(i + j) % len(words)] for j in range(len(words))) + b"\n"
+            f.write((line * ((32 << 10) // len(line) + 1))[:32 << 10])
 
 
-def job(data):
-    return ["xz", "-9", "-T1", "-c", data]
+def cpu_ns(pid):
+    """CPU time of all threads of @pid in ns (schedstat), or None."""
+    total = 0
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                    total += int(f.read().split()[0])
+            except (OSError, ValueError, IndexError):
+                pass
+    except OSError:
+        return None
+    return total
 
 
-def timed(argv):
-    """Wall seconds of argv, and the CPU seconds of its process tree."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.monotonic()
-    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
-    wall = time.monotonic() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+def rchar(pid):
+    with open(f"/proc/{pid}/io") as f:
+        for line in f:
+            if line.startswith("rchar:"):
+                return int(line.split()[1])
+    return None
 
 
-def run_liveprof(data, hz, tmp):
+class Job:
+    def __init__(self, data):
+        self.feed = subprocess.Popen(["sh", "-c", f'while :; do cat "{data}" || exit; done'],
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self.xz = subprocess.Popen(pinned(TARGET_CPU, ["xz", "-9", "-T1", "-c"]),
+                                   stdin=self.feed.stdout, stdout=subprocess.DEVNULL)
+        self.feed.stdout.close()
+        self.pid = self.xz.pid
+
+    def mark(self):
+        return rchar(self.pid), cpu_ns(self.pid)
+
+    def throughput(self, a, b):
+        """Bytes per CPU-second between two marks."""
+        if None in a or None in b or b[1] <= a[1]:
+            return None
+        return (b[0] - a[0]) / ((b[1] - a[1]) / 1e9)
+
+    def measure(self, seconds):
+        a = self.mark()
+        time.sleep(seconds)
+        return self.throughput(a, self.mark())
+
+    def stop(self):
+        for p in (self.xz, self.feed):
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+
+
+class Lines:
+    def __init__(self, proc):
+        self.proc, self.lines, self.cv = proc, [], threading.Condition()
+        self.t = threading.Thread(target=self._run, daemon=True)
+        self.t.start()
+
+    def _run(self):
+        for line in self.proc.stdout:
+            with self.cv:
+                self.lines.append(line.rstrip("\n"))
+                self.cv.notify_all()
+        with self.cv:
+            self.cv.notify_all()
+
+    def next_interval(self, after, timeout=30):
+        """(index, samples) of the first --interval line at index >= after."""
+        end = time.monotonic() + timeout
+        with self.cv:
+            i = after
+            while True:
+                while i < len(self.lines):
+                    m = INTERVAL_RE.match(self.lines[i])
+                    if m:
+                        return i, int(m.group(1))
+                    i += 1
+                left = end - time.monotonic()
+                if left <= 0 or self.proc.poll() is not None:
+                    return None
+                self.cv.wait(min(left, 0.2))
+
+
+def stop_tool(proc, timeout=60):
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGINT)
+        except ProcessLookupError:
+            pass
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    return proc.returncode
+
+
+def run_liveprof(job, hz, cg, tmp):
+    """Target throughput while profiled, liveprof CPU us/sample, unwinder us/sample."""
     js = os.path.join(tmp, "lp.json")
-    # liveprof launches the job and exits with it, as perf record does.
-    wall, cpu = timed([LIVEPROF, "--no-tui", "--top", "0", "--call-graph", "dwarf", "-F", str(hz),
-                       "--json", js, "-o", os.path.join(tmp, "lp.folded"), "--"] + job(data))
-    with open(js) as f:
-        samples = json.load(f)["samples"]
-    return wall, cpu, samples
+    if os.path.exists(js):
+        os.unlink(js)
+    argv = [LIVEPROF, "-p", job.pid, "-F", hz, "--call-graph", cg, "--no-tui",
+            "--interval", "0.1", "--top", "0", "--json", js]
+    p = subprocess.Popen(pinned(TOOL_CPU, argv), stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    out = Lines(p)
+    thr = cpu_per = None
+    try:
+        r = out.next_interval(0)
+        if not r:
+            log(f"  liveprof did not start: {' | '.join(out.lines[-5:])}")
+            return None, None, None
+        time.sleep(0.3)  # past the first samples (maps, CFI loading)
+        # CPU and counter read together, right after a fresh --interval line
+        r0 = out.next_interval(len(out.lines))
+        c0, j0 = cpu_ns(p.pid), job.mark()
+        time.sleep(WINDOW)
+        r1 = out.next_interval(len(out.lines))
+        c1, j1 = cpu_ns(p.pid), job.mark()
+        thr = job.throughput(j0, j1)
+        if r0 and r1 and c0 is not None and c1 is not None and r1[1] > r0[1]:
+            s0 = r0[1]
+            cpu_per = (c1 - c0) / 1e3 / (r1[1] - s0)
+    finally:
+        rc = stop_tool(p)
+        out.t.join(5)
+    unw = None
+    try:
+        with open(js) as f:
+            j = json.load(f)
+        if j.get("call_graph") != cg:
+            log(f"  liveprof reports call_graph {j.get('call_graph')}, asked for {cg}")
+        unw = j["unwind_ns_per_sample"] / 1e3
+    except (OSError, ValueError, KeyError) as e:
+        log(f"  no --json from liveprof (exit {rc}): {e!r}")
+    return thr, cpu_per, unw
 
 
-def run_perf(data, hz, tmp):
-    return timed(["perf", "record", "-q", "--call-graph", "dwarf", "-F", str(hz),
-                  "-o", os.path.join(tmp, "perf.data"), "--"] + job(data))[0]
+def run_perf(job, hz, tmp):
+    data = os.path.join(tmp, "perf.data")
+    # -B: no build-id collection at exit (after the window; it only saves time)
+    p = subprocess.Popen(pinned(TOOL_CPU, ["perf", "record", "-q", "-B", "--call-graph", "dwarf",
+                                           "-F", hz, "-p", job.pid, "-o", data]),
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True)
+    try:
+        time.sleep(1.0)
+        if p.poll() is not None:
+            log("  perf record did not start")
+            return None
+        return job.measure(WINDOW)
+    finally:
+        stop_tool(p)
+        for f in os.listdir(tmp):
+            if f.startswith("perf.data"):
+                os.unlink(os.path.join(tmp, f))
 
 
-def mmm(xs, fmt="{:.2f}"):
-    return "/".join(fmt.format(x) for x in (min(xs), statistics.median(xs), max(xs)))
+def mmm(xs, fmt="{:.1f}"):
+    xs = [x for x in xs if x is not None]
+    if not xs:
+        return "n/a"
+    return " / ".join(fmt.format(v) for v in (min(xs), statistics.median(xs), max(xs)))
 
 
 def main():
-    with tempfile.TemporaryDirectory() as tmp:
+    if os.geteuid() != 0:
+        sys.exit("bench_unwind.py: run as root")
+    tools = ["fp", "dwarf", "perf"]
+    slow = {(t, hz): [] for t in tools for hz in HZS}
+    cpu = {(t, hz): [] for t in tools[:2] for hz in HZS}
+    unw = {(t, hz): [] for t in tools[:2] for hz in HZS}
+    base_all = []
+    with tempfile.TemporaryDirectory(prefix="liveprof-unwind-") as tmp:
         data = os.path.join(tmp, "in.bin")
         make_input(data)
-        rows = []
-        base = [timed(job(data))[0] for _ in range(REPS)]
-        for hz in (99, 999):
-            lp_slow, pf_slow, us_per = [], [], []
-            for i in range(REPS):
-                b = base[i]
-                wall, cpu, samples = run_liveprof(data, hz, tmp)
-                job_cpu = b  # xz is single-threaded and CPU bound
-                lp_slow.append(100.0 * (wall - b) / b)
-                if samples:
-                    us_per.append(1e6 * max(cpu - job_cpu, 0) / samples)
-                pf_slow.append(100.0 * (run_perf(data, hz, tmp) - b) / b)
-            rows.append((hz, lp_slow, pf_slow, us_per))
-    print(f"xz -9 -T1, unprofiled {mmm(base)} s (min/median/max of {REPS})\n")
-    print("| rate | liveprof dwarf slowdown % | perf dwarf slowdown % "
-          "| liveprof µs CPU per sample | liveprof samples/s on one core |")
-    print("| --- | --- | --- | --- | --- |")
-    for hz, lp, pf, us in rows:
-        rate = [1e6 / u for u in us if u > 0]
-        print(f"| {hz} Hz | {mmm(lp, '{:.1f}')} | {mmm(pf, '{:.1f}')} | "
-              f"{mmm(us, '{:.0f}') if us else 'n/a'} | {mmm(rate, '{:.0f}') if rate else 'n/a'} |")
+        job = Job(data)
+        try:
+            # Warm-up: until xz's 64 MiB dictionary is full, its match finder
+            # gets slower as it fills, so the throughput is not steady yet.
+            end = time.monotonic() + 40
+            while time.monotonic() < end and (rchar(job.pid) or 0) < (72 << 20):
+                time.sleep(0.5)
+            log(f"warm-up done, xz read {(rchar(job.pid) or 0) >> 20} MiB")
+            for rep in range(REPS):
+                for hz in HZS:
+                    order = tools[rep % 3:] + tools[:rep % 3]
+                    for t in order:
+                        base = job.measure(WINDOW)
+                        base_all.append(base)
+                        if t == "perf":
+                            thr = run_perf(job, hz, tmp)
+                        else:
+                            thr, c, u = run_liveprof(job, hz, t, tmp)
+                            cpu[(t, hz)].append(c)
+                            unw[(t, hz)].append(u)
+                        sd = 100.0 * (base / thr - 1) if base and thr else None
+                        slow[(t, hz)].append(sd)
+                        extra = ""
+                        if t != "perf":
+                            extra = (f", liveprof {cpu[(t, hz)][-1] or float('nan'):.1f} us CPU/sample"
+                                     f", unwinder {unw[(t, hz)][-1] or float('nan'):.1f} us/sample")
+                        log(f"rep {rep + 1}/{REPS} {hz:>3} Hz {t:<5} slowdown "
+                            + (f"{sd:+.1f}%" if sd is not None else "n/a") + extra)
+                        time.sleep(0.3)
+        finally:
+            job.stop()
+    mib = [b / (1 << 20) for b in base_all if b]
+    print(f"`xz -9 -T1` on an endless stream of generated data (64 KiB blocks, half random, "
+          f"half text), pinned to CPU {TARGET_CPU}, tools on CPU {TOOL_CPU}; unprofiled "
+          f"throughput {mmm(mib, '{:.2f}')} MiB per CPU-second. Each figure is min / median / "
+          f"max of {REPS} interleaved repetitions; every profiled {WINDOW:g} s window follows "
+          f"an unprofiled one. Slowdown = unprofiled / profiled throughput of the target per "
+          f"CPU-second of the target, minus 1. liveprof CPU per sample = its schedstat CPU time "
+          f"over the window / samples counted in it; unwinder = `unwind_ns_per_sample` from "
+          f"--json; one core = 1e6 / CPU us per sample. perf: `perf record -B --call-graph "
+          f"dwarf -F HZ -p PID`.\n")
+    print("| rate | liveprof --call-graph | liveprof slowdown % | perf dwarf slowdown % "
+          "| unwinder µs per sample | liveprof CPU µs per sample "
+          "| unwound samples/s on one core |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for hz in HZS:
+        for t in ("fp", "dwarf"):
+            rate = [1e6 / c for c in cpu[(t, hz)] if c]
+            print(f"| {hz} Hz | {t} | {mmm(slow[(t, hz)])} | {mmm(slow[('perf', hz)])} | "
+                  f"{mmm(unw[(t, hz)], '{:.2f}')} | {mmm(cpu[(t, hz)])} | "
+                  f"{mmm(rate, '{:,.0f}')} |")
     return 0
 
 
