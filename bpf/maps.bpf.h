@@ -148,6 +148,23 @@ struct {
 	__type(value, __u64);
 } by_hist SEC(".maps");
 
+/*
+ * Wake the daemon only once this many bytes are waiting (set by the
+ * loader to a fraction of the ring; 0 wakes it for every event). The
+ * daemon also drains the ring on each poll timeout, so nothing waits
+ * longer than one poll interval; without this, every sample cost the
+ * daemon a wake-up.
+ */
+const volatile __u64 wakeup_bytes = 0;
+
+static __always_inline __u64 rb_flags(void)
+{
+	if (!wakeup_bytes)
+		return 0;
+	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP
+									     : BPF_RB_NO_WAKEUP;
+}
+
 static __always_inline void count_event(__u32 which)
 {
 	__u64 *c = bpf_map_lookup_elem(&counters, &which);

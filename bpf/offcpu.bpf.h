@@ -102,7 +102,7 @@ static __always_inline void emit_switch_in(struct task_struct *next, __u32 tgid,
 		s->flags |= LP_SF_KSTACK;
 	}
 	tag_calls(s, tid);
-	bpf_ringbuf_submit(s, 0);
+	bpf_ringbuf_submit(s, rb_flags());
 	count_event(LP_CNT_OFFCPU);
 }
 

@@ -174,7 +174,7 @@ static __always_inline int send_with_stack(struct bpf_perf_event_data *ctx, __u3
 		return 0;
 	b->s.stack_len = n;
 	b->s.hdr.size = size;
-	if (bpf_ringbuf_output(&events, b, size, 0))
+	if (bpf_ringbuf_output(&events, b, size, rb_flags()))
 		count_event(LP_CNT_LOST);
 	return 0;
 }
@@ -198,7 +198,7 @@ int lp_sample_cpu(struct bpf_perf_event_data *ctx)
 	}
 	fill_sample(ctx, s, tgid, tid);
 	s->weight_ns = ctx->sample_period;
-	bpf_ringbuf_submit(s, 0);
+	bpf_ringbuf_submit(s, rb_flags());
 	return 0;
 }
 

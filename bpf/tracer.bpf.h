@@ -101,7 +101,7 @@ __noinline int lp_emit_values(struct pt_regs *ctx, __u32 probe_id, __u32 range, 
 			count_event(LP_CNT_FETCH_FAULTS);
 		}
 	}
-	bpf_ringbuf_submit(h, 0);
+	bpf_ringbuf_submit(h, rb_flags());
 	return 0;
 }
 
@@ -258,7 +258,7 @@ static __always_inline int on_return(struct pt_regs *ctx, __u64 entry_sp)
 			e->start_ns = fs->start_ns;
 			e->latency_ns = lat;
 			e->by_value = fs->by_value;
-			bpf_ringbuf_submit(e, 0);
+			bpf_ringbuf_submit(e, rb_flags());
 		} else {
 			count_event(LP_CNT_LOST);
 		}

@@ -108,6 +108,9 @@ int bpf_session__open(struct bpf_session **out, const struct bpf_session_opts *o
 	 * than a fraction of a second of slack before events are lost. */
 	ringbuf_mb = o->ringbuf_mb ? o->ringbuf_mb : (o->stack_copy_bytes > 4096 ? 32 : 8);
 	bpf_map__set_max_entries(s->skel->maps.events, ringbuf_mb << 20);
+	/* An eighth of the ring: one wake-up per batch of events, with room
+	 * left for what arrives while the daemon catches up. */
+	s->skel->rodata->wakeup_bytes = (uint64_t)ringbuf_mb << 17;
 	if (!o->offcpu) {
 		bpf_program__set_autoload(s->skel->progs.lp_sched_switch, false);
 		if (!o->tracing) {

@@ -414,6 +414,14 @@ int daemon__poll(struct daemon *d, int timeout_ms)
 	int err;
 
 	err = ring_buffer__poll(bpf_session__ringbuf(d->bpf), timeout_ms);
+	/* Events are sent without a wake-up until a batch is waiting
+	 * (rb_flags() in BPF): take whatever is there on every poll. */
+	if (err >= 0 || err == -EINTR) {
+		int n = ring_buffer__consume(bpf_session__ringbuf(d->bpf));
+
+		if (n < 0 && err >= 0)
+			err = n;
+	}
 	now = daemon__now_ns();
 	while (now - d->last_tick_ns >= 1000000000ULL) {
 		d->last_tick_ns += 1000000000ULL;
