@@ -88,7 +88,7 @@ struct lp_frame_state {
 
 struct lp_thread_calls {
 	__u32 depth;
-	__u32 pad;
+	__u32 seq; /* call ids: (tid << 32) | seq */
 	struct lp_frame_state f[LP_MAX_DEPTH];
 };
 

@@ -24,23 +24,15 @@ static __always_inline __u32 call_idx(__u32 i)
 	return i & CALLS_MASK;
 }
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u64);
-} call_seq SEC(".maps");
-
-/* Unique, never 0: CPU number in the top bits, a per-CPU sequence below. */
-static __always_inline __u64 next_call_id(void)
+/*
+ * Unique while the thread lives, never 0, and free: the thread's own
+ * counter, already at hand, instead of a per-CPU map lookup per call.
+ */
+static __always_inline __u64 next_call_id(struct lp_thread_calls *tc, __u32 tid)
 {
-	__u32 zero = 0;
-	__u64 *seq = bpf_map_lookup_elem(&call_seq, &zero);
-	__u64 n = 0;
-
-	if (seq)
-		n = ++*seq;
-	return ((__u64)(bpf_get_smp_processor_id() + 1) << 48) | (n & ((1ULL << 48) - 1));
+	if (++tc->seq == 0)
+		tc->seq = 1;
+	return ((__u64)tid << 32) | tc->seq;
 }
 
 static __always_inline struct lp_thread_calls *get_thread_calls(__u32 tid, bool create)
@@ -131,7 +123,10 @@ int BPF_KPROBE(lp_func_entry)
 	__u64 sp = ctx->sp, ret_addr = 0, by = 0;
 	__u32 d, k;
 
-	if (!is_target(tgid) || is_paused())
+	/* No target lookup: uprobes are attached per target pid, so they fire
+	 * only where they should. With -a they fire everywhere but in us.
+	 * (liveprof probes itself on purpose once, to measure probe cost.) */
+	if ((filter_all && tgid == self_tgid) || is_paused())
 		return 0;
 	cfg = bpf_map_lookup_elem(&probes, &probe_id);
 	if (!cfg)
@@ -155,7 +150,7 @@ int BPF_KPROBE(lp_func_entry)
 	fs = &tc->f[call_idx(d)];
 	fs->probe_id = probe_id;
 	fs->flags = 0;
-	fs->call_id = next_call_id();
+	fs->call_id = next_call_id(tc, tid);
 	fs->sp = sp;
 	fs->ret_addr = ret_addr;
 	fs->by_value = 0;
@@ -189,7 +184,7 @@ static __always_inline int on_return(struct pt_regs *ctx, __u64 entry_sp)
 	__u64 lat, *slot;
 	__u32 d, k, idx;
 
-	if (!is_target(tgid))
+	if (filter_all && tgid == self_tgid)
 		return 0;
 	tc = get_thread_calls(tid, false);
 	cfg = bpf_map_lookup_elem(&probes, &probe_id);
@@ -220,13 +215,12 @@ static __always_inline int on_return(struct pt_regs *ctx, __u64 entry_sp)
 	slot = bpf_map_lookup_elem(&hist, &idx);
 	if (slot)
 		__sync_fetch_and_add(slot, 1);
+	/* Calls and their sum are in the histogram already: only the exact
+	 * maximum is kept here, without an atomic (a lost race under-reports
+	 * it until the next larger call). */
 	st = bpf_map_lookup_elem(&probe_stats, &probe_id);
-	if (st) {
-		__sync_fetch_and_add(&st->calls, 1);
-		__sync_fetch_and_add(&st->sum_ns, lat);
-		if (lat > st->max_ns)
-			st->max_ns = lat; /* a lost race only under-reports max briefly */
-	}
+	if (st && lat > st->max_ns)
+		st->max_ns = lat;
 	if (fs->flags & LP_FS_HAS_BY) {
 		struct lp_by_key key = {
 			.probe_id = probe_id, .bucket = lp_hist_bucket(lat), .value = fs->by_value};

@@ -109,6 +109,29 @@ static unsigned int fix_trampolines(struct daemon *d, uint64_t *us, unsigned int
 }
 
 /*
+ * A frame-pointer chain through code that uses rbp as data (a thread's
+ * first instructions in clone3, say) can point at itself: the kernel then
+ * repeats one bogus address until its depth limit. Recursion also repeats
+ * return addresses, but those resolve to a function; a run of the same
+ * address that resolves to nothing is cut, and the stack marked truncated.
+ */
+static unsigned int cut_fp_loop(struct daemon *d, uint32_t pid, uint64_t *us, unsigned int n,
+				uint32_t *flags)
+{
+	for (unsigned int i = 2; i < n; i++) {
+		struct sym_frame sf;
+
+		if (us[i] != us[i - 1] || us[i] != us[i - 2])
+			continue;
+		if (symbolizer__resolve(d->sym, (int)pid, us[i] - 1, &sf, 1) == 1 && sf.func)
+			continue;
+		*flags |= STACK_F_TRUNCATED;
+		return i > 2 ? i - 2 : 1; /* keep what came before the loop */
+	}
+	return n;
+}
+
+/*
  * The user stack of sample @s, leaf first, into @us (MAX_USER_FRAMES
  * entries); @stack is the copy of the user stack that follows the sample.
  * Sets STACK_F_TRUNCATED in @flags when the stack is known to go on.
@@ -186,6 +209,7 @@ static unsigned int unwind_user(struct daemon *d, const struct lp_sample *s, con
 
 	memcpy(us, s->ustack, nu * sizeof(uint64_t));
 	nu = fix_trampolines(d, us, nu, s);
+	nu = cut_fp_loop(d, s->pid, us, nu, flags);
 	if (s->stack_len && nu) {
 		t0 = daemon__now_ns();
 		n = unwinder__fix_leaf_input(d->unwind, s->pid, &in, us, (int)nu, MAX_USER_FRAMES);

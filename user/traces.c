@@ -850,13 +850,21 @@ uint64_t traces__percentile(struct traces *t, int i, double pct, bool window)
 	return r;
 }
 
+/* Calls (or line hits) so far. Functions count them in their histogram only. */
 static uint64_t trace_calls(struct traces *t, struct trace *tr)
 {
 	const volatile struct lp_probe_stats_view *st = bpf_session__probe_stats(t->d->bpf);
+	const volatile uint64_t *h = bpf_session__hist(t->d->bpf);
 	uint64_t calls = 0;
 
-	for (int k = 0; k < tr->n_ids; k++)
-		calls += st[tr->ids[k]].calls;
+	for (int k = 0; k < tr->n_ids; k++) {
+		if (tr->info.kind == TRACE_LINE) {
+			calls += st[tr->ids[k]].calls;
+			continue;
+		}
+		for (int b = 0; b < LP_HIST_BUCKETS; b++)
+			calls += h[(size_t)tr->ids[k] * LP_HIST_BUCKETS + b];
+	}
 	return calls;
 }
 
