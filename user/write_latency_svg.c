@@ -12,6 +12,7 @@
 
 #include "user/report.h"
 #include "user/traces.h"
+#include "user/writers.h"
 
 #define W	  900
 #define H	  360
@@ -30,29 +31,6 @@ static void fmt_ns(double ns, char *buf, size_t len)
 		snprintf(buf, len, "%.3g us", ns / 1e3);
 	else
 		snprintf(buf, len, "%.0f ns", ns);
-}
-
-static void xml_text(FILE *out, const char *s)
-{
-	for (; *s; s++) {
-		switch (*s) {
-		case '<':
-			fputs("&lt;", out);
-			break;
-		case '>':
-			fputs("&gt;", out);
-			break;
-		case '&':
-			fputs("&amp;", out);
-			break;
-		case '"':
-			fputs("&quot;", out);
-			break;
-		default:
-			if ((unsigned char)*s >= 0x20)
-				fputc(*s, out);
-		}
-	}
 }
 
 int write_latency_svg(const uint64_t *hist, const char *title, uint64_t threshold_ns, double pct,
@@ -101,7 +79,7 @@ int write_latency_svg(const uint64_t *hist, const char *title, uint64_t threshol
 		"<rect width=\"100%%\" height=\"100%%\" fill=\"#fafafa\"/>\n"
 		"<text x=\"%d\" y=\"22\" font-size=\"16\" text-anchor=\"middle\">",
 		W, H, W, H, W / 2);
-	xml_text(out, title);
+	writer__xml_text(out, title);
 	fprintf(out, " (%llu calls)</text>\n", (unsigned long long)total);
 	double pw = (double)(W - MARGIN_L - 20) / N_COLUMNS, ph = H - MARGIN_T - MARGIN_B;
 

@@ -286,6 +286,14 @@ static void xml_clean_text(FILE *out, const char *s, size_t max_chars, int *err)
 	free(c);
 }
 
+int writer__xml_text(FILE *out, const char *s)
+{
+	int err = 0;
+
+	xml_clean_text(out, s, 0, &err);
+	return err;
+}
+
 struct rgb {
 	unsigned r, g, b;
 };

@@ -96,6 +96,14 @@ struct svg_opts {
 int write_svg(const struct profile *p, FILE *out, const struct svg_opts *o);
 
 /**
+ * writer__xml_text - write @s as XML character data: invalid UTF-8 and
+ * control characters replaced, markup characters escaped
+ *
+ * Return: 0, or -ENOMEM.
+ */
+int writer__xml_text(FILE *out, const char *s);
+
+/**
  * write_svg_diff - write a differential flamegraph of @slow against @fast
  * @o: may be NULL for the defaults
  *
