@@ -77,6 +77,7 @@ vmlinux/vmlinux.h: | $(DEPS_STAMP)
 	$(Q)if [ ! -r /sys/kernel/btf/vmlinux ]; then \
 		echo "error: this kernel has no BTF (/sys/kernel/btf/vmlinux); liveprof needs CONFIG_DEBUG_INFO_BTF=y" >&2; exit 1; fi
 	$(call msg,BTF,$@)
+	$(Q)mkdir -p $(@D)
 	$(Q)$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
 
 # ---- BPF ----------------------------------------------------------------
