@@ -265,4 +265,6 @@ def test_no_probe_left_after_exit(how, procs, liveprof, wl, tmp_path, h):
     after = h.rate_between(h.read_rates(log), t1, time.monotonic())
     print(f"\n{how}: tick() calls per CPU-s before {before:.0f}, traced {during:.0f}, after {after:.0f}")
     assert during < 0.8 * before, "the probe had no visible cost: the test proves nothing"
-    assert abs(after - before) <= 0.2 * before, (before, during, after)
+    # Full speed again: no residual cost. (Faster than before is fine: the
+    # "before" window is the target's first seconds, and the machine is shared.)
+    assert after >= 0.8 * before, (before, during, after)
