@@ -3,6 +3,8 @@
  * dwarf_aux.c - small libdw helpers shared by probe resolution and value
  * fetching.
  */
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <dwarf.h>
 
@@ -31,4 +33,15 @@ int dwarf_aux__phys_scopes(Dwarf *dbg, Dwarf_Addr addr, Dwarf_Die **out)
 	n = dwarf_getscopes_die(&scopes[0], out);
 	free(scopes);
 	return n;
+}
+
+void dwarf_aux__errf(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || !errlen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
 }

@@ -29,20 +29,6 @@
 #define X86_DWARF_RSP  7
 #define X86_DWARF_MAX  16 /* rax..r15 and the return address; xmm is not supported */
 
-static void errf(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void errf(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 static const char *op_name(unsigned atom)
 {
 	switch (atom) {
@@ -86,8 +72,8 @@ static int emit(struct fc *c, unsigned op, unsigned reg, int64_t arg)
 		return 0;
 	/* one slot stays free for LP_OP_END */
 	if (c->prog->n_ops + 1 >= LP_MAX_FETCH_OPS) {
-		errf(c->err, c->errlen, "'%s' needs more than %d fetch ops", c->what,
-		     LP_MAX_FETCH_OPS);
+		dwarf_aux__errf(c->err, c->errlen, "'%s' needs more than %d fetch ops", c->what,
+				LP_MAX_FETCH_OPS);
 		return -E2BIG;
 	}
 	c->prog->ops[c->prog->n_ops] = (struct lp_fetch_op){
@@ -102,10 +88,11 @@ static int emit(struct fc *c, unsigned op, unsigned reg, int64_t arg)
 static int emit_reg(struct fc *c, unsigned reg)
 {
 	if (reg > X86_DWARF_MAX) {
-		errf(c->err, c->errlen,
-		     "'%s' lives in DWARF register %u at 0x%llx (not a general register); "
-		     "unsupported",
-		     c->what, reg, (unsigned long long)c->addr);
+		dwarf_aux__errf(
+			c->err, c->errlen,
+			"'%s' lives in DWARF register %u at 0x%llx (not a general register); "
+			"unsupported",
+			c->what, reg, (unsigned long long)c->addr);
 		return -EOPNOTSUPP;
 	}
 	return emit(c, LP_OP_REG, reg, 0);
@@ -243,18 +230,20 @@ static int emit_cfa(struct fc *c, bool at_entry)
 	if (cfis[0])
 		dwarf_cfi_end(cfis[0]);
 	if (ret == -EOPNOTSUPP)
-		errf(c->err, c->errlen,
-		     "no usable CFA rule at 0x%llx for '%s' (needs .eh_frame or .debug_frame)",
-		     (unsigned long long)c->addr, c->what);
+		dwarf_aux__errf(
+			c->err, c->errlen,
+			"no usable CFA rule at 0x%llx for '%s' (needs .eh_frame or .debug_frame)",
+			(unsigned long long)c->addr, c->what);
 	return ret;
 }
 
 static int unsupported_op(struct fc *c, const char *var, unsigned atom)
 {
-	errf(c->err, c->errlen,
-	     "unsupported DWARF location (%s) for '%s' at 0x%llx; try a line probe where it "
-	     "lives in a register",
-	     op_name(atom), var, (unsigned long long)c->addr);
+	dwarf_aux__errf(
+		c->err, c->errlen,
+		"unsupported DWARF location (%s) for '%s' at 0x%llx; try a line probe where it "
+		"lives in a register",
+		op_name(atom), var, (unsigned long long)c->addr);
 	return -EOPNOTSUPP;
 }
 
@@ -270,14 +259,14 @@ static int emit_frame_base(struct fc *c, Dwarf_Die *func, bool at_entry, const c
 	int ret;
 
 	if (!func || depth > 1 || !dwarf_attr(func, DW_AT_frame_base, &a)) {
-		errf(c->err, c->errlen, "no frame base for '%s' at 0x%llx", var,
-		     (unsigned long long)c->addr);
+		dwarf_aux__errf(c->err, c->errlen, "no frame base for '%s' at 0x%llx", var,
+				(unsigned long long)c->addr);
 		return -EOPNOTSUPP;
 	}
 	ret = dwarf_getlocation_addr(&a, c->addr, &ops, &n, 1);
 	if (ret <= 0 || !n) {
-		errf(c->err, c->errlen, "no frame base for '%s' at 0x%llx", var,
-		     (unsigned long long)c->addr);
+		dwarf_aux__errf(c->err, c->errlen, "no frame base for '%s' at 0x%llx", var,
+				(unsigned long long)c->addr);
 		return -EOPNOTSUPP;
 	}
 	ret = emit_location(c, ops, n, func, at_entry, var, depth + 1);
@@ -438,11 +427,12 @@ static int step_deref(struct fc *c, Dwarf_Die *t, const char *what)
 	Dwarf_Die p = *t;
 
 	if (!peel(&p) || dwarf_tag(&p) != DW_TAG_pointer_type) {
-		errf(c->err, c->errlen, "'%s' is not a pointer in '%s'", what, c->what);
+		dwarf_aux__errf(c->err, c->errlen, "'%s' is not a pointer in '%s'", what, c->what);
 		return -EINVAL;
 	}
 	if (!die_type(&p, t)) {
-		errf(c->err, c->errlen, "cannot dereference a void pointer in '%s'", c->what);
+		dwarf_aux__errf(c->err, c->errlen, "cannot dereference a void pointer in '%s'",
+				c->what);
 		return -EOPNOTSUPP;
 	}
 	return load_pointer(c);
@@ -465,26 +455,29 @@ static int apply_step(struct fc *c, const struct probe_step *st, Dwarf_Die *t, c
 		if (!peel(&p) ||
 		    (dwarf_tag(&p) != DW_TAG_structure_type && dwarf_tag(&p) != DW_TAG_union_type &&
 		     dwarf_tag(&p) != DW_TAG_class_type)) {
-			errf(c->err, c->errlen, "'%s' is not a struct in '%s'%s", prev, c->what,
-			     st->kind == PROBE_STEP_DOT && dwarf_tag(&p) == DW_TAG_pointer_type
-				     ? "; use ->"
-				     : "");
+			dwarf_aux__errf(
+				c->err, c->errlen, "'%s' is not a struct in '%s'%s", prev, c->what,
+				st->kind == PROBE_STEP_DOT && dwarf_tag(&p) == DW_TAG_pointer_type
+					? "; use ->"
+					: "");
 			return -EINVAL;
 		}
 		if (c->mode != ACC_ADDR) {
-			errf(c->err, c->errlen,
-			     "'%s' is held in registers at 0x%llx; cannot take member '%s'", prev,
-			     (unsigned long long)c->addr, st->field);
+			dwarf_aux__errf(
+				c->err, c->errlen,
+				"'%s' is held in registers at 0x%llx; cannot take member '%s'",
+				prev, (unsigned long long)c->addr, st->field);
 			return -EOPNOTSUPP;
 		}
 		ret = find_member(&p, st->field, &off, &mtype, 0);
 		if (ret == -EOPNOTSUPP) {
-			errf(c->err, c->errlen, "'%s' is a bitfield; unsupported", st->field);
+			dwarf_aux__errf(c->err, c->errlen, "'%s' is a bitfield; unsupported",
+					st->field);
 			return ret;
 		}
 		if (ret) {
-			errf(c->err, c->errlen, "no member '%s' in '%s' of '%s'", st->field, prev,
-			     c->what);
+			dwarf_aux__errf(c->err, c->errlen, "no member '%s' in '%s' of '%s'",
+					st->field, prev, c->what);
 			return -ENOENT;
 		}
 		*t = mtype;
@@ -502,9 +495,10 @@ static int apply_step(struct fc *c, const struct probe_step *st, Dwarf_Die *t, c
 				} while (dwarf_siblingof(&sub, &sub) == 0);
 			}
 			if (nsub > 1) {
-				errf(c->err, c->errlen,
-				     "multi-dimensional array '%s' is unsupported in '%s'", prev,
-				     c->what);
+				dwarf_aux__errf(
+					c->err, c->errlen,
+					"multi-dimensional array '%s' is unsupported in '%s'", prev,
+					c->what);
 				return -EOPNOTSUPP;
 			}
 			if (c->mode != ACC_ADDR)
@@ -517,14 +511,15 @@ static int apply_step(struct fc *c, const struct probe_step *st, Dwarf_Die *t, c
 			goto bad_index;
 		}
 		if (!die_type(&p, t) || !type_size(t, &esize) || !esize) {
-			errf(c->err, c->errlen, "element of '%s' has no size in '%s'", prev,
-			     c->what);
+			dwarf_aux__errf(c->err, c->errlen, "element of '%s' has no size in '%s'",
+					prev, c->what);
 			return -EOPNOTSUPP;
 		}
 		return emit(c, LP_OP_ADD, 0, st->index * esize);
 	}
 bad_index:
-	errf(c->err, c->errlen, "'%s' is not an array or pointer in '%s'", prev, c->what);
+	dwarf_aux__errf(c->err, c->errlen, "'%s' is not an array or pointer in '%s'", prev,
+			c->what);
 	return -EINVAL;
 }
 
@@ -582,7 +577,7 @@ static int finish(struct fc *c, Dwarf_Die *t, struct fetch_type *ty)
 
 	type_name(t, ty->name, sizeof(ty->name), 0);
 	if (!peel(&p)) {
-		errf(c->err, c->errlen, "'%s' has type void", c->what);
+		dwarf_aux__errf(c->err, c->errlen, "'%s' has type void", c->what);
 		return -EOPNOTSUPP;
 	}
 	tag = dwarf_tag(&p);
@@ -594,7 +589,8 @@ static int finish(struct fc *c, Dwarf_Die *t, struct fetch_type *ty)
 	}
 	if (tag == DW_TAG_array_type && die_type(&p, &sub) && is_char_type(&sub)) {
 		if (c->mode != ACC_ADDR) {
-			errf(c->err, c->errlen, "char array '%s' is not in memory", c->what);
+			dwarf_aux__errf(c->err, c->errlen, "char array '%s' is not in memory",
+					c->what);
 			return -EOPNOTSUPP;
 		}
 		ty->kind = FETCH_STRING;
@@ -621,7 +617,7 @@ static int finish(struct fc *c, Dwarf_Die *t, struct fetch_type *ty)
 	case DW_TAG_base_type:
 		if (!dwarf_attr(&p, DW_AT_encoding, &a) || dwarf_formudata(&a, &enc) ||
 		    dwarf_aggregate_size(&p, &size)) {
-			errf(c->err, c->errlen, "broken base type for '%s'", c->what);
+			dwarf_aux__errf(c->err, c->errlen, "broken base type for '%s'", c->what);
 			return -EOPNOTSUPP;
 		}
 		switch (enc) {
@@ -644,29 +640,32 @@ static int finish(struct fc *c, Dwarf_Die *t, struct fetch_type *ty)
 			ty->kind = FETCH_BOOL;
 			break;
 		default:
-			errf(c->err, c->errlen,
-			     "'%s' has type '%s' (floating point or other); "
-			     "unsupported",
-			     c->what, ty->name);
+			dwarf_aux__errf(c->err, c->errlen,
+					"'%s' has type '%s' (floating point or other); "
+					"unsupported",
+					c->what, ty->name);
 			return -EOPNOTSUPP;
 		}
 		break;
 	case DW_TAG_structure_type:
 	case DW_TAG_union_type:
 	case DW_TAG_class_type:
-		errf(c->err, c->errlen, "'%s' is a %s; pick a member with -> or .", c->what,
-		     ty->name);
+		dwarf_aux__errf(c->err, c->errlen, "'%s' is a %s; pick a member with -> or .",
+				c->what, ty->name);
 		return -EOPNOTSUPP;
 	case DW_TAG_array_type:
-		errf(c->err, c->errlen, "'%s' is an array; pick an element with [N]", c->what);
+		dwarf_aux__errf(c->err, c->errlen, "'%s' is an array; pick an element with [N]",
+				c->what);
 		return -EOPNOTSUPP;
 	default:
-		errf(c->err, c->errlen, "'%s' has unsupported type '%s'", c->what, ty->name);
+		dwarf_aux__errf(c->err, c->errlen, "'%s' has unsupported type '%s'", c->what,
+				ty->name);
 		return -EOPNOTSUPP;
 	}
 	if (size != 1 && size != 2 && size != 4 && size != 8) {
-		errf(c->err, c->errlen, "'%s' is %llu bytes; only 1, 2, 4 or 8 can be fetched",
-		     c->what, (unsigned long long)size);
+		dwarf_aux__errf(c->err, c->errlen,
+				"'%s' is %llu bytes; only 1, 2, 4 or 8 can be fetched", c->what,
+				(unsigned long long)size);
 		return -EOPNOTSUPP;
 	}
 	ty->size = (unsigned)size;
@@ -719,8 +718,8 @@ static int compile(struct fc *c, const struct probe_expr *e, struct fetch_type *
 
 	n = dwarf_aux__phys_scopes(c->dbg, c->addr, &scopes);
 	if (n <= 0) {
-		errf(c->err, c->errlen, "no DWARF scope covers 0x%llx",
-		     (unsigned long long)c->addr);
+		dwarf_aux__errf(c->err, c->errlen, "no DWARF scope covers 0x%llx",
+				(unsigned long long)c->addr);
 		return -ENODATA;
 	}
 	for (k = 0; k < n; k++) {
@@ -734,9 +733,10 @@ static int compile(struct fc *c, const struct probe_expr *e, struct fetch_type *
 
 	if (e->is_ret) {
 		if (!func || !die_type(func, &type)) {
-			errf(c->err, c->errlen, "'%s' returns nothing",
-			     func && dwarf_aux__die_name(func) ? dwarf_aux__die_name(func)
-							       : "the function");
+			dwarf_aux__errf(c->err, c->errlen, "'%s' returns nothing",
+					func && dwarf_aux__die_name(func)
+						? dwarf_aux__die_name(func)
+						: "the function");
 			ret = -EINVAL;
 			goto out;
 		}
@@ -744,27 +744,30 @@ static int compile(struct fc *c, const struct probe_expr *e, struct fetch_type *
 		c->mode = ACC_VALUE;
 	} else {
 		if (!find_var(scopes, n, e->base, &var)) {
-			errf(c->err, c->errlen, "no variable '%s' in scope at 0x%llx%s%s", e->base,
-			     (unsigned long long)c->addr, func ? " in " : "",
-			     func && dwarf_aux__die_name(func) ? dwarf_aux__die_name(func) : "");
+			dwarf_aux__errf(
+				c->err, c->errlen, "no variable '%s' in scope at 0x%llx%s%s",
+				e->base, (unsigned long long)c->addr, func ? " in " : "",
+				func && dwarf_aux__die_name(func) ? dwarf_aux__die_name(func) : "");
 			ret = -ENOENT;
 			goto out;
 		}
 		if (!die_type(&var, &type)) {
-			errf(c->err, c->errlen, "'%s' has no type", e->base);
+			dwarf_aux__errf(c->err, c->errlen, "'%s' has no type", e->base);
 			ret = -EOPNOTSUPP;
 			goto out;
 		}
 		if (!dwarf_attr(&var, DW_AT_location, &a)) {
-			errf(c->err, c->errlen, "'%s' is optimized out%s", e->base,
-			     dwarf_hasattr(&var, DW_AT_const_value) ? " (a constant)" : "");
+			dwarf_aux__errf(c->err, c->errlen, "'%s' is optimized out%s", e->base,
+					dwarf_hasattr(&var, DW_AT_const_value) ? " (a constant)"
+									       : "");
 			ret = -ENODATA;
 			goto out;
 		}
 		ret = dwarf_getlocation_addr(&a, c->addr, &ops, &nops, 1);
 		if (ret <= 0 || !nops) {
-			errf(c->err, c->errlen, "'%s' is optimized out at 0x%llx; try another line",
-			     e->base, (unsigned long long)c->addr);
+			dwarf_aux__errf(c->err, c->errlen,
+					"'%s' is optimized out at 0x%llx; try another line",
+					e->base, (unsigned long long)c->addr);
 			ret = -ENODATA;
 			goto out;
 		}
@@ -808,26 +811,26 @@ int fetch_compile(const char *binary_path, uint64_t probe_vaddr, const struct pr
 	memset(out, 0, sizeof(*out));
 	memset(ty, 0, sizeof(*ty));
 	if (!binary_path || !e) {
-		errf(err, errlen, "no binary or expression");
+		dwarf_aux__errf(err, errlen, "no binary or expression");
 		return -EINVAL;
 	}
 	fd = open(binary_path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		ret = -errno;
-		errf(err, errlen, "cannot open '%s': %s", binary_path, strerror(errno));
+		dwarf_aux__errf(err, errlen, "cannot open '%s': %s", binary_path, strerror(errno));
 		return ret;
 	}
 	elf_version(EV_CURRENT);
 	c.elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!c.elf || elf_kind(c.elf) != ELF_K_ELF) {
-		errf(err, errlen, "'%s' is not an ELF file", binary_path);
+		dwarf_aux__errf(err, errlen, "'%s' is not an ELF file", binary_path);
 		ret = -ENOEXEC;
 		goto out;
 	}
 	c.dbg = dwarf_begin_elf(c.elf, DWARF_C_READ, NULL);
 	if (!c.dbg) {
-		errf(err, errlen, "'%s' has no DWARF; build with -g to read '%s'", binary_path,
-		     e->text);
+		dwarf_aux__errf(err, errlen, "'%s' has no DWARF; build with -g to read '%s'",
+				binary_path, e->text);
 		ret = -ENODATA;
 		goto out;
 	}

@@ -28,20 +28,6 @@
 #define MAX_INLINE_REPORT 4	     /* inlined call sites named in an error */
 #define MAX_DECODE_BYTES  (16 << 20) /* a function larger than this is not code */
 
-static void errf(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void errf(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 static const char *base_name(const char *path)
 {
 	const char *s = strrchr(path, '/');
@@ -84,7 +70,8 @@ int probe_expr_parse(const char *text, struct probe_expr *out, char *err, size_t
 	while (len && isspace((unsigned char)s[len - 1]))
 		len--;
 	if (!len || len >= sizeof(out->text)) {
-		errf(err, errlen, "bad expression '%s': %s", text, len ? "too long" : "empty");
+		dwarf_aux__errf(err, errlen, "bad expression '%s': %s", text,
+				len ? "too long" : "empty");
 		return -EINVAL;
 	}
 	memcpy(out->text, s, len);
@@ -98,8 +85,9 @@ int probe_expr_parse(const char *text, struct probe_expr *out, char *err, size_t
 	}
 	n = parse_ident(s, out->base, sizeof(out->base));
 	if (!n) {
-		errf(err, errlen, "bad expression '%s': expected a variable name at '%s'",
-		     out->text, s);
+		dwarf_aux__errf(err, errlen,
+				"bad expression '%s': expected a variable name at '%s'", out->text,
+				s);
 		return -EINVAL;
 	}
 	s = skip_ws(s + n);
@@ -107,8 +95,8 @@ int probe_expr_parse(const char *text, struct probe_expr *out, char *err, size_t
 		struct probe_step *st;
 
 		if (out->n_steps >= PROBE_EXPR_MAX) {
-			errf(err, errlen, "bad expression '%s': more than %d steps", out->text,
-			     PROBE_EXPR_MAX);
+			dwarf_aux__errf(err, errlen, "bad expression '%s': more than %d steps",
+					out->text, PROBE_EXPR_MAX);
 			return -EINVAL;
 		}
 		st = &out->steps[out->n_steps];
@@ -126,8 +114,9 @@ int probe_expr_parse(const char *text, struct probe_expr *out, char *err, size_t
 			v = strtoll(skip_ws(s + 1), &end, 0);
 			end = (char *)skip_ws(end);
 			if (errno || end == skip_ws(s + 1) || *end != ']') {
-				errf(err, errlen, "bad expression '%s': bad index at '%s'",
-				     out->text, s);
+				dwarf_aux__errf(err, errlen,
+						"bad expression '%s': bad index at '%s'", out->text,
+						s);
 				return -EINVAL;
 			}
 			st->kind = PROBE_STEP_INDEX;
@@ -136,13 +125,15 @@ int probe_expr_parse(const char *text, struct probe_expr *out, char *err, size_t
 			s = skip_ws(end + 1);
 			continue;
 		} else {
-			errf(err, errlen, "bad expression '%s': unexpected '%s'", out->text, s);
+			dwarf_aux__errf(err, errlen, "bad expression '%s': unexpected '%s'",
+					out->text, s);
 			return -EINVAL;
 		}
 		n = parse_ident(s, st->field, sizeof(st->field));
 		if (!n) {
-			errf(err, errlen, "bad expression '%s': expected a field name at '%s'",
-			     out->text, s);
+			dwarf_aux__errf(err, errlen,
+					"bad expression '%s': expected a field name at '%s'",
+					out->text, s);
 			return -EINVAL;
 		}
 		out->n_steps++;
@@ -178,7 +169,7 @@ static int parse_args(char *list, struct probe_spec *out, char *err, size_t errl
 		if (*p && (*p != ',' || depth))
 			continue;
 		if (out->n_args >= PROBE_MAX_ARGS) {
-			errf(err, errlen, "too many values: at most %d", PROBE_MAX_ARGS);
+			dwarf_aux__errf(err, errlen, "too many values: at most %d", PROBE_MAX_ARGS);
 			return -EINVAL;
 		}
 		{
@@ -220,11 +211,11 @@ int probe_spec_parse(const char *text, struct probe_spec *out, char *err, size_t
 	while (len && isspace((unsigned char)text[len - 1]))
 		len--;
 	if (!len) {
-		errf(err, errlen, "empty probe spec");
+		dwarf_aux__errf(err, errlen, "empty probe spec");
 		return -EINVAL;
 	}
 	if (len >= sizeof(buf)) {
-		errf(err, errlen, "probe spec too long");
+		dwarf_aux__errf(err, errlen, "probe spec too long");
 		return -EINVAL;
 	}
 	memcpy(buf, text, len);
@@ -247,7 +238,8 @@ int probe_spec_parse(const char *text, struct probe_spec *out, char *err, size_t
 				break;
 		}
 		if (depth != 0 || i == (size_t)-1) {
-			errf(err, errlen, "bad probe spec '%s': unbalanced parentheses", buf);
+			dwarf_aux__errf(err, errlen, "bad probe spec '%s': unbalanced parentheses",
+					buf);
 			return -EINVAL;
 		}
 		/* "main.(*T)" alone is a name, not an argument list */
@@ -270,11 +262,13 @@ int probe_spec_parse(const char *text, struct probe_spec *out, char *err, size_t
 			long line = strtol(colon + 1, NULL, 10);
 
 			if (line <= 0 || line > INT_MAX) {
-				errf(err, errlen, "bad line number in '%s:%s'", head, colon + 1);
+				dwarf_aux__errf(err, errlen, "bad line number in '%s:%s'", head,
+						colon + 1);
 				return -EINVAL;
 			}
 			if (!*head || copy_str(out->file, sizeof(out->file), head, strlen(head))) {
-				errf(err, errlen, "bad file name in '%s:%s'", head, colon + 1);
+				dwarf_aux__errf(err, errlen, "bad file name in '%s:%s'", head,
+						colon + 1);
 				return -EINVAL;
 			}
 			out->kind = PROBE_SPEC_LINE;
@@ -282,7 +276,7 @@ int probe_spec_parse(const char *text, struct probe_spec *out, char *err, size_t
 			return 0;
 		}
 		if (!*head || copy_str(out->binary, sizeof(out->binary), head, strlen(head))) {
-			errf(err, errlen, "bad binary name in probe spec '%s'", text);
+			dwarf_aux__errf(err, errlen, "bad binary name in probe spec '%s'", text);
 			return -EINVAL;
 		}
 		func = colon + 1;
@@ -297,18 +291,20 @@ int probe_spec_parse(const char *text, struct probe_spec *out, char *err, size_t
 		errno = 0;
 		out->offset = strtoull(plus + 1, &end, 0);
 		if (errno || end == plus + 1 || *end || plus[1] == '-') {
-			errf(err, errlen, "bad offset '%s' in probe spec '%s'", plus + 1, text);
+			dwarf_aux__errf(err, errlen, "bad offset '%s' in probe spec '%s'", plus + 1,
+					text);
 			return -EINVAL;
 		}
 		out->has_offset = true;
 		*plus = '\0';
 	}
 	if (!*func || strpbrk(func, " \t,")) {
-		errf(err, errlen, "bad function name '%s' in probe spec '%s'", func, text);
+		dwarf_aux__errf(err, errlen, "bad function name '%s' in probe spec '%s'", func,
+				text);
 		return -EINVAL;
 	}
 	if (copy_str(out->func, sizeof(out->func), func, strlen(func))) {
-		errf(err, errlen, "function name too long in probe spec '%s'", text);
+		dwarf_aux__errf(err, errlen, "function name too long in probe spec '%s'", text);
 		return -EINVAL;
 	}
 	out->kind = PROBE_SPEC_FUNC;
@@ -1031,13 +1027,13 @@ static int ctx_open(struct ctx *c, const char *path, char *err, size_t errlen)
 	c->fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (c->fd < 0) {
 		ret = -errno;
-		errf(err, errlen, "cannot open '%s': %s", path, strerror(errno));
+		dwarf_aux__errf(err, errlen, "cannot open '%s': %s", path, strerror(errno));
 		return ret;
 	}
 	elf_version(EV_CURRENT);
 	c->elf = elf_begin(c->fd, ELF_C_READ_MMAP, NULL);
 	if (!c->elf || elf_kind(c->elf) != ELF_K_ELF) {
-		errf(err, errlen, "'%s' is not an ELF file", path);
+		dwarf_aux__errf(err, errlen, "'%s' is not an ELF file", path);
 		if (c->elf)
 			elf_end(c->elf);
 		close(c->fd);
@@ -1170,9 +1166,9 @@ static int resolve_func(struct ctx *c, const struct probe_spec *spec, struct pro
 						func_cu_name(c->dbg, st.syms[j].value),
 						(unsigned long long)st.syms[j].value);
 			}
-			errf(c->err, c->errlen,
-			     "'%s' is ambiguous in '%s': %s; probe a line instead", spec->func,
-			     c->path, list);
+			dwarf_aux__errf(c->err, c->errlen,
+					"'%s' is ambiguous in '%s': %s; probe a line instead",
+					spec->func, c->path, list);
 			ret = -EINVAL;
 			goto out;
 		}
@@ -1216,10 +1212,11 @@ static int resolve_func(struct ctx *c, const struct probe_spec *spec, struct pro
 			if (sc.n_inst > MAX_INLINE_REPORT)
 				snprintf(list + off, sizeof(list) - off, ", and %zu more",
 					 sc.n_inst - MAX_INLINE_REPORT);
-			errf(c->err, c->errlen,
-			     "'%s' is only inlined (into %s); probe a line instead, e.g. --trace "
-			     "%s",
-			     spec->func, list, sc.first_site);
+			dwarf_aux__errf(c->err, c->errlen,
+					"'%s' is only inlined (into %s); probe a line instead, "
+					"e.g. --trace "
+					"%s",
+					spec->func, list, sc.first_site);
 			ret = -EINVAL;
 			goto out;
 		} else {
@@ -1229,16 +1226,19 @@ static int resolve_func(struct ctx *c, const struct probe_spec *spec, struct pro
 			for (i = 0; i < st.n; i++)
 				near_offer(&nr, spec->func, st.syms[i].name);
 			near_format(&nr, sugg, sizeof(sugg));
-			errf(c->err, c->errlen, "no function '%s' in '%s'%s%s", spec->func, c->path,
-			     sc.found_any ? " (declared in DWARF, but has no code)" : "", sugg);
+			dwarf_aux__errf(c->err, c->errlen, "no function '%s' in '%s'%s%s",
+					spec->func, c->path,
+					sc.found_any ? " (declared in DWARF, but has no code)" : "",
+					sugg);
 			ret = -ENOENT;
 			goto out;
 		}
 	}
 
 	if (spec->has_offset && (spec->offset >= size && !(size == 0 && spec->offset == 0))) {
-		errf(c->err, c->errlen, "offset %llu is outside '%s' (size %llu)",
-		     (unsigned long long)spec->offset, spec->func, (unsigned long long)size);
+		dwarf_aux__errf(c->err, c->errlen, "offset %llu is outside '%s' (size %llu)",
+				(unsigned long long)spec->offset, spec->func,
+				(unsigned long long)size);
 		ret = -EINVAL;
 		goto out;
 	}
@@ -1251,8 +1251,9 @@ static int resolve_func(struct ctx *c, const struct probe_spec *spec, struct pro
 	t->func_size = size;
 	t->entry_vaddr = entry;
 	if (elf_vaddr_to_offset(c->elf, entry, &t->entry_offset)) {
-		errf(c->err, c->errlen, "'%s' at 0x%llx is not in a loaded segment of '%s'",
-		     spec->func, (unsigned long long)entry, c->path);
+		dwarf_aux__errf(c->err, c->errlen,
+				"'%s' at 0x%llx is not in a loaded segment of '%s'", spec->func,
+				(unsigned long long)entry, c->path);
 		ret = -ENOENT;
 		goto out;
 	}
@@ -1453,7 +1454,8 @@ static int resolve_line(struct ctx *c, const struct probe_spec *spec, struct pro
 
 	t->is_line = true;
 	if (!c->dbg) {
-		errf(c->err, c->errlen, "'%s' has no DWARF line info; build with -g", c->path);
+		dwarf_aux__errf(c->err, c->errlen, "'%s' has no DWARF line info; build with -g",
+				c->path);
 		return -ENODATA;
 	}
 	while (dwarf_nextcu(c->dbg, off, &next, &hsize, NULL, NULL, NULL) == 0) {
@@ -1467,7 +1469,8 @@ static int resolve_line(struct ctx *c, const struct probe_spec *spec, struct pro
 		off = next;
 	}
 	if (!ls.any_lines) {
-		errf(c->err, c->errlen, "'%s' has no DWARF line info; build with -g", c->path);
+		dwarf_aux__errf(c->err, c->errlen, "'%s' has no DWARF line info; build with -g",
+				c->path);
 		ret = -ENODATA;
 		goto out;
 	}
@@ -1475,8 +1478,8 @@ static int resolve_line(struct ctx *c, const struct probe_spec *spec, struct pro
 		char sugg[3 * PROBE_NAME_MAX + 64];
 
 		near_format(&ls.near_files, sugg, sizeof(sugg));
-		errf(c->err, c->errlen, "no source file '%s' in the line info of '%s'%s",
-		     spec->file, c->path, sugg);
+		dwarf_aux__errf(c->err, c->errlen, "no source file '%s' in the line info of '%s'%s",
+				spec->file, c->path, sugg);
 		ret = -ENOENT;
 		goto out;
 	}
@@ -1484,19 +1487,22 @@ static int resolve_line(struct ctx *c, const struct probe_spec *spec, struct pro
 		const char *f = base_name(ls.matched_file);
 
 		if (ls.merged)
-			errf(c->err, c->errlen,
-			     "%s:%d has no instruction of its own (the compiler merged it into "
-			     "neighbouring lines); nearest lines with code: %s:%d, %s:%d",
-			     spec->file, spec->line, f, ls.below, f, ls.above);
+			dwarf_aux__errf(
+				c->err, c->errlen,
+				"%s:%d has no instruction of its own (the compiler merged it into "
+				"neighbouring lines); nearest lines with code: %s:%d, %s:%d",
+				spec->file, spec->line, f, ls.below, f, ls.above);
 		else if (ls.below && ls.above)
-			errf(c->err, c->errlen,
-			     "no code at %s:%d; nearest lines with code: %s:%d, %s:%d", spec->file,
-			     spec->line, f, ls.below, f, ls.above);
+			dwarf_aux__errf(c->err, c->errlen,
+					"no code at %s:%d; nearest lines with code: %s:%d, %s:%d",
+					spec->file, spec->line, f, ls.below, f, ls.above);
 		else if (ls.below || ls.above)
-			errf(c->err, c->errlen, "no code at %s:%d; nearest line with code: %s:%d",
-			     spec->file, spec->line, f, ls.below ? ls.below : ls.above);
+			dwarf_aux__errf(c->err, c->errlen,
+					"no code at %s:%d; nearest line with code: %s:%d",
+					spec->file, spec->line, f, ls.below ? ls.below : ls.above);
 		else
-			errf(c->err, c->errlen, "no code at %s:%d", spec->file, spec->line);
+			dwarf_aux__errf(c->err, c->errlen, "no code at %s:%d", spec->file,
+					spec->line);
 		ret = -ENOENT;
 		goto out;
 	}
@@ -1521,8 +1527,9 @@ static int resolve_line(struct ctx *c, const struct probe_spec *spec, struct pro
 			goto out;
 	}
 	if (!k) {
-		errf(c->err, c->errlen, "%s:%d has no address in a loaded segment of '%s'",
-		     spec->file, spec->line, c->path);
+		dwarf_aux__errf(c->err, c->errlen,
+				"%s:%d has no address in a loaded segment of '%s'", spec->file,
+				spec->line, c->path);
 		ret = -ENOENT;
 	}
 out:
@@ -1538,7 +1545,7 @@ int probe_resolve(const char *binary_path, const struct probe_spec *spec, struct
 
 	memset(out, 0, sizeof(*out));
 	if (!binary_path || !spec) {
-		errf(err, errlen, "no binary or spec");
+		dwarf_aux__errf(err, errlen, "no binary or spec");
 		return -EINVAL;
 	}
 	ret = ctx_open(&c, binary_path, err, errlen);
@@ -1558,7 +1565,7 @@ int probe_resolve(const char *binary_path, const struct probe_spec *spec, struct
 		ret = -EINVAL;
 out:
 	if (ret == -ENOMEM)
-		errf(err, errlen, "out of memory resolving probe in '%s'", binary_path);
+		dwarf_aux__errf(err, errlen, "out of memory resolving probe in '%s'", binary_path);
 	if (ret)
 		probe_target_free(out);
 	ctx_close(&c);
