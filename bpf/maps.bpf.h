@@ -109,12 +109,12 @@ struct {
 	__type(value, __u64);
 } hist SEC(".maps");
 
-/* Per probe: calls (or line hits), sum of latencies, max latency. */
+/* Per probe: line hits, or a function's maximum latency. */
+/* Line probes count hits in calls; functions keep their count in the
+ * histogram and only the exact maximum latency here. */
 struct lp_probe_stats {
 	__u64 calls;
-	__u64 sum_ns;
 	__u64 max_ns;
-	__u64 pad;
 };
 
 struct {

@@ -292,7 +292,7 @@ int bpf_session__clear_probe(struct bpf_session *s, uint32_t id)
 		return -EINVAL;
 	for (unsigned int i = 0; i < LP_HIST_BUCKETS; i++)
 		h[(size_t)id * LP_HIST_BUCKETS + i] = 0;
-	st[id].calls = st[id].sum_ns = st[id].max_ns = 0;
+	st[id].calls = st[id].max_ns = 0;
 	return bpf_map__update_elem(s->skel->maps.probes, &id, sizeof(id), &none, sizeof(none),
 				    BPF_ANY);
 }

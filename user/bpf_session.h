@@ -88,7 +88,7 @@ int bpf_session__counters(struct bpf_session *s, uint64_t *out);
 const volatile uint64_t *bpf_session__hist(struct bpf_session *s);
 
 struct lp_probe_stats_view {
-	uint64_t calls, sum_ns, max_ns, pad;
+	uint64_t calls, max_ns; /* layout of struct lp_probe_stats */
 };
 /** bpf_session__probe_stats - the mmap'ed per-probe stats, LP_MAX_PROBES entries */
 const volatile struct lp_probe_stats_view *bpf_session__probe_stats(struct bpf_session *s);
