@@ -38,15 +38,28 @@ BPF_SRCS  := $(wildcard bpf/*.bpf.c)
 BPF_OBJS  := $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.bpf.o,$(BPF_SRCS))
 BPF_SKELS := $(patsubst bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRCS))
 
-LIB_SRCS  := $(filter-out user/main.c,$(wildcard user/*.c dwarf/*.c ui-tui/*.c))
-LIB_OBJS  := $(patsubst %.c,$(OUT)/%.o,$(LIB_SRCS))
-MAIN_OBJ  := $(OUT)/user/main.o
+# One archive per layer, linked from the top down; `make check-layers` checks
+# every include and every symbol reference against these arrows:
+#   user/cli -> {ui-tui, user/serve} -> user/session -> user/profile
+#            -> {dwarf, bpf} -> user/util      (user/synth -> user/profile)
+LAYERS     := util dwarf profile session synth serve tui
+util_DIR    := user/util
+dwarf_DIR   := dwarf
+profile_DIR := user/profile
+session_DIR := user/session
+synth_DIR   := user/synth
+serve_DIR   := user/serve
+tui_DIR     := ui-tui
+layer_objs   = $(patsubst %.c,$(OUT)/%.o,$(wildcard $($(1)_DIR)/*.c))
+LAYER_LIBS  := $(foreach l,tui serve synth session profile dwarf util,$(OUT)/lib$(l).a)
+LIB_OBJS    := $(foreach l,$(LAYERS),$(call layer_objs,$(l)))
+CLI_OBJS    := $(patsubst %.c,$(OUT)/%.o,$(wildcard user/cli/*.c))
 
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(UNIT_SRCS))
 WL_SRCS   := $(wildcard tests/workloads/*.c)
 
-.PHONY: all deps test unit demo bench format clean workloads check-tools
+.PHONY: all deps test unit demo bench format clean workloads check-tools check-layers
 all: liveprof
 
 # ---- dependencies -------------------------------------------------------
@@ -98,28 +111,34 @@ $(OUT)/%.o: %.c $(BPF_SKELS) | $(DEPS_STAMP)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS_COMMON) $(CFLAGS) -c $< -o $@
 
-$(OUT)/libliveprof.a: $(LIB_OBJS)
-	$(call msg,AR,$@)
-	$(Q)rm -f $@ && ar rcs $@ $^
+define layer_rule
+$(OUT)/lib$(1).a: $(call layer_objs,$(1))
+	$$(call msg,AR,$$@)
+	$$(Q)mkdir -p $$(@D) && rm -f $$@ && ar rcs $$@ $$^
+endef
+$(foreach l,$(LAYERS),$(eval $(call layer_rule,$(l))))
 
-liveprof: $(MAIN_OBJ) $(OUT)/libliveprof.a
+liveprof: $(CLI_OBJS) $(LAYER_LIBS)
 	$(call msg,LD,$@)
-	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS) -o $@ $(CLI_OBJS) $(LAYER_LIBS) $(LDLIBS)
+
+check-layers: liveprof
+	$(Q)$(PYTHON) tests/layers/check_layers.py --root . --build $(OUT)
 
 # ---- tests --------------------------------------------------------------
 # Unit tests link against the library objects; `make test` also builds an
 # ASan+UBSan copy of them (SAN=1).
-$(OUT)/tests/%: tests/unit/%.c tests/unit/unit.h $(OUT)/libliveprof.a
+$(OUT)/tests/%: tests/unit/%.c tests/unit/unit.h $(LAYER_LIBS)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS_COMMON) $(CFLAGS) -Itests/unit -o $@ $< $(OUT)/libliveprof.a $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS_COMMON) $(CFLAGS) -Itests/unit -o $@ $< $(LAYER_LIBS) $(LDLIBS)
 
 workloads: | $(DEPS_STAMP)
 	$(Q)$(MAKE) --no-print-directory -C tests/workloads
 
 unit: $(UNIT_BINS)
 
-test: liveprof unit workloads
+test: liveprof unit workloads check-layers
 	$(Q)$(MAKE) --no-print-directory -f Makefile OUT=build-san \
 		CFLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
 		build-san/liveprof-unit-san

@@ -52,7 +52,7 @@ struct fc {
 	Dwarf *dbg;
 	uint64_t addr;
 	const char *what; /* the expression, for messages */
-	struct lp_fetch_prog *prog;
+	struct fetch_prog *prog;
 	enum acc_mode mode;
 	char *err;
 	size_t errlen;
@@ -60,25 +60,25 @@ struct fc {
 
 static int emit(struct fc *c, unsigned op, unsigned reg, int64_t arg)
 {
-	struct lp_fetch_op *last = c->prog->n_ops ? &c->prog->ops[c->prog->n_ops - 1] : NULL;
+	struct fetch_op *last = c->prog->n_ops ? &c->prog->ops[c->prog->n_ops - 1] : NULL;
 
 	/* fold constant offsets: programs are short and BPF loops are costly */
-	if (op == LP_OP_ADD && last &&
-	    (last->op == LP_OP_ADD || last->op == LP_OP_ADDR || last->op == LP_OP_CFA)) {
+	if (op == FETCH_OP_ADD && last &&
+	    (last->op == FETCH_OP_ADD || last->op == FETCH_OP_ADDR || last->op == FETCH_OP_CFA)) {
 		last->arg += arg;
 		return 0;
 	}
-	if (op == LP_OP_ADD && arg == 0)
+	if (op == FETCH_OP_ADD && arg == 0)
 		return 0;
-	/* one slot stays free for LP_OP_END */
-	if (c->prog->n_ops + 1 >= LP_MAX_FETCH_OPS) {
+	/* one slot stays free for FETCH_OP_END */
+	if (c->prog->n_ops + 1 >= FETCH_MAX_OPS) {
 		dwarf_aux__errf(c->err, c->errlen, "'%s' needs more than %d fetch ops", c->what,
-				LP_MAX_FETCH_OPS);
+				FETCH_MAX_OPS);
 		return -E2BIG;
 	}
-	c->prog->ops[c->prog->n_ops] = (struct lp_fetch_op){
-		.op = (__u8)op,
-		.reg = (__u16)reg,
+	c->prog->ops[c->prog->n_ops] = (struct fetch_op){
+		.op = (enum fetch_opcode)op,
+		.reg = (uint16_t)reg,
 		.arg = arg,
 	};
 	c->prog->n_ops++;
@@ -95,7 +95,7 @@ static int emit_reg(struct fc *c, unsigned reg)
 			c->what, reg, (unsigned long long)c->addr);
 		return -EOPNOTSUPP;
 	}
-	return emit(c, LP_OP_REG, reg, 0);
+	return emit(c, FETCH_OP_REG, reg, 0);
 }
 
 static bool die_type(Dwarf_Die *die, Dwarf_Die *type)
@@ -197,7 +197,7 @@ static int emit_cfa(struct fc *c, bool at_entry)
 
 	/* before the first instruction runs, only the return address is on the stack */
 	if (at_entry)
-		return emit(c, LP_OP_CFA, 0, 8);
+		return emit(c, FETCH_OP_CFA, 0, 8);
 
 	cfis[0] = dwarf_getcfi_elf(c->elf); /* .eh_frame: ours to end */
 	cfis[1] = dwarf_getcfi(c->dbg);	    /* .debug_frame: owned by dbg */
@@ -218,11 +218,11 @@ static int emit_cfa(struct fc *c, bool at_entry)
 			int64_t off = (int64_t)(x ? ops[0].number2 : ops[0].number);
 
 			if (reg == X86_DWARF_RSP) {
-				ret = emit(c, LP_OP_CFA, 0, off);
+				ret = emit(c, FETCH_OP_CFA, 0, off);
 			} else {
 				ret = emit_reg(c, reg);
 				if (!ret)
-					ret = emit(c, LP_OP_ADD, 0, off);
+					ret = emit(c, FETCH_OP_ADD, 0, off);
 			}
 		}
 		free(frame);
@@ -304,19 +304,19 @@ static int emit_location(struct fc *c, Dwarf_Op *ops, size_t n, Dwarf_Die *func,
 				return unsupported_op(c, var, atom);
 			ret = emit_reg(c, atom - DW_OP_breg0);
 			if (!ret)
-				ret = emit(c, LP_OP_ADD, 0, (int64_t)ops[i].number);
+				ret = emit(c, FETCH_OP_ADD, 0, (int64_t)ops[i].number);
 		} else if (atom == DW_OP_bregx) {
 			if (i != 0)
 				return unsupported_op(c, var, atom);
 			ret = emit_reg(c, (unsigned)ops[i].number);
 			if (!ret)
-				ret = emit(c, LP_OP_ADD, 0, (int64_t)ops[i].number2);
+				ret = emit(c, FETCH_OP_ADD, 0, (int64_t)ops[i].number2);
 		} else if (atom == DW_OP_fbreg) {
 			if (i != 0)
 				return unsupported_op(c, var, atom);
 			ret = emit_frame_base(c, func, at_entry, var, depth);
 			if (!ret)
-				ret = emit(c, LP_OP_ADD, 0, (int64_t)ops[i].number);
+				ret = emit(c, FETCH_OP_ADD, 0, (int64_t)ops[i].number);
 		} else if (atom == DW_OP_call_frame_cfa) {
 			if (i != 0)
 				return unsupported_op(c, var, atom);
@@ -324,15 +324,15 @@ static int emit_location(struct fc *c, Dwarf_Op *ops, size_t n, Dwarf_Die *func,
 		} else if (atom == DW_OP_addr) {
 			if (i != 0)
 				return unsupported_op(c, var, atom);
-			ret = emit(c, LP_OP_ADDR, 0, (int64_t)ops[i].number);
+			ret = emit(c, FETCH_OP_ADDR, 0, (int64_t)ops[i].number);
 		} else if (atom == DW_OP_deref) {
 			if (i == 0)
 				return unsupported_op(c, var, atom);
-			ret = emit(c, LP_OP_DEREF, 0, 0);
+			ret = emit(c, FETCH_OP_DEREF, 0, 0);
 		} else if (atom == DW_OP_plus_uconst) {
 			if (i == 0)
 				return unsupported_op(c, var, atom);
-			ret = emit(c, LP_OP_ADD, 0, (int64_t)ops[i].number);
+			ret = emit(c, FETCH_OP_ADD, 0, (int64_t)ops[i].number);
 		} else if (atom == DW_OP_stack_value) {
 			/* the computed number is the value, not its address */
 			if (i == 0 || i != n - 1)
@@ -407,7 +407,7 @@ static int load_pointer(struct fc *c)
 	int ret = 0;
 
 	if (c->mode == ACC_ADDR)
-		ret = emit(c, LP_OP_DEREF, 0, 0);
+		ret = emit(c, FETCH_OP_DEREF, 0, 0);
 	c->mode = ACC_ADDR; /* acc now addresses the pointee */
 	return ret;
 }
@@ -481,7 +481,7 @@ static int apply_step(struct fc *c, const struct probe_step *st, Dwarf_Die *t, c
 			return -ENOENT;
 		}
 		*t = mtype;
-		return emit(c, LP_OP_ADD, 0, off);
+		return emit(c, FETCH_OP_ADD, 0, off);
 	case PROBE_STEP_INDEX:
 		if (!peel(&p))
 			goto bad_index;
@@ -515,7 +515,7 @@ static int apply_step(struct fc *c, const struct probe_step *st, Dwarf_Die *t, c
 					prev, c->what);
 			return -EOPNOTSUPP;
 		}
-		return emit(c, LP_OP_ADD, 0, st->index * esize);
+		return emit(c, FETCH_OP_ADD, 0, st->index * esize);
 	}
 bad_index:
 	dwarf_aux__errf(c->err, c->errlen, "'%s' is not an array or pointer in '%s'", prev,
@@ -583,9 +583,9 @@ static int finish(struct fc *c, Dwarf_Die *t, struct fetch_type *ty)
 	tag = dwarf_tag(&p);
 	if (tag == DW_TAG_pointer_type && die_type(&p, &sub) && is_char_type(&sub)) {
 		ty->kind = FETCH_STRING;
-		ty->size = LP_STR_LEN;
+		ty->size = FETCH_STR_LEN;
 		ret = load_pointer(c);
-		return ret ? ret : emit(c, LP_OP_STR, 0, 0);
+		return ret ? ret : emit(c, FETCH_OP_STR, 0, 0);
 	}
 	if (tag == DW_TAG_array_type && die_type(&p, &sub) && is_char_type(&sub)) {
 		if (c->mode != ACC_ADDR) {
@@ -594,8 +594,8 @@ static int finish(struct fc *c, Dwarf_Die *t, struct fetch_type *ty)
 			return -EOPNOTSUPP;
 		}
 		ty->kind = FETCH_STRING;
-		ty->size = LP_STR_LEN;
-		return emit(c, LP_OP_STR, 0, 0);
+		ty->size = FETCH_STR_LEN;
+		return emit(c, FETCH_OP_STR, 0, 0);
 	}
 	switch (tag) {
 	case DW_TAG_pointer_type:
@@ -672,9 +672,9 @@ static int finish(struct fc *c, Dwarf_Die *t, struct fetch_type *ty)
 	c->prog->is_signed = ty->is_signed;
 	if (c->mode == ACC_VALUE)
 		return 0; /* the value is acc: see the header */
-	ret = emit(c, LP_OP_LOAD, 0, 0);
+	ret = emit(c, FETCH_OP_LOAD, 0, 0);
 	if (!ret)
-		c->prog->ops[c->prog->n_ops - 1].size = (__u8)size;
+		c->prog->ops[c->prog->n_ops - 1].size = (uint8_t)size;
 	return ret;
 }
 
@@ -740,7 +740,7 @@ static int compile(struct fc *c, const struct probe_expr *e, struct fetch_type *
 			ret = -EINVAL;
 			goto out;
 		}
-		ret = emit(c, LP_OP_RETVAL, 0, 0);
+		ret = emit(c, FETCH_OP_RETVAL, 0, 0);
 		c->mode = ACC_VALUE;
 	} else {
 		if (!find_var(scopes, n, e->base, &var)) {
@@ -794,14 +794,14 @@ static int compile(struct fc *c, const struct probe_expr *e, struct fetch_type *
 	if (!ret)
 		ret = finish(c, &type, ty);
 	if (!ret)
-		ret = emit(c, LP_OP_END, 0, 0);
+		ret = emit(c, FETCH_OP_END, 0, 0);
 out:
 	free(scopes);
 	return ret;
 }
 
 int fetch_compile(const char *binary_path, uint64_t probe_vaddr, const struct probe_expr *e,
-		  struct lp_fetch_prog *out, struct fetch_type *type_out, char *err, size_t errlen)
+		  struct fetch_prog *out, struct fetch_type *type_out, char *err, size_t errlen)
 {
 	struct fetch_type local = {0};
 	struct fetch_type *ty = type_out ? type_out : &local;

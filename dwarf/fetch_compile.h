@@ -2,18 +2,18 @@
 /*
  * fetch_compile.h - compile a value expression ("req->hdr.kind", "n",
  * "ret") at a probe address into a BPF fetch program (struct
- * lp_fetch_prog of bpf/liveprof.h), from DWARF location expressions.
+ * fetch_prog of bpf/liveprof.h), from DWARF location expressions.
  *
  * Program semantics (the interpreter in BPF runs the ops in order; acc
  * starts at 0):
- *   - a program that ends in LP_OP_LOAD or LP_OP_STR reads memory at acc;
- *   - a program whose last op before LP_OP_END is not LOAD/STR means
+ *   - a program that ends in FETCH_OP_LOAD or FETCH_OP_STR reads memory at acc;
+ *   - a program whose last op before FETCH_OP_END is not LOAD/STR means
  *     "the value is acc" (a variable living in a register, or "ret").
  *     acc then holds the whole 64-bit register: the daemon truncates it
  *     to fetch_type.size bytes and sign-extends when is_signed.
- * Every program ends with LP_OP_END, counted in n_ops, and has at most
- * LP_MAX_FETCH_OPS ops. LP_OP_ADDR args are link-time addresses: BPF adds
- * the module's load bias. LP_OP_CFA args are offsets from the probe's sp.
+ * Every program ends with FETCH_OP_END, counted in n_ops, and has at most
+ * FETCH_MAX_OPS ops. FETCH_OP_ADDR args are link-time addresses: BPF adds
+ * the module's load bias. FETCH_OP_CFA args are offsets from the probe's sp.
  *
  * Include <linux/types.h> before this header (liveprof.h uses __u32).
  */
@@ -24,9 +24,40 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <linux/types.h>
-#include "bpf/liveprof.h"
 #include "dwarf/probe_resolve.h"
+
+/*
+ * A fetch program as dwarf/ defines it. user/session translates it into
+ * the BPF contract (struct lp_fetch_prog in bpf/liveprof.h), op by op, so
+ * neither side includes the other's header.
+ */
+#define FETCH_MAX_OPS 16 /* ops in one program */
+#define FETCH_STR_LEN 32 /* bytes kept of a captured C string */
+
+enum fetch_opcode {
+	FETCH_OP_END = 0,
+	FETCH_OP_REG,	 /* acc = regs[reg] (DWARF register number) */
+	FETCH_OP_ADD,	 /* acc += arg */
+	FETCH_OP_DEREF,	 /* acc = *(u64 *)acc in the target's memory */
+	FETCH_OP_ADDR,	 /* acc = arg + load bias of the probed module */
+	FETCH_OP_CFA,	 /* acc = CFA at the probe (sp + arg) */
+	FETCH_OP_LOAD,	 /* value = `size` bytes at acc (final) */
+	FETCH_OP_STR,	 /* value = C string at acc (final, FETCH_STR_LEN) */
+	FETCH_OP_RETVAL, /* acc = return value register (return sites only) */
+};
+
+struct fetch_op {
+	enum fetch_opcode op;
+	uint8_t size; /* LOAD: 1, 2, 4 or 8 */
+	uint16_t reg; /* REG: DWARF register number */
+	int64_t arg;
+};
+
+struct fetch_prog {
+	uint32_t n_ops; /* including the final FETCH_OP_END */
+	bool is_signed;
+	struct fetch_op ops[FETCH_MAX_OPS];
+};
 
 enum fetch_kind {
 	FETCH_INT = 1, /* signed integer */
@@ -34,7 +65,7 @@ enum fetch_kind {
 	FETCH_PTR,     /* any pointer but char *: print in hex */
 	FETCH_ENUM,    /* print the enumerator name from enums[] */
 	FETCH_CHAR,    /* a single char */
-	FETCH_STRING,  /* char * or char[]: fetched with LP_OP_STR */
+	FETCH_STRING,  /* char * or char[]: fetched with FETCH_OP_STR */
 	FETCH_BOOL,
 };
 
@@ -47,7 +78,7 @@ struct fetch_enumerator {
 struct fetch_type {
 	enum fetch_kind kind;
 	char name[128]; /* C spelling: "int", "struct request *", "enum color" */
-	unsigned size;	/* bytes of the value: 1, 2, 4 or 8 (LP_STR_LEN for strings) */
+	unsigned size;	/* bytes of the value: 1, 2, 4 or 8 (FETCH_STR_LEN for strings) */
 	bool is_signed;
 	size_t n_enums;
 	struct fetch_enumerator *enums; /* FETCH_ENUM only */
@@ -70,7 +101,7 @@ struct fetch_type {
  * Supported locations: DW_OP_reg*, DW_OP_regx, DW_OP_breg*, DW_OP_bregx,
  * DW_OP_fbreg (frame base DW_OP_call_frame_cfa via CFI, DW_OP_breg*,
  * DW_OP_reg*), DW_OP_addr, DW_OP_deref, DW_OP_plus_uconst and a final
- * DW_OP_stack_value. "ret" compiles to LP_OP_RETVAL (uretprobes and ret
+ * DW_OP_stack_value. "ret" compiles to FETCH_OP_RETVAL (uretprobes and ret
  * instruction sites only).
  *
  * Return: 0; -ENODATA (no DWARF, or the variable is optimized out at
@@ -79,7 +110,7 @@ struct fetch_type {
  * or -errno from opening the file. The message is in @err.
  */
 int fetch_compile(const char *binary_path, uint64_t probe_vaddr, const struct probe_expr *e,
-		  struct lp_fetch_prog *out, struct fetch_type *type_out, char *err, size_t errlen);
+		  struct fetch_prog *out, struct fetch_type *type_out, char *err, size_t errlen);
 
 /**
  * fetch_type_free - release a fetch_type's enumerator table

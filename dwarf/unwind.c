@@ -92,7 +92,7 @@ static const Dwfl_Callbacks proc_callbacks = {
 
 static bool in_tramp(uint64_t addr)
 {
-	return addr >= LP_UPROBE_TRAMP_LO && addr < LP_UPROBE_TRAMP_HI;
+	return addr >= UNWIND_TRAMP_LO && addr < UNWIND_TRAMP_HI;
 }
 
 /*
@@ -496,7 +496,7 @@ int unwinder__unwind_input(struct unwinder *u, int pid, const struct unwind_inpu
  *
  * Return: as unwinder__unwind_input().
  */
-int unwinder__unwind(struct unwinder *u, int pid, const struct lp_uregs *regs, const void *stack,
+int unwinder__unwind(struct unwinder *u, int pid, const struct unwind_regs *regs, const void *stack,
 		     size_t stack_len, uint64_t *pcs, int max, bool *truncated)
 {
 	struct unwind_input in = {
@@ -567,7 +567,7 @@ int unwinder__fix_leaf_input(struct unwinder *u, int pid, const struct unwind_in
  *
  * Return: as unwinder__fix_leaf_input().
  */
-int unwinder__fix_leaf(struct unwinder *u, int pid, const struct lp_uregs *regs, const void *stack,
+int unwinder__fix_leaf(struct unwinder *u, int pid, const struct unwind_regs *regs, const void *stack,
 		       size_t stack_len, uint64_t *pcs, int n, int max)
 {
 	struct unwind_input in = {

@@ -3,7 +3,7 @@
  * unwind.h - user stacks from DWARF CFI over a copied stack, with libdw.
  *
  * The BPF sampler hands us, for one sampled thread, the registers ip, sp
- * and bp (struct lp_uregs) and a copy of the user stack from sp upwards.
+ * and bp (struct unwind_regs) and a copy of the user stack from sp upwards.
  * By the time we unwind, the live stack has moved on, so stack memory is
  * served only from that copy, never from /proc/PID/mem. Memory outside the
  * copy is read from the file of the module that maps it (.rodata, .data
@@ -28,15 +28,27 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <linux/types.h>
 
-#include "bpf/liveprof.h"
+/* The user registers a sample gives the unwinder (dwarf/'s own type; the
+ * session fills it from the BPF contract's struct lp_uregs). */
+struct unwind_regs {
+	uint64_t ip;
+	uint64_t sp;
+	uint64_t bp;
+};
+
+/*
+ * The [uprobes] trampoline page on x86-64: while a uretprobe is pending,
+ * the kernel writes an address in it over the frame's return address.
+ */
+#define UNWIND_TRAMP_LO 0x7fffffffe000ULL
+#define UNWIND_TRAMP_HI 0x7ffffffff000ULL
 
 /*
  * A return-address slot that a pending uretprobe overwrote with the
- * [uprobes] trampoline address (LP_UPROBE_TRAMP_LO..HI): @slot is the user
+ * [uprobes] trampoline address (UNWIND_TRAMP_LO..HI): @slot is the user
  * address of the 8-byte slot, @ret the real return address saved at entry
- * (struct lp_call_tag ->ret_slot, ->ret_addr).
+ * (saved by the tracer at the call's entry).
  */
 struct unwind_fixup {
 	uint64_t slot;
@@ -49,7 +61,7 @@ struct unwind_fixup {
  * @fixups may be NULL when @nr_fixups is 0.
  */
 struct unwind_input {
-	const struct lp_uregs *regs;
+	const struct unwind_regs *regs;
 	const void *stack;
 	size_t stack_len;
 	const struct unwind_fixup *fixups;
@@ -132,7 +144,7 @@ int unwinder__unwind_input(struct unwinder *u, int pid, const struct unwind_inpu
  *
  * Return: as unwinder__unwind_input().
  */
-int unwinder__unwind(struct unwinder *u, int pid, const struct lp_uregs *regs, const void *stack,
+int unwinder__unwind(struct unwinder *u, int pid, const struct unwind_regs *regs, const void *stack,
 		     size_t stack_len, uint64_t *pcs, int max, bool *truncated);
 
 /**
@@ -174,8 +186,8 @@ int unwinder__fix_leaf_input(struct unwinder *u, int pid, const struct unwind_in
  *
  * Return: as unwinder__fix_leaf_input().
  */
-int unwinder__fix_leaf(struct unwinder *u, int pid, const struct lp_uregs *regs, const void *stack,
-		       size_t stack_len, uint64_t *pcs, int n, int max);
+int unwinder__fix_leaf(struct unwinder *u, int pid, const struct unwind_regs *regs,
+		       const void *stack, size_t stack_len, uint64_t *pcs, int n, int max);
 
 /**
  * unwinder__module_has_fp - how much of a module keeps frame pointers

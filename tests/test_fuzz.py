@@ -21,13 +21,13 @@ FUZZ = ROOT / "tests" / "fuzz"
 SECONDS = int(os.environ.get("LIVEPROF_FUZZ_SECONDS", "10"))
 CLANG = shutil.which("clang")
 
-PROFILE = ["user/read_folded.c", "user/read_pprof.c", "user/profile.c"]
-EMIT = ["user/emit.c", "user/emit_c.c", "user/emit_go.c", "user/emit_python.c",
-        "user/emit_ruby.c", "user/emit_tree.c", "user/atomic_file.c"]
+PROFILE = ["user/profile/read_folded.c", "user/profile/read_pprof.c", "user/profile/profile.c"]
+EMIT = ["user/synth/emit.c", "user/synth/emit_c.c", "user/synth/emit_go.c", "user/synth/emit_python.c",
+        "user/synth/emit_ruby.c", "user/synth/emit_tree.c", "user/util/atomic_file.c"]
 HARNESSES = {
     "folded": PROFILE,
     "pprof": PROFILE,
-    "scenario": ["user/scenario.c"] + PROFILE + EMIT,
+    "scenario": ["user/synth/scenario.c"] + PROFILE + EMIT,
     "elf": ["dwarf/elf_symtab.c", "dwarf/sym_dwarf.c"],
 }
 LIBS = ["-lelf", "-ldw", "-lz", "-lm", "-lpthread"]

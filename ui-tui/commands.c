@@ -12,12 +12,12 @@
 #include <string.h>
 
 #include "ui-tui/tui_internal.h"
-#include "user/bpf_session.h"
-#include "user/daemon.h"
-#include "user/profile.h"
-#include "user/report.h"
-#include "user/split.h"
-#include "user/traces.h"
+#include "user/session/bpf_session.h"
+#include "user/session/daemon.h"
+#include "user/profile/profile.h"
+#include "user/session/report.h"
+#include "user/session/split.h"
+#include "user/session/traces.h"
 
 #define DEFAULT_SPLIT_PCT 95.0
 

@@ -13,11 +13,11 @@
 #include <string.h>
 
 #include "ui-tui/tui_internal.h"
-#include "user/daemon.h"
-#include "user/profile.h"
-#include "user/report.h"
-#include "user/split.h"
-#include "user/stack_store.h"
+#include "user/session/daemon.h"
+#include "user/profile/profile.h"
+#include "user/session/report.h"
+#include "user/session/split.h"
+#include "user/profile/stack_store.h"
 
 static uint64_t hash_str(uint64_t h, const char *s)
 {

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "user/split.h"
+#include "user/session/split.h"
 
 struct profile;
 struct tui;

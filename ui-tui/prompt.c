@@ -11,8 +11,8 @@
 #include <curses.h>
 
 #include "ui-tui/tui_internal.h"
-#include "user/daemon.h"
-#include "user/traces.h"
+#include "user/session/daemon.h"
+#include "user/session/traces.h"
 
 #define MAX_COMPLETIONS 64
 

@@ -10,8 +10,8 @@
 #include <curses.h>
 
 #include "ui-tui/tui_internal.h"
-#include "user/daemon.h"
-#include "user/stack_store.h"
+#include "user/session/daemon.h"
+#include "user/profile/stack_store.h"
 
 #define MSG_SHOW_NS (8 * 1000000000ULL)
 

@@ -38,7 +38,7 @@
 
 #include "ui-tui/tui.h"
 #include "ui-tui/tui_internal.h"
-#include "user/daemon.h"
+#include "user/session/daemon.h"
 
 #define POLL_MS	       20 /* longest wait for a key before draining events */
 #define ESC_DELAY_MS   25 /* a lone Esc is told from an escape sequence this fast */

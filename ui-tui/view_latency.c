@@ -10,9 +10,9 @@
 #include <curses.h>
 
 #include "ui-tui/tui_internal.h"
-#include "user/daemon.h"
-#include "user/split.h"
-#include "user/traces.h"
+#include "user/session/daemon.h"
+#include "user/session/split.h"
+#include "user/session/traces.h"
 
 #define HIST_MAX_ROWS 24
 

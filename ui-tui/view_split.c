@@ -9,8 +9,8 @@
 #include <curses.h>
 
 #include "ui-tui/tui_internal.h"
-#include "user/daemon.h"
-#include "user/split.h"
+#include "user/session/daemon.h"
+#include "user/session/split.h"
 
 #define DIFF_MIN_SHARE 0.01 /* diff tree rows below this share in both classes are hidden */
 

@@ -34,8 +34,8 @@
 #include <unistd.h>
 
 #include "bpf/liveprof.h"
-#include "user/stack_store.h"
-#include "user/stack_symbols.h"
+#include "user/profile/stack_store.h"
+#include "user/profile/stack_symbols.h"
 #include "dwarf/symbolize.h"
 
 #define MAX_FRAMES 127 /* the daemon's MAX_USER_FRAMES order of magnitude */

@@ -385,7 +385,7 @@ def bench_daemon(res):
     ], "ok": ok, "rate": med(rates)}
 
 
-LIBS = ["build/libliveprof.a", "-lbpf", "-ldw", "-lelf", "-ljansson", "-lncursesw", "-lz",
+LIBS = [f"build/lib{l}.a" for l in ("tui", "serve", "synth", "session", "profile", "dwarf", "util")] + ["-lbpf", "-ldw", "-lelf", "-ljansson", "-lncursesw", "-lz",
         "-lpthread", "-lm"]
 
 
@@ -651,7 +651,7 @@ def write_report(res, started, load0):
             "aggregates per second of CPU; the arrival rate is bounded by the sampling rate.")
     rp = res.get("replay") or {}
     section("Daemon throughput (replay)", "replay", "| figure | min / median / max |\n| --- | --- |",
-            f"`tests/bench/replay.c` (linked with build/libliveprof.a, pinned to CPU {TOOL_CPU}) "
+            f"`tests/bench/replay.c` (linked with the layer archives, pinned to CPU {TOOL_CPU}) "
             f"lays out 2,000,000 sample records as consecutive ring-buffer entries over 10,000 "
             f"distinct synthetic user stacks (depth 10-40, mean {rp.get('depth', 0):.1f}, "
             f"addresses in the text of {rp.get('modules', 'a few')} mapped modules, stacks "

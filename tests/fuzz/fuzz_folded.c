@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "user/profile_read.h"
+#include "user/profile/profile_read.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

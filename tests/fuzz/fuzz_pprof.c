@@ -10,7 +10,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "user/profile_read.h"
+#include "user/profile/profile_read.h"
 
 static void one(const void *buf, size_t len)
 {

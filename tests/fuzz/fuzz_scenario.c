@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "user/scenario.h"
+#include "user/synth/scenario.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

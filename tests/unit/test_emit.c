@@ -11,10 +11,10 @@
 #include <zlib.h>
 
 #include "unit.h"
-#include "user/emit.h"
-#include "user/emit_tree.h"
-#include "user/profile_read.h"
-#include "user/scenario.h"
+#include "user/synth/emit.h"
+#include "user/synth/emit_tree.h"
+#include "user/profile/profile_read.h"
+#include "user/synth/scenario.h"
 
 /* Render stack @i of @p as "a;b;c count". */
 static void stack_str(const struct profile *p, size_t i, char *buf, size_t sz)

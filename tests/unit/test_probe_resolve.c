@@ -413,7 +413,7 @@ UNIT_TEST(test_ret_sites)
 	}
 }
 
-static int compile(const char *bin, uint64_t at, const char *expr, struct lp_fetch_prog *p,
+static int compile(const char *bin, uint64_t at, const char *expr, struct fetch_prog *p,
 		   struct fetch_type *ty, char *err, size_t errlen)
 {
 	struct probe_expr e;
@@ -428,7 +428,7 @@ UNIT_TEST(test_fetch_static)
 {
 	struct probe_spec sp;
 	struct probe_target t0, t2;
-	struct lp_fetch_prog p;
+	struct fetch_prog p;
 	struct fetch_type ty;
 	char err[512];
 
@@ -441,30 +441,30 @@ UNIT_TEST(test_fetch_static)
 
 	/* -O0: the argument lives in the frame: CFA/rbp based, then a 4-byte load */
 	CHECK_EQ_INT(compile(bin_o0, t0.body_vaddr, "n", &p, &ty, err, sizeof(err)), 0);
-	CHECK(p.n_ops >= 3 && (p.ops[0].op == LP_OP_CFA || p.ops[0].op == LP_OP_REG));
-	CHECK(p.ops[p.n_ops - 2].op == LP_OP_LOAD && p.ops[p.n_ops - 2].size == 4);
-	CHECK(p.ops[p.n_ops - 1].op == LP_OP_END);
+	CHECK(p.n_ops >= 3 && (p.ops[0].op == FETCH_OP_CFA || p.ops[0].op == FETCH_OP_REG));
+	CHECK(p.ops[p.n_ops - 2].op == FETCH_OP_LOAD && p.ops[p.n_ops - 2].size == 4);
+	CHECK(p.ops[p.n_ops - 1].op == FETCH_OP_END);
 	CHECK(ty.kind == FETCH_INT && ty.is_signed && p.is_signed);
 	CHECK_STR(ty.name, "int");
 	fetch_type_free(&ty);
 	/* at the very entry the frame base is the CFA, sp + 8 */
 	CHECK_EQ_INT(compile(bin_o0, t0.entry_vaddr, "n", &p, &ty, err, sizeof(err)), 0);
-	CHECK(p.ops[0].op == LP_OP_CFA);
+	CHECK(p.ops[0].op == FETCH_OP_CFA);
 
 	/* -O2: req arrives in rdi (DWARF 5) */
 	CHECK_EQ_INT(compile(bin_o2, t2.entry_vaddr, "req->kind", &p, &ty, err, sizeof(err)), 0);
-	CHECK(p.ops[0].op == LP_OP_REG && p.ops[0].reg == 5);
-	CHECK(p.ops[p.n_ops - 2].op == LP_OP_LOAD);
-	CHECK(p.n_ops <= LP_MAX_FETCH_OPS);
+	CHECK(p.ops[0].op == FETCH_OP_REG && p.ops[0].reg == 5);
+	CHECK(p.ops[p.n_ops - 2].op == FETCH_OP_LOAD);
+	CHECK(p.n_ops <= FETCH_MAX_OPS);
 	CHECK_EQ_INT(compile(bin_o2, t2.entry_vaddr, "req", &p, &ty, err, sizeof(err)), 0);
 	CHECK(ty.kind == FETCH_PTR && ty.size == 8);
 	CHECK_STR(ty.name, "struct request *");
 	CHECK_EQ_INT(compile(bin_o2, t2.entry_vaddr, "ret", &p, &ty, err, sizeof(err)), 0);
-	CHECK(p.n_ops == 2 && p.ops[0].op == LP_OP_RETVAL && p.ops[1].op == LP_OP_END);
+	CHECK(p.n_ops == 2 && p.ops[0].op == FETCH_OP_RETVAL && p.ops[1].op == FETCH_OP_END);
 	CHECK(ty.kind == FETCH_INT);
 	CHECK_EQ_INT(compile(bin_o2, t2.entry_vaddr, "global_counter", &p, &ty, err, sizeof(err)),
 		     0);
-	CHECK(p.ops[0].op == LP_OP_ADDR &&
+	CHECK(p.ops[0].op == FETCH_OP_ADDR &&
 	      (uint64_t)p.ops[0].arg == nm_sym(bin_o2, "global_counter", "Dd"));
 
 	/* errors */
@@ -545,47 +545,47 @@ static bool peek(pid_t pid, uint64_t addr, uint64_t *v)
 
 /* The BPF interpreter's job, done with ptrace. Returns false on a fault. */
 static bool eval(pid_t pid, const struct user_regs_struct *r, uint64_t bias,
-		 const struct lp_fetch_prog *p, const struct fetch_type *ty, int64_t *val,
+		 const struct fetch_prog *p, const struct fetch_type *ty, int64_t *val,
 		 char *str)
 {
 	uint64_t acc = 0, w;
 
-	for (unsigned i = 0; i < p->n_ops && i < LP_MAX_FETCH_OPS; i++) {
-		const struct lp_fetch_op *op = &p->ops[i];
+	for (unsigned i = 0; i < p->n_ops && i < FETCH_MAX_OPS; i++) {
+		const struct fetch_op *op = &p->ops[i];
 
 		switch (op->op) {
-		case LP_OP_REG:
+		case FETCH_OP_REG:
 			acc = dwarf_reg(r, op->reg);
 			break;
-		case LP_OP_ADD:
+		case FETCH_OP_ADD:
 			acc += (uint64_t)op->arg;
 			break;
-		case LP_OP_DEREF:
+		case FETCH_OP_DEREF:
 			if (!peek(pid, acc, &acc))
 				return false;
 			break;
-		case LP_OP_ADDR:
+		case FETCH_OP_ADDR:
 			acc = (uint64_t)op->arg + bias;
 			break;
-		case LP_OP_CFA:
+		case FETCH_OP_CFA:
 			acc = r->rsp + (uint64_t)op->arg;
 			break;
-		case LP_OP_RETVAL:
+		case FETCH_OP_RETVAL:
 			acc = r->rax;
 			break;
-		case LP_OP_STR:
-			for (int k = 0; k < LP_STR_LEN; k += 8) {
+		case FETCH_OP_STR:
+			for (int k = 0; k < FETCH_STR_LEN; k += 8) {
 				if (!peek(pid, acc + k, &w))
 					return false;
 				memcpy(str + k, &w, 8);
 			}
-			str[LP_STR_LEN - 1] = '\0';
+			str[FETCH_STR_LEN - 1] = '\0';
 			return true;
-		case LP_OP_LOAD:
+		case FETCH_OP_LOAD:
 			if (!peek(pid, acc, &acc))
 				return false;
 			goto value;
-		case LP_OP_END:
+		case FETCH_OP_END:
 			goto value;
 		}
 	}
@@ -657,7 +657,7 @@ struct live_expr {
 static void live_check(const char *bin, uint64_t vaddr, const struct live_expr *ex, size_t nex,
 		       int hits)
 {
-	struct lp_fetch_prog progs[8];
+	struct fetch_prog progs[8];
 	struct fetch_type types[8];
 	char err[512], line[512];
 	int pfd[2], status, got = 0;
@@ -704,7 +704,7 @@ static void live_check(const char *bin, uint64_t vaddr, const struct live_expr *
 			break;
 		for (size_t i = 0; i < nex; i++) {
 			int64_t v = 0;
-			char s[LP_STR_LEN] = "", want[64] = "";
+			char s[FETCH_STR_LEN] = "", want[64] = "";
 			char *k = strstr(line, ex[i].key);
 
 			CHECK(k != NULL);

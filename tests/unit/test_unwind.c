@@ -39,7 +39,7 @@ struct capture {
 	bool ok;
 	pid_t pid;
 	char bin[128];
-	struct lp_uregs regs;
+	struct unwind_regs regs;
 	unsigned char stack[STACK_COPY];
 	size_t stack_len;
 	uint64_t base; /* load bias of the executable */
@@ -498,10 +498,10 @@ UNIT_TEST(test_trampoline)
 	static unsigned char copy[STACK_COPY];
 	struct capture *c = capture(0);
 	struct unwinder *u = unwinder();
-	uint64_t full[MAX_PCS], pcs[MAX_PCS], tramp = LP_UPROBE_TRAMP_LO;
+	uint64_t full[MAX_PCS], pcs[MAX_PCS], tramp = UNWIND_TRAMP_LO;
 	struct unwind_fixup fix;
 	struct unwind_input in = {0};
-	struct lp_uregs regs;
+	struct unwind_regs regs;
 	bool truncated;
 	int nfull, n;
 	long off;
@@ -581,7 +581,7 @@ UNIT_TEST(test_bad_input)
 	struct capture *c = capture(0);
 	struct unwinder *u = unwinder();
 	unsigned char junk[4096];
-	struct lp_uregs regs;
+	struct unwind_regs regs;
 	uint64_t pcs[MAX_PCS];
 	bool truncated;
 	int n;

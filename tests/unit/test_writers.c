@@ -10,9 +10,9 @@
 #include <zlib.h>
 
 #include "unit.h"
-#include "user/atomic_file.h"
-#include "user/profile.h"
-#include "user/writers.h"
+#include "user/util/atomic_file.h"
+#include "user/profile/profile.h"
+#include "user/profile/writers.h"
 
 static uint32_t frame(struct profile *p, const char *name, enum frame_kind kind, uint64_t addr,
 		      bool inlined)

@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * probe_elf.c - ELF helpers for probe resolution: vaddr to file offset, the
+ * function symbols of .symtab/.dynsym, Go detection.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <dwarf.h>
+#include <gelf.h>
+#include <elfutils/libdw.h>
+#include "dwarf/dwarf_aux.h"
+#include "dwarf/probe_resolve.h"
+#include "dwarf/probe_internal.h"
+
+/* ---- ELF helpers --------------------------------------------------- */
+
+int elf_vaddr_to_offset(Elf *elf, uint64_t vaddr, uint64_t *offset)
+{
+	size_t i, n;
+
+	if (elf_getphdrnum(elf, &n))
+		return -ENOENT;
+	for (i = 0; i < n; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		if (vaddr >= ph.p_vaddr && vaddr - ph.p_vaddr < ph.p_filesz) {
+			*offset = vaddr - ph.p_vaddr + ph.p_offset;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+static int symtab_add(struct symtab *t, const char *name, uint64_t value, uint64_t size)
+{
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 1024;
+		struct fsym *s = realloc(t->syms, cap * sizeof(*s));
+
+		if (!s)
+			return -ENOMEM;
+		t->syms = s;
+		t->cap = cap;
+	}
+	t->syms[t->n++] = (struct fsym){name, value, size};
+	return 0;
+}
+
+/* Defined functions of .symtab and .dynsym. */
+int probe_symtab_load(Elf *elf, struct symtab *t)
+{
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *data;
+		size_t i, n;
+
+		if (!gelf_getshdr(scn, &sh) ||
+		    (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) || !sh.sh_entsize)
+			continue;
+		data = elf_getdata(scn, NULL);
+		if (!data)
+			continue;
+		n = data->d_size / sh.sh_entsize;
+		for (i = 0; i < n; i++) {
+			GElf_Sym sym;
+			const char *name;
+			int type;
+
+			if (!gelf_getsym(data, (int)i, &sym))
+				break;
+			type = GELF_ST_TYPE(sym.st_info);
+			if ((type != STT_FUNC && type != STT_GNU_IFUNC) ||
+			    sym.st_shndx == SHN_UNDEF || !sym.st_value)
+				continue;
+			name = elf_strptr(elf, sh.sh_link, sym.st_name);
+			if (!name || !*name)
+				continue;
+			if (symtab_add(t, name, sym.st_value, sym.st_size))
+				return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+static bool has_symbol(Elf *elf, const char *want)
+{
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *data;
+		size_t i, n;
+
+		if (!gelf_getshdr(scn, &sh) ||
+		    (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) || !sh.sh_entsize)
+			continue;
+		data = elf_getdata(scn, NULL);
+		if (!data)
+			continue;
+		n = data->d_size / sh.sh_entsize;
+		for (i = 0; i < n; i++) {
+			GElf_Sym sym;
+			const char *name;
+
+			if (!gelf_getsym(data, (int)i, &sym))
+				break;
+			name = elf_strptr(elf, sh.sh_link, sym.st_name);
+			if (name && strcmp(name, want) == 0)
+				return true;
+		}
+	}
+	return false;
+}
+
+bool elf_is_go(Elf *elf)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+
+	if (!elf)
+		return false;
+	if (elf_getshdrstrndx(elf, &shstrndx) == 0) {
+		while ((scn = elf_nextscn(elf, scn))) {
+			GElf_Shdr sh;
+			const char *name;
+
+			if (!gelf_getshdr(scn, &sh))
+				continue;
+			name = elf_strptr(elf, shstrndx, sh.sh_name);
+			if (name &&
+			    (!strcmp(name, ".go.buildinfo") || !strcmp(name, ".note.go.buildid")))
+				return true;
+		}
+	}
+	return has_symbol(elf, "runtime.main");
+}

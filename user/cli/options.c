@@ -1,0 +1,302 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * options.c - command-line parsing for `liveprof [options] (-p PID | -a | -- CMD)`.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "user/session/options.h"
+#include "user/util/log.h"
+
+enum {
+	OPT_JSON = 256,
+	OPT_KERNEL,
+	OPT_LINES,
+	OPT_NO_TUI,
+	OPT_TRACE,
+	OPT_BY,
+	OPT_WINDOW,
+	OPT_INTERVAL,
+	OPT_MAX_OVERHEAD,
+	OPT_SPLIT,
+	OPT_WHEN,
+	OPT_OFFCPU,
+	OPT_PER_CALL,
+	OPT_CALL_GRAPH,
+	OPT_STACK_SIZE,
+	OPT_TOP,
+	OPT_PER_THREAD,
+	OPT_RINGBUF,
+};
+
+static const struct option long_opts[] = {
+	{"pid", required_argument, NULL, 'p'},
+	{"all", no_argument, NULL, 'a'},
+	{"freq", required_argument, NULL, 'F'},
+	{"duration", required_argument, NULL, 'd'},
+	{"output", required_argument, NULL, 'o'},
+	{"verbose", no_argument, NULL, 'v'},
+	{"help", no_argument, NULL, 'h'},
+	{"json", required_argument, NULL, OPT_JSON},
+	{"kernel", no_argument, NULL, OPT_KERNEL},
+	{"lines", no_argument, NULL, OPT_LINES},
+	{"no-tui", no_argument, NULL, OPT_NO_TUI},
+	{"trace", required_argument, NULL, OPT_TRACE},
+	{"by", required_argument, NULL, OPT_BY},
+	{"window", required_argument, NULL, OPT_WINDOW},
+	{"interval", required_argument, NULL, OPT_INTERVAL},
+	{"max-overhead", required_argument, NULL, OPT_MAX_OVERHEAD},
+	{"split", required_argument, NULL, OPT_SPLIT},
+	{"when", required_argument, NULL, OPT_WHEN},
+	{"offcpu", no_argument, NULL, OPT_OFFCPU},
+	{"per-call", no_argument, NULL, OPT_PER_CALL},
+	{"call-graph", required_argument, NULL, OPT_CALL_GRAPH},
+	{"stack-size", required_argument, NULL, OPT_STACK_SIZE},
+	{"top", required_argument, NULL, OPT_TOP},
+	{"per-thread", no_argument, NULL, OPT_PER_THREAD},
+	{"ringbuf-mb", required_argument, NULL, OPT_RINGBUF},
+	{NULL, 0, NULL, 0},
+};
+
+void options_usage(FILE *f)
+{
+	fputs("usage: liveprof [options] -p PID[,PID...]\n"
+	      "       liveprof [options] -a\n"
+	      "       liveprof [options] -- COMMAND [ARGS...]\n"
+	      "       liveprof emit ...      (liveprof emit --help)\n"
+	      "       liveprof validate ...  (liveprof validate --help)\n"
+	      "\n"
+	      "Sampling:\n"
+	      "  -p, --pid PID[,PID]   profile running processes (all threads, also new ones)\n"
+	      "  -a, --all             profile every process\n"
+	      "  -F, --freq HZ         samples per second per CPU (default 99)\n"
+	      "  -d, --duration SEC    stop after SEC seconds (default: Ctrl-C or target exit)\n"
+	      "      --kernel          add kernel frames\n"
+	      "      --lines           add file:line and inlined frames (DWARF)\n"
+	      "      --per-thread      put the thread id under the process root frame\n"
+	      "      --call-graph M    fp, dwarf or auto (default auto)\n"
+	      "      --stack-size KIB  user stack copied per sample for dwarf unwinding (16)\n"
+	      "Tracing:\n"
+	      "  --trace SPEC          FUNC, BIN:FUNC, FILE:LINE, FUNC+OFF, FUNC(arg, p->f, ret)\n"
+	      "  --by EXPR             group the latency of the (first) trace by a value\n"
+	      "  --window SEC          sliding window for live figures (default 10)\n"
+	      "  --interval SEC        print the tables every SEC seconds\n"
+	      "  --max-overhead PCT    detach a trace whose estimated cost passes PCT% of a CPU\n"
+	      "Split:\n"
+	      "  --split FUNC[@pNN]    slow (>= pNN, default p95) vs fast calls of FUNC\n"
+	      "  --when FILE:LINE      keep only calls in which that line ran\n"
+	      "  --offcpu              add off-CPU (blocked) time, weighted by time blocked\n"
+	      "  --per-call            normalise the split by calls instead of samples\n"
+	      "Output:\n"
+	      "  -o, --output FILE     by extension: .folded/.txt, .svg, .pb.gz; DIR/ with "
+	      "--split\n"
+	      "      --json FILE       machine-readable summary\n"
+	      "      --top N           rows of the top table at exit (default 20, 0 = none)\n"
+	      "      --no-tui          batch mode even on a terminal\n"
+	      "  -v, --verbose         libbpf and verifier messages\n"
+	      "\n"
+	      "Exit status: 0 ok (also after target exit or Ctrl-C), 1 runtime error,\n"
+	      "2 usage, 3 no such process / command, 4 missing privileges (root or\n"
+	      "CAP_BPF+CAP_PERFMON), 5 kernel unsupported (no BTF or perf events),\n"
+	      "6 BPF load/attach failed, 7 output not writable, 8 probe not resolvable.\n",
+	      f);
+}
+
+static int parse_double(const char *arg, const char *what, double min, double max, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(arg, &end);
+	if (errno || end == arg || *end || v < min || v > max) {
+		lp_err("invalid %s '%s' (expected a number from %g to %g)", what, arg, min, max);
+		return -EINVAL;
+	}
+	*out = v;
+	return 0;
+}
+
+static int parse_pids(const char *arg, struct options *o)
+{
+	char *copy = strdup(arg), *save = NULL, *tok;
+	int err = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *end;
+		long pid;
+
+		errno = 0;
+		pid = strtol(tok, &end, 10);
+		if (errno || end == tok || *end || pid <= 0 || pid > 0x3fffffff) {
+			lp_err("invalid pid '%s'", tok);
+			err = -EINVAL;
+			break;
+		}
+		if (o->n_pids == MAX_PIDS) {
+			lp_err("too many pids (at most %d)", MAX_PIDS);
+			err = -EINVAL;
+			break;
+		}
+		o->pids[o->n_pids++] = (int)pid;
+	}
+	free(copy);
+	return err;
+}
+
+int options_parse(int argc, char **argv, struct options *o)
+{
+	double v;
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->freq = 99;
+	o->window_s = 10;
+	o->top_rows = 20;
+	o->stack_kib = 16;
+	o->ringbuf_mb = 16;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+p:aF:d:o:vh", long_opts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			if (parse_pids(optarg, o))
+				return -EINVAL;
+			break;
+		case 'a':
+			o->all = true;
+			break;
+		case 'F':
+			if (parse_double(optarg, "frequency", 1, 100000, &v))
+				return -EINVAL;
+			o->freq = (unsigned int)v;
+			break;
+		case 'd':
+			if (parse_double(optarg, "duration", 0.01, 1e7, &o->duration_s))
+				return -EINVAL;
+			break;
+		case 'o':
+			if (o->n_outputs == MAX_OUTPUTS) {
+				lp_err("too many outputs (at most %d)", MAX_OUTPUTS);
+				return -EINVAL;
+			}
+			o->outputs[o->n_outputs++] = optarg;
+			break;
+		case 'v':
+			o->verbose = true;
+			break;
+		case 'h':
+			options_usage(stdout);
+			return 1;
+		case OPT_JSON:
+			o->json_path = optarg;
+			break;
+		case OPT_KERNEL:
+			o->kernel = true;
+			break;
+		case OPT_LINES:
+			o->lines = true;
+			break;
+		case OPT_NO_TUI:
+			o->no_tui = true;
+			break;
+		case OPT_TRACE:
+			if (o->n_traces == MAX_TRACES) {
+				lp_err("too many --trace (at most %d)", MAX_TRACES);
+				return -EINVAL;
+			}
+			o->traces[o->n_traces++] = optarg;
+			break;
+		case OPT_BY:
+			o->by_expr = optarg;
+			break;
+		case OPT_WINDOW:
+			if (parse_double(optarg, "window", 1, 3600, &o->window_s))
+				return -EINVAL;
+			break;
+		case OPT_INTERVAL:
+			if (parse_double(optarg, "interval", 0.1, 1e6, &o->interval_s))
+				return -EINVAL;
+			break;
+		case OPT_MAX_OVERHEAD:
+			if (parse_double(optarg, "overhead", 0.001, 100, &o->max_overhead_pct))
+				return -EINVAL;
+			break;
+		case OPT_SPLIT:
+			o->split_spec = optarg;
+			break;
+		case OPT_WHEN:
+			o->when_spec = optarg;
+			break;
+		case OPT_OFFCPU:
+			o->offcpu = true;
+			break;
+		case OPT_PER_CALL:
+			o->per_call = true;
+			break;
+		case OPT_CALL_GRAPH:
+			if (!strcmp(optarg, "fp"))
+				o->call_graph = CALL_GRAPH_FP;
+			else if (!strcmp(optarg, "dwarf"))
+				o->call_graph = CALL_GRAPH_DWARF;
+			else if (!strcmp(optarg, "auto"))
+				o->call_graph = CALL_GRAPH_AUTO;
+			else {
+				lp_err("invalid --call-graph '%s' (fp, dwarf or auto)", optarg);
+				return -EINVAL;
+			}
+			break;
+		case OPT_STACK_SIZE:
+			if (parse_double(optarg, "stack size", 1, 64, &v))
+				return -EINVAL;
+			o->stack_kib = (unsigned int)v;
+			break;
+		case OPT_TOP:
+			if (parse_double(optarg, "row count", 0, 100000, &v))
+				return -EINVAL;
+			o->top_rows = (int)v;
+			break;
+		case OPT_PER_THREAD:
+			o->per_thread = true;
+			break;
+		case OPT_RINGBUF:
+			if (parse_double(optarg, "ring buffer size", 1, 1024, &v))
+				return -EINVAL;
+			o->ringbuf_mb = (unsigned int)v;
+			/* ring buffer sizes must be a power of two pages */
+			while (o->ringbuf_mb & (o->ringbuf_mb - 1))
+				o->ringbuf_mb &= o->ringbuf_mb - 1;
+			break;
+		case '?':
+		default:
+			if (optopt && optopt < 256)
+				lp_err("unknown or incomplete option '-%c' (see --help)", optopt);
+			else
+				lp_err("unknown or incomplete option '%s' (see --help)",
+				       argv[optind - 1]);
+			return -EINVAL;
+		}
+	}
+	if (optind < argc) {
+		if (strcmp(argv[optind - 1], "--") != 0) {
+			lp_err("unexpected argument '%s' (a command goes after '--')",
+			       argv[optind]);
+			return -EINVAL;
+		}
+		o->command = &argv[optind];
+	}
+	if (!!o->n_pids + !!o->all + !!o->command != 1) {
+		lp_err("give exactly one target: -p PID, -a or -- COMMAND (see --help)");
+		return -EINVAL;
+	}
+	if (o->when_spec && !o->split_spec) {
+		lp_err("--when needs --split");
+		return -EINVAL;
+	}
+	return 0;
+}

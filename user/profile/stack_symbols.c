@@ -1,0 +1,300 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * stack_symbols.c - raw stacks to frame lists. Frames are interned in a
+ * private frame table (a struct profile used only for its interning), so
+ * a stack is a list of small ids and a profile build is a copy.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bpf/liveprof.h"
+#include "user/profile/stack_symbols.h"
+
+#define MAX_FRAMES 512
+
+struct sym_stack {
+	uint32_t *ids; /* ids in the frame table, root first */
+	uint32_t depth;
+};
+
+struct stack_symbols {
+	struct stack_symbols_opts opts;
+	struct profile *table; /* frame table */
+	struct sym_stack *stacks;
+	size_t n, cap;
+	struct frame *frame_buf;
+	/* frame table id -> id in the profile being built, +1 (0 = unmapped) */
+	uint32_t *remap;
+	size_t remap_cap;
+	struct profile *remap_for;
+};
+
+struct stack_symbols *stack_symbols__new(const struct stack_symbols_opts *o)
+{
+	struct stack_symbols *ss = calloc(1, sizeof(*ss));
+
+	if (!ss)
+		return NULL;
+	ss->opts = *o;
+	ss->table = profile__new("frames");
+	if (!ss->table) {
+		free(ss);
+		return NULL;
+	}
+	return ss;
+}
+
+void stack_symbols__free(struct stack_symbols *ss)
+{
+	if (!ss)
+		return;
+	for (size_t i = 0; i < ss->n; i++)
+		free(ss->stacks[i].ids);
+	free(ss->stacks);
+	free(ss->remap);
+	profile__free(ss->table);
+	free(ss);
+}
+
+static int push(struct stack_symbols *ss, uint32_t *ids, uint32_t *depth, const struct frame *f)
+{
+	int64_t id;
+
+	if (*depth >= MAX_FRAMES)
+		return 0;
+	id = profile__intern_frame(ss->table, f);
+	if (id < 0)
+		return (int)id;
+	ids[(*depth)++] = (uint32_t)id;
+	return 0;
+}
+
+static int push_marker(struct stack_symbols *ss, uint32_t *ids, uint32_t *depth, const char *name)
+{
+	struct frame f = {.name = name, .kind = FRAME_MARKER};
+
+	return push(ss, ids, depth, &f);
+}
+
+/* Push the frames of one user address, outermost (real function) first. */
+static int push_user_addr(struct stack_symbols *ss, struct symbolizer *sym, uint32_t pid,
+			  uint64_t addr, uint32_t *ids, uint32_t *depth)
+{
+	struct sym_frame sf[SYM_MAX_INLINE];
+	char name[320];
+	int n, err;
+
+	n = symbolizer__resolve(sym, pid, addr, sf, SYM_MAX_INLINE);
+	if (n <= 0) {
+		struct frame f = {.name = name, .addr = addr, .kind = FRAME_USER};
+
+		snprintf(name, sizeof(name), "[unknown+0x%" PRIx64 "]", addr);
+		return push(ss, ids, depth, &f);
+	}
+	for (int i = n - 1; i >= 0; i--) {
+		struct frame f = {
+			.name = sf[i].func,
+			.module = sf[i].module,
+			.path = sf[i].path,
+			.build_id = sf[i].build_id,
+			.file = sf[i].file,
+			.line = sf[i].line,
+			.addr = sf[i].offset,
+			.kind = FRAME_USER,
+			.inlined = sf[i].inlined,
+		};
+
+		if (f.name && ss->opts.lines && (f.file || f.inlined)) {
+			/* A per-line profile: the line is part of the frame's name,
+			 * so folded stacks, SVGs and the top table all show it. */
+			const char *base = f.file ? strrchr(f.file, '/') : NULL;
+
+			if (f.file)
+				snprintf(name, sizeof(name), "%s (%s:%d)%s", f.name,
+					 base ? base + 1 : f.file, f.line,
+					 f.inlined ? " [inlined]" : "");
+			else
+				snprintf(name, sizeof(name), "%s [inlined]", f.name);
+			f.name = name;
+		}
+		if (!f.name && f.module && !strcmp(f.module, "[uprobes]")) {
+			/* The uprobe XOL page: an instruction displaced by a probe
+			 * being single-stepped. Probe overhead, said as such. */
+			f.name = "[uprobe single-step]";
+			f.kind = FRAME_MARKER;
+		}
+		if (!f.name) {
+			snprintf(name, sizeof(name), "[%s+0x%" PRIx64 "]",
+				 sf[i].module ? sf[i].module : "unknown", sf[i].offset);
+			f.name = name;
+		}
+		err = push(ss, ids, depth, &f);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static int push_kernel_addr(struct stack_symbols *ss, struct symbolizer *sym, uint64_t addr,
+			    uint32_t *ids, uint32_t *depth)
+{
+	struct sym_frame sf;
+	char name[320];
+	struct frame f = {.kind = FRAME_KERNEL, .module = "[kernel]"};
+
+	if (symbolizer__resolve_kernel(sym, addr, &sf) > 0 && sf.func) {
+		f.name = sf.func;
+		f.module = sf.module;
+		f.addr = sf.offset;
+	} else {
+		snprintf(name, sizeof(name), "[kernel+0x%" PRIx64 "]", addr);
+		f.name = name;
+		f.addr = addr;
+	}
+	return push(ss, ids, depth, &f);
+}
+
+static int symbolize_one(struct stack_symbols *ss, const struct raw_stack *rs,
+			 struct symbolizer *sym, const char *root, struct sym_stack *out)
+{
+	uint32_t ids[MAX_FRAMES], depth = 0;
+	struct frame f = {.name = root, .kind = FRAME_ROOT};
+	char thread[48];
+	int err;
+
+	err = push(ss, ids, &depth, &f);
+	if (!err && ss->opts.per_thread) {
+		struct frame t = {.name = thread, .kind = FRAME_ROOT};
+
+		snprintf(thread, sizeof(thread), "%.16s-%u", rs->comm, rs->tid);
+		err = push(ss, ids, &depth, &t);
+	}
+	if (!err && (rs->flags & STACK_F_TRUNCATED))
+		err = push_marker(ss, ids, &depth, "[truncated]");
+	if (!err && rs->n_user == 0 && rs->n_kernel == 0)
+		err = push_marker(ss, ids, &depth, "[no stack]");
+	for (int i = (int)rs->n_user - 1; i >= 0 && !err; i--) {
+		/* Return addresses point after the call: look up addr - 1 so a
+		 * call at the end of a function is not given to the next one.
+		 * The leaf (index 0) is the interrupted instruction itself. */
+		uint64_t a = rs->user[i];
+
+		err = push_user_addr(ss, sym, rs->pid, i ? a - 1 : a, ids, &depth);
+	}
+	for (int i = (int)rs->n_kernel - 1; i >= 0 && !err; i--)
+		err = push_kernel_addr(ss, sym, rs->kernel[i], ids, &depth);
+	if (!err && (rs->flags & STACK_F_OFFCPU))
+		err = push_marker(ss, ids, &depth, "[off-cpu]");
+	if (err)
+		return err;
+	out->ids = malloc(depth * sizeof(uint32_t));
+	if (!out->ids)
+		return -ENOMEM;
+	memcpy(out->ids, ids, depth * sizeof(uint32_t));
+	out->depth = depth;
+	return 0;
+}
+
+int stack_symbols__update(struct stack_symbols *ss, const struct stack_store *store,
+			  struct symbolizer *sym, const char *(*root_name)(void *, uint32_t),
+			  void *ctx)
+{
+	size_t total = stack_store__count(store);
+
+	if (total > ss->cap) {
+		size_t cap = total + total / 2 + 64;
+		struct sym_stack *s = realloc(ss->stacks, cap * sizeof(*s));
+
+		if (!s)
+			return -ENOMEM;
+		ss->stacks = s;
+		ss->cap = cap;
+	}
+	for (; ss->n < total; ss->n++) {
+		const struct raw_stack *rs = stack_store__get(store, ss->n);
+		const char *root = root_name ? root_name(ctx, rs->pid) : NULL;
+		char comm[17];
+		int err;
+
+		if (!root) {
+			snprintf(comm, sizeof(comm), "%.16s", rs->comm);
+			root = comm;
+		}
+		err = symbolize_one(ss, rs, sym, root, &ss->stacks[ss->n]);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+int stack_symbols__frames(struct stack_symbols *ss, uint32_t id, const struct frame **frames,
+			  uint32_t *depth)
+{
+	static __thread struct frame buf[MAX_FRAMES];
+
+	if (id >= ss->n)
+		return -ENOENT;
+	for (uint32_t i = 0; i < ss->stacks[id].depth; i++)
+		buf[i] = ss->table->frames[ss->stacks[id].ids[i]];
+	*frames = buf;
+	*depth = ss->stacks[id].depth;
+	return 0;
+}
+
+struct profile *stack_symbols__new_profile(struct stack_symbols *ss, const char *name)
+{
+	struct profile *p = profile__new(name);
+
+	ss->remap_for = NULL; /* a new profile may reuse a freed one's address */
+	return p;
+}
+
+int stack_symbols__add_counts(struct stack_symbols *ss, struct profile *out, const struct counts *c,
+			      const struct label *labels, uint32_t n_labels)
+{
+	uint32_t ids[MAX_FRAMES];
+
+	if (ss->remap_for != out || ss->remap_cap < ss->table->n_frames) {
+		size_t cap = ss->table->n_frames + 1024;
+		uint32_t *r = calloc(cap, sizeof(*r));
+
+		if (!r)
+			return -ENOMEM;
+		/* Keep the ids already mapped for this profile. */
+		if (ss->remap_for == out && ss->remap)
+			memcpy(r, ss->remap, ss->remap_cap * sizeof(*r));
+		free(ss->remap);
+		ss->remap = r;
+		ss->remap_cap = cap;
+		ss->remap_for = out;
+	}
+	counts_for_each(c, sc)
+	{
+		uint32_t id = stack_count__id(sc);
+		struct sym_stack *st;
+		int err;
+
+		if (id >= ss->n)
+			continue; /* not symbolized yet: next build has it */
+		st = &ss->stacks[id];
+		for (uint32_t i = 0; i < st->depth; i++) {
+			uint32_t fid = st->ids[i];
+
+			if (!ss->remap[fid]) {
+				int64_t nid = profile__intern_frame(out, &ss->table->frames[fid]);
+
+				if (nid < 0)
+					return (int)nid;
+				ss->remap[fid] = (uint32_t)nid + 1;
+			}
+			ids[i] = ss->remap[fid] - 1;
+		}
+		err = profile__add(out, ids, st->depth, sc->count, sc->weight_ns, labels, n_labels);
+		if (err)
+			return err;
+	}
+	return 0;
+}

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * stack_symbols.h - symbolized stacks, computed once per interned stack
+ * while the target is still alive, then turned into profiles on demand
+ * (the whole run, a window, the slow or the fast calls of a split).
+ */
+#ifndef LP_USER_STACK_SYMBOLS_H
+#define LP_USER_STACK_SYMBOLS_H
+
+#include <stdbool.h>
+#include "user/profile/profile.h"
+#include "user/profile/stack_store.h"
+#include "dwarf/symbolize.h"
+
+struct stack_symbols;
+
+struct stack_symbols_opts {
+	bool per_thread; /* add "comm-tid" under the process root */
+	bool lines;	 /* name frames "func (file.c:12)", inlined ones "[inlined]" */
+};
+
+/** stack_symbols__new - empty cache; NULL on allocation failure */
+struct stack_symbols *stack_symbols__new(const struct stack_symbols_opts *o);
+void stack_symbols__free(struct stack_symbols *ss);
+
+/**
+ * stack_symbols__update - symbolize every stack of @store not yet done
+ * @root_name: callback giving the root frame name for a pid (process
+ *             name), or NULL to use the sample's comm
+ *
+ * Return: 0, or a negative errno.
+ */
+int stack_symbols__update(struct stack_symbols *ss, const struct stack_store *store,
+			  struct symbolizer *sym, const char *(*root_name)(void *, uint32_t),
+			  void *ctx);
+
+/**
+ * stack_symbols__new_profile - a new empty profile to fill with add_counts
+ *
+ * Profiles filled by stack_symbols__add_counts must come from here.
+ * Return: the profile (caller frees with profile__free), or NULL.
+ */
+struct profile *stack_symbols__new_profile(struct stack_symbols *ss, const char *name);
+
+/**
+ * stack_symbols__add_counts - add the stacks of @c to profile @out
+ * @labels, @n_labels: attached to every sample added
+ *
+ * Return: 0, or a negative errno.
+ */
+int stack_symbols__add_counts(struct stack_symbols *ss, struct profile *out, const struct counts *c,
+			      const struct label *labels, uint32_t n_labels);
+
+/** stack_symbols__frames - the symbolized frames of stack @id (root first) */
+int stack_symbols__frames(struct stack_symbols *ss, uint32_t id, const struct frame **frames,
+			  uint32_t *depth);
+
+#endif

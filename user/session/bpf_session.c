@@ -1,0 +1,400 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * bpf_session.c - loading liveprof.bpf.c and attaching its programs.
+ * Sequence as in libbpf-tools: open, set rodata and map sizes, load,
+ * attach; one cleanup path.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <linux/perf_event.h>
+#include <bpf/libbpf.h>
+#include <bpf/bpf.h>
+
+#include "user/session/bpf_session.h"
+#include "liveprof.skel.h"
+
+#define MAX_UPROBE_LINKS 4096
+
+struct bpf_session {
+	struct liveprof_bpf *skel;
+	struct ring_buffer *rb;
+	int nr_cpus;
+	int *perf_fds;
+	struct bpf_link **perf_links;
+	struct bpf_link *uprobe_links[MAX_UPROBE_LINKS];
+	void *hist_mem;
+	size_t hist_len;
+	void *stats_mem;
+	size_t stats_len;
+	bool verbose;
+};
+
+static bool g_verbose;
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)
+{
+	if (level == LIBBPF_DEBUG || !g_verbose)
+		return 0;
+	return vfprintf(stderr, fmt, args);
+}
+
+static void *map_mmap(struct bpf_map *map, size_t *len)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	size_t sz = (size_t)bpf_map__max_entries(map) * bpf_map__value_size(map);
+	void *mem;
+
+	sz = (sz + page - 1) & ~(size_t)(page - 1);
+	mem = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(map), 0);
+	if (mem == MAP_FAILED)
+		return NULL;
+	*len = sz;
+	return mem;
+}
+
+int bpf_session__open(struct bpf_session **out, const struct bpf_session_opts *o)
+{
+	struct bpf_session *s;
+	unsigned int ringbuf_mb;
+	int err;
+
+	*out = NULL;
+	if (access("/sys/kernel/btf/vmlinux", R_OK))
+		return -ENOENT;
+	g_verbose = o->verbose;
+	libbpf_set_print(libbpf_print);
+
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->verbose = o->verbose;
+	s->nr_cpus = libbpf_num_possible_cpus();
+	if (s->nr_cpus <= 0) {
+		err = s->nr_cpus ? s->nr_cpus : -EINVAL;
+		goto fail;
+	}
+	s->perf_fds = calloc(s->nr_cpus, sizeof(int));
+	s->perf_links = calloc(s->nr_cpus, sizeof(*s->perf_links));
+	if (!s->perf_fds || !s->perf_links) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	for (int i = 0; i < s->nr_cpus; i++)
+		s->perf_fds[i] = -1;
+
+	s->skel = liveprof_bpf__open();
+	if (!s->skel) {
+		err = errno ? -errno : -EINVAL;
+		goto fail;
+	}
+	s->skel->rodata->filter_all = o->all_processes;
+	s->skel->rodata->capture_kernel = o->kernel_stacks;
+	s->skel->rodata->offcpu_enabled = o->offcpu;
+	s->skel->rodata->offcpu_min_ns = o->offcpu_min_ns;
+	s->skel->rodata->self_tgid = getpid();
+	if (o->stack_copy_bytes > LP_MAX_STACK_COPY) {
+		err = -EINVAL;
+		goto fail;
+	}
+	s->skel->rodata->stack_copy_bytes = o->stack_copy_bytes;
+	/* One build slot per CPU for samples with a stack copy; none without. */
+	bpf_map__set_max_entries(s->skel->maps.sample_buf, o->stack_copy_bytes ? s->nr_cpus : 1);
+	/* 16 KiB copies at 999 Hz are 16 MB/s per CPU: give the daemon more
+	 * than a fraction of a second of slack before events are lost. */
+	ringbuf_mb = o->ringbuf_mb ? o->ringbuf_mb : (o->stack_copy_bytes > 4096 ? 32 : 8);
+	bpf_map__set_max_entries(s->skel->maps.events, ringbuf_mb << 20);
+	/* An eighth of the ring: one wake-up per batch of events, with room
+	 * left for what arrives while the daemon catches up. */
+	s->skel->rodata->wakeup_bytes = (uint64_t)ringbuf_mb << 17;
+	if (!o->offcpu) {
+		bpf_program__set_autoload(s->skel->progs.lp_sched_switch, false);
+		if (!o->tracing) {
+			/* Sampling alone starts in a fraction of the time without them. */
+			bpf_program__set_autoload(s->skel->progs.lp_func_entry, false);
+			bpf_program__set_autoload(s->skel->progs.lp_func_return, false);
+			bpf_program__set_autoload(s->skel->progs.lp_func_ret_insn, false);
+			bpf_program__set_autoload(s->skel->progs.lp_line_hit, false);
+		}
+		/* The stack map of an unused program still costs memory. */
+		bpf_map__set_max_entries(s->skel->maps.offcpu_start, 1);
+	}
+
+	err = liveprof_bpf__load(s->skel);
+	if (err) {
+		err = err < 0 ? err : -EINVAL;
+		goto fail;
+	}
+	if (o->offcpu) {
+		err = liveprof_bpf__attach(s->skel);
+		if (err)
+			goto fail;
+	}
+	s->hist_mem = map_mmap(s->skel->maps.hist, &s->hist_len);
+	s->stats_mem = map_mmap(s->skel->maps.probe_stats, &s->stats_len);
+	if (!s->hist_mem || !s->stats_mem) {
+		err = -errno;
+		goto fail;
+	}
+	*out = s;
+	return 0;
+fail:
+	bpf_session__close(s);
+	return err;
+}
+
+int bpf_session__set_ringbuf_cb(struct bpf_session *s, int (*cb)(void *, void *, size_t), void *ctx)
+{
+	if (s->rb)
+		ring_buffer__free(s->rb);
+	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), cb, ctx, NULL);
+	return s->rb ? 0 : -errno;
+}
+
+struct ring_buffer *bpf_session__ringbuf(struct bpf_session *s)
+{
+	return s->rb;
+}
+
+void bpf_session__stop_sampling(struct bpf_session *s)
+{
+	for (int i = 0; i < s->nr_cpus; i++) {
+		bpf_link__destroy(s->perf_links[i]);
+		s->perf_links[i] = NULL;
+		if (s->perf_fds[i] >= 0)
+			close(s->perf_fds[i]);
+		s->perf_fds[i] = -1;
+	}
+}
+
+int bpf_session__start_sampling(struct bpf_session *s, unsigned int hz)
+{
+	struct perf_event_attr attr = {
+		.type = PERF_TYPE_SOFTWARE,
+		.size = sizeof(attr),
+		.config = PERF_COUNT_SW_CPU_CLOCK,
+		/* A fixed period in ns, not a frequency: every sample then
+		 * weighs exactly the same, and weight_ns is exact. */
+		.sample_period = 1000000000ULL / (hz ? hz : 99),
+	};
+	int attached = 0, err = 0;
+
+	bpf_session__stop_sampling(s);
+	for (int cpu = 0; cpu < s->nr_cpus; cpu++) {
+		int fd = syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+
+		if (fd < 0) {
+			if (errno == ENODEV) /* offline CPU */
+				continue;
+			err = -errno;
+			break;
+		}
+		s->perf_fds[cpu] = fd;
+		s->perf_links[cpu] =
+			bpf_program__attach_perf_event(s->skel->progs.lp_sample_cpu, fd);
+		if (!s->perf_links[cpu]) {
+			err = -errno;
+			break;
+		}
+		attached++;
+	}
+	if (!err && !attached)
+		err = -ENODEV;
+	if (err)
+		bpf_session__stop_sampling(s);
+	return err;
+}
+
+int bpf_session__add_pid(struct bpf_session *s, uint32_t pid)
+{
+	__u8 one = 1;
+
+	return bpf_map__update_elem(s->skel->maps.targets, &pid, sizeof(pid), &one, sizeof(one),
+				    BPF_ANY);
+}
+
+int bpf_session__attach_uprobe(struct bpf_session *s, enum bpf_probe_prog which, int pid,
+			       const char *path, uint64_t offset, uint32_t cookie)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookie);
+	struct bpf_program *prog;
+	int slot;
+
+	switch (which) {
+	case PROBE_PROG_ENTRY:
+		prog = s->skel->progs.lp_func_entry;
+		break;
+	case PROBE_PROG_RETURN:
+		prog = s->skel->progs.lp_func_return;
+		opts.retprobe = true;
+		break;
+	case PROBE_PROG_RET_INSN:
+		prog = s->skel->progs.lp_func_ret_insn;
+		break;
+	case PROBE_PROG_LINE:
+		prog = s->skel->progs.lp_line_hit;
+		break;
+	default:
+		return -EINVAL;
+	}
+	for (slot = 0; slot < MAX_UPROBE_LINKS && s->uprobe_links[slot]; slot++)
+		;
+	if (slot == MAX_UPROBE_LINKS)
+		return -ENOSPC;
+	s->uprobe_links[slot] = bpf_program__attach_uprobe_opts(prog, pid, path, offset, &opts);
+	if (!s->uprobe_links[slot]) {
+		int err = -errno;
+
+		s->uprobe_links[slot] = NULL;
+		return err ? err : -EINVAL;
+	}
+	return slot;
+}
+
+void bpf_session__detach(struct bpf_session *s, int handle)
+{
+	if (handle < 0 || handle >= MAX_UPROBE_LINKS)
+		return;
+	bpf_link__destroy(s->uprobe_links[handle]);
+	s->uprobe_links[handle] = NULL;
+}
+
+_Static_assert(FETCH_MAX_OPS == LP_MAX_FETCH_OPS, "fetch program lengths differ");
+_Static_assert(FETCH_STR_LEN == LP_STR_LEN, "captured string lengths differ");
+
+/* dwarf/'s fetch program, op by op, in the BPF contract's encoding. */
+static int fetch_to_contract(const struct fetch_prog *in, struct lp_fetch_prog *out)
+{
+	static const __u8 opcode[] = {
+		[FETCH_OP_END] = LP_OP_END,	  [FETCH_OP_REG] = LP_OP_REG,
+		[FETCH_OP_ADD] = LP_OP_ADD,	  [FETCH_OP_DEREF] = LP_OP_DEREF,
+		[FETCH_OP_ADDR] = LP_OP_ADDR,	  [FETCH_OP_CFA] = LP_OP_CFA,
+		[FETCH_OP_LOAD] = LP_OP_LOAD,	  [FETCH_OP_STR] = LP_OP_STR,
+		[FETCH_OP_RETVAL] = LP_OP_RETVAL,
+	};
+
+	if (in->n_ops > LP_MAX_FETCH_OPS)
+		return -E2BIG;
+	memset(out, 0, sizeof(*out));
+	out->n_ops = in->n_ops;
+	out->is_signed = in->is_signed;
+	for (uint32_t i = 0; i < in->n_ops; i++) {
+		if ((unsigned)in->ops[i].op >= sizeof(opcode) / sizeof(opcode[0]))
+			return -EINVAL;
+		out->ops[i].op = opcode[in->ops[i].op];
+		out->ops[i].size = in->ops[i].size;
+		out->ops[i].reg = in->ops[i].reg;
+		out->ops[i].arg = in->ops[i].arg;
+	}
+	return 0;
+}
+
+int bpf_session__set_probe(struct bpf_session *s, uint32_t id, const struct lp_probe_cfg *cfg,
+			   const struct fetch_prog *progs, unsigned int n_progs)
+{
+	int err;
+
+	if (id >= LP_MAX_PROBES || n_progs > LP_MAX_VALUES)
+		return -EINVAL;
+	for (unsigned int i = 0; i < n_progs; i++) {
+		__u32 key = id * LP_MAX_VALUES + i;
+		struct lp_fetch_prog prog;
+
+		err = fetch_to_contract(&progs[i], &prog);
+		if (err)
+			return err;
+		err = bpf_map__update_elem(s->skel->maps.fetch, &key, sizeof(key), &prog,
+					   sizeof(prog), BPF_ANY);
+		if (err)
+			return err;
+	}
+	return bpf_map__update_elem(s->skel->maps.probes, &id, sizeof(id), cfg, sizeof(*cfg),
+				    BPF_ANY);
+}
+
+int bpf_session__clear_probe(struct bpf_session *s, uint32_t id)
+{
+	struct lp_probe_cfg none = {0};
+	volatile uint64_t *h = s->hist_mem;
+	volatile struct lp_probe_stats_view *st = s->stats_mem;
+
+	if (id >= LP_MAX_PROBES)
+		return -EINVAL;
+	for (unsigned int i = 0; i < LP_HIST_BUCKETS; i++)
+		h[(size_t)id * LP_HIST_BUCKETS + i] = 0;
+	st[id].calls = st[id].max_ns = 0;
+	return bpf_map__update_elem(s->skel->maps.probes, &id, sizeof(id), &none, sizeof(none),
+				    BPF_ANY);
+}
+
+int bpf_session__counters(struct bpf_session *s, uint64_t *out)
+{
+	uint64_t *vals = calloc(s->nr_cpus, sizeof(uint64_t));
+
+	if (!vals)
+		return -ENOMEM;
+	for (__u32 k = 0; k < LP_CNT_NR; k++) {
+		out[k] = 0;
+		if (bpf_map__lookup_elem(s->skel->maps.counters, &k, sizeof(k), vals,
+					 s->nr_cpus * sizeof(uint64_t), 0))
+			continue;
+		for (int c = 0; c < s->nr_cpus; c++)
+			out[k] += vals[c];
+	}
+	free(vals);
+	return 0;
+}
+
+const volatile uint64_t *bpf_session__hist(struct bpf_session *s)
+{
+	return s->hist_mem;
+}
+
+const volatile struct lp_probe_stats_view *bpf_session__probe_stats(struct bpf_session *s)
+{
+	return s->stats_mem;
+}
+
+int bpf_session__by_hist_fd(struct bpf_session *s)
+{
+	return bpf_map__fd(s->skel->maps.by_hist);
+}
+
+int bpf_session__set_paused(struct bpf_session *s, bool paused, bool offcpu_only_in_calls)
+{
+	struct {
+		__u32 paused, offcpu_only_in_calls;
+	} rt = {paused, offcpu_only_in_calls};
+	__u32 zero = 0;
+
+	return bpf_map__update_elem(s->skel->maps.runtime, &zero, sizeof(zero), &rt, sizeof(rt),
+				    BPF_ANY);
+}
+
+int bpf_session__nr_cpus(struct bpf_session *s)
+{
+	return s->nr_cpus;
+}
+
+void bpf_session__close(struct bpf_session *s)
+{
+	if (!s)
+		return;
+	if (s->perf_fds)
+		bpf_session__stop_sampling(s);
+	for (int i = 0; i < MAX_UPROBE_LINKS; i++)
+		bpf_link__destroy(s->uprobe_links[i]);
+	ring_buffer__free(s->rb);
+	if (s->hist_mem)
+		munmap(s->hist_mem, s->hist_len);
+	if (s->stats_mem)
+		munmap(s->stats_mem, s->stats_len);
+	liveprof_bpf__destroy(s->skel);
+	free(s->perf_fds);
+	free(s->perf_links);
+	free(s);
+}

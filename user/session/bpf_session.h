@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * bpf_session.h - owning the BPF side of a profiling session: the
+ * skeleton, the per-CPU sampling events, and the uprobes attached and
+ * detached at run time. Everything attached here is detached by
+ * bpf_session__close(); the kernel also drops it all if liveprof dies,
+ * because every attachment is a link or an fd owned by this process.
+ */
+#ifndef LP_USER_BPF_SESSION_H
+#define LP_USER_BPF_SESSION_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <linux/types.h>
+#include "bpf/liveprof.h"
+#include "dwarf/fetch_compile.h"
+
+struct bpf_session;
+struct ring_buffer;
+
+struct bpf_session_opts {
+	bool all_processes;
+	bool kernel_stacks;
+	bool offcpu;
+	bool tracing; /* load the uprobe programs (verifying them takes ~1 s) */
+	uint64_t offcpu_min_ns;
+	unsigned int ringbuf_mb; /* 0: 8 MiB, 32 MiB with a stack copy */
+	/* user stack bytes copied after each on-CPU sample, for unwinding in
+	 * user space; 0: frame-pointer stacks only (at most LP_MAX_STACK_COPY) */
+	unsigned int stack_copy_bytes;
+	bool verbose; /* print libbpf's log, including the verifier's */
+};
+
+enum bpf_probe_prog {
+	PROBE_PROG_ENTRY,    /* uprobe at the function entry */
+	PROBE_PROG_RETURN,   /* uretprobe */
+	PROBE_PROG_RET_INSN, /* uprobe on a `ret` instruction (Go) */
+	PROBE_PROG_LINE,     /* uprobe on a line's address */
+};
+
+/**
+ * bpf_session__open - open, configure and load the BPF object
+ * @out: set to the new session, owned by the caller
+ *
+ * Return: 0, or a negative errno: -EPERM (privileges), -ENOENT (no BTF),
+ * anything else means the load failed (details were printed with verbose).
+ */
+int bpf_session__open(struct bpf_session **out, const struct bpf_session_opts *o);
+void bpf_session__close(struct bpf_session *s);
+
+/** bpf_session__add_pid - profile process @pid (all its threads, present and future) */
+int bpf_session__add_pid(struct bpf_session *s, uint32_t pid);
+
+/**
+ * bpf_session__start_sampling - open a cpu-clock event on every CPU at @hz
+ * and attach the sampler. Calling it again changes the rate.
+ *
+ * Return: 0 or a negative errno (-ENOENT/-EOPNOTSUPP: no such event).
+ */
+int bpf_session__start_sampling(struct bpf_session *s, unsigned int hz);
+void bpf_session__stop_sampling(struct bpf_session *s);
+
+/**
+ * bpf_session__attach_uprobe - attach one probe program to @path at file
+ * offset @offset, for process @pid (-1: every process mapping @path)
+ * @cookie: the probe id the program will see
+ *
+ * Return: a handle >= 0 to pass to bpf_session__detach, or a negative errno.
+ */
+int bpf_session__attach_uprobe(struct bpf_session *s, enum bpf_probe_prog prog, int pid,
+			       const char *path, uint64_t offset, uint32_t cookie);
+void bpf_session__detach(struct bpf_session *s, int handle);
+
+/** bpf_session__set_probe - write the configuration of probe @id */
+int bpf_session__set_probe(struct bpf_session *s, uint32_t id, const struct lp_probe_cfg *cfg,
+			   const struct fetch_prog *progs, unsigned int n_progs);
+/** bpf_session__clear_probe - forget probe @id's histogram and stats */
+int bpf_session__clear_probe(struct bpf_session *s, uint32_t id);
+
+/** bpf_session__ringbuf - the ring buffer, to be polled by the event loop */
+struct ring_buffer *bpf_session__ringbuf(struct bpf_session *s);
+int bpf_session__set_ringbuf_cb(struct bpf_session *s, int (*cb)(void *, void *, size_t),
+				void *ctx);
+
+/** bpf_session__counters - sum the per-CPU counters into @out[LP_CNT_NR] */
+int bpf_session__counters(struct bpf_session *s, uint64_t *out);
+
+/** bpf_session__hist - the mmap'ed histogram: LP_MAX_PROBES * LP_HIST_BUCKETS counters */
+const volatile uint64_t *bpf_session__hist(struct bpf_session *s);
+
+struct lp_probe_stats_view {
+	uint64_t calls, max_ns; /* layout of struct lp_probe_stats */
+};
+/** bpf_session__probe_stats - the mmap'ed per-probe stats, LP_MAX_PROBES entries */
+const volatile struct lp_probe_stats_view *bpf_session__probe_stats(struct bpf_session *s);
+
+/** bpf_session__by_hist_fd - fd of the --by (probe, value, bucket) -> count map */
+int bpf_session__by_hist_fd(struct bpf_session *s);
+
+/** bpf_session__set_paused - pause/resume sampling and tracing in BPF */
+int bpf_session__set_paused(struct bpf_session *s, bool paused, bool offcpu_only_in_calls);
+
+/** bpf_session__nr_cpus - number of possible CPUs */
+int bpf_session__nr_cpus(struct bpf_session *s);
+
+#endif

@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * daemon.h - the live state of a profiling session: events in, stacks
+ * interned, counts for the whole run and for a sliding window, traces
+ * and the split. The batch front end and the TUI both drive it through
+ * daemon__poll() and read it between polls (single-threaded).
+ */
+#ifndef LP_USER_DAEMON_H
+#define LP_USER_DAEMON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "user/session/options.h"
+#include "user/profile/stack_store.h"
+#include "user/profile/stack_symbols.h"
+#include "dwarf/symbolize.h"
+
+struct bpf_session;
+struct traces;
+struct split;
+struct unwinder;
+
+#define MAX_WINDOW_SLOTS 3600
+
+/*
+ * Stack bytes copied per sample with --call-graph fp: a frameless leaf's
+ * return address is within its own small frame, so this is enough for
+ * CFI to put back the caller the frame-pointer walk skips.
+ */
+#define FP_LEAF_COPY_BYTES 512
+
+/* Most user frames kept per stack (DWARF unwinds can go past LP_MAX_USTACK). */
+#define MAX_USER_FRAMES 256
+
+struct target_proc {
+	int pid;
+	char name[64];
+	bool alive;
+};
+
+struct daemon {
+	struct options *opts;
+	struct bpf_session *bpf;
+	struct symbolizer *sym;
+	struct stack_store *stacks;
+	struct stack_symbols *symbols;
+	struct traces *traces;
+	struct split *split;
+	struct unwinder *unwind; /* CFI over the copied stacks */
+
+	struct target_proc procs[MAX_PIDS];
+	int n_procs;
+	pid_t child;	       /* launched command, 0 if none */
+	const char *child_exe; /* its executable, resolved through PATH */
+	int child_status;      /* wait status once it exited */
+	bool child_exited;
+
+	struct counts total;  /* whole run */
+	struct counts *slots; /* one-second slots of the window, ring */
+	int n_slots, cur_slot;
+
+	unsigned int freq;
+	bool paused;
+	uint64_t start_ns, last_tick_ns, end_ns;
+	uint64_t samples, offcpu_events, events_bad;
+	uint64_t counters[16];	/* LP_CNT_* from BPF, summed over CPUs */
+	uint64_t truncated;	/* stacks marked truncated */
+	uint64_t unwound_dwarf; /* user stacks unwound with CFI */
+	uint64_t unwound_fp;	/* user stacks from frame pointers */
+	uint64_t leaf_fixed;	/* frame-pointer stacks given back a skipped caller */
+	uint64_t unwind_ns;	/* time spent in the unwinder */
+	uint64_t tramp_fixed;	/* uretprobe trampoline addresses put back */
+	bool stop;
+};
+
+/**
+ * daemon__init - set up the daemon for @o and the already-open @bpf
+ *
+ * Return: 0 or a negative errno.
+ */
+int daemon__init(struct daemon *d, struct options *o, struct bpf_session *bpf);
+void daemon__fini(struct daemon *d);
+
+/** daemon__add_target - follow process @pid: BPF filter, maps, name */
+int daemon__add_target(struct daemon *d, int pid);
+
+/**
+ * daemon__poll - drain events for up to @timeout_ms, and run the
+ * one-second tick when due (window rotation, histogram deltas)
+ *
+ * Return: 0, or a negative errno (-EINTR: interrupted, not an error).
+ */
+int daemon__poll(struct daemon *d, int timeout_ms);
+
+/** daemon__targets_alive - false once every target process is gone */
+bool daemon__targets_alive(struct daemon *d);
+
+/** daemon__symbolize_new - symbolize stacks interned since the last call */
+int daemon__symbolize_new(struct daemon *d);
+
+/** daemon__window_counts - sum of the window's slots into @out (cleared first) */
+int daemon__window_counts(struct daemon *d, struct counts *out);
+
+/** daemon__now_ns - CLOCK_MONOTONIC in ns (same clock as bpf_ktime_get_ns) */
+uint64_t daemon__now_ns(void);
+
+/** daemon__set_window - change the sliding window length in seconds */
+int daemon__set_window(struct daemon *d, int seconds);
+
+/** daemon__process_name - the root frame name for @pid */
+const char *daemon__process_name(void *d, uint32_t pid);
+
+#endif

@@ -1,0 +1,434 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * report.c - outputs at the end of a run and per --interval.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <jansson.h>
+
+#include "user/util/atomic_file.h"
+#include "user/session/bpf_session.h"
+#include "user/session/daemon.h"
+#include "user/util/exit_codes.h"
+#include "user/util/log.h"
+#include "user/session/report.h"
+#include "user/session/split.h"
+#include "user/session/traces.h"
+#include "user/profile/writers.h"
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && !strcmp(s + n - m, suffix);
+}
+
+int report__format_of(const char *path)
+{
+	if (ends_with(path, ".folded") || ends_with(path, ".txt"))
+		return OUT_FOLDED;
+	if (ends_with(path, ".svg"))
+		return OUT_SVG;
+	if (ends_with(path, ".pb.gz"))
+		return OUT_PPROF;
+	return -1;
+}
+
+static void profile_name(struct daemon *d, char *buf, size_t len)
+{
+	if (d->opts->all) {
+		snprintf(buf, len, "all processes");
+		return;
+	}
+	if (d->n_procs == 1) {
+		snprintf(buf, len, "%s (pid %d)", d->procs[0].name, d->procs[0].pid);
+		return;
+	}
+	snprintf(buf, len, "%d processes", d->n_procs);
+}
+
+static struct profile *new_profile(struct daemon *d)
+{
+	char name[128];
+	struct profile *p;
+
+	profile_name(d, name, sizeof(name));
+	p = stack_symbols__new_profile(d->symbols, name);
+	if (!p)
+		return NULL;
+	p->period_ns = 1000000000ULL / (d->freq ? d->freq : 99);
+	p->duration_ns = (d->end_ns ? d->end_ns : daemon__now_ns()) - d->start_ns;
+	return p;
+}
+
+struct profile *report__build_profile(struct daemon *d, const struct counts *c)
+{
+	struct profile *p = new_profile(d);
+
+	if (!p)
+		return NULL;
+	if (stack_symbols__add_counts(d->symbols, p, c ? c : &d->total, NULL, 0)) {
+		profile__free(p);
+		return NULL;
+	}
+	return p;
+}
+
+/*
+ * The whole run with the split's classes as pprof labels: samples inside
+ * slow calls get class=slow, inside fast calls class=fast, both with
+ * function=FUNC; everything else stays unlabelled.
+ */
+static struct profile *build_labelled(struct daemon *d, struct split_result *r)
+{
+	struct profile *p = new_profile(d);
+	struct label slow[2] = {{"class", "slow"}, {"function", r->function}};
+	struct label fast[2] = {{"class", "fast"}, {"function", r->function}};
+	struct counts rest;
+	int err = 0;
+
+	if (!p)
+		return NULL;
+	counts__init(&rest);
+	counts_for_each(&d->total, sc)
+	{
+		uint64_t sc1, sw1, fc1, fw1;
+		uint32_t id = stack_count__id(sc);
+
+		counts__get(&r->slow, id, &sc1, &sw1);
+		counts__get(&r->fast, id, &fc1, &fw1);
+		if (sc->count > sc1 + fc1)
+			err |= counts__add(&rest, id, sc->count - sc1 - fc1,
+					   sc->weight_ns > sw1 + fw1 ? sc->weight_ns - sw1 - fw1
+								     : 0);
+	}
+	err |= stack_symbols__add_counts(d->symbols, p, &rest, NULL, 0);
+	err |= stack_symbols__add_counts(d->symbols, p, &r->slow, slow, 2);
+	err |= stack_symbols__add_counts(d->symbols, p, &r->fast, fast, 2);
+	counts__free(&rest);
+	if (err) {
+		profile__free(p);
+		return NULL;
+	}
+	return p;
+}
+
+static int write_one(struct daemon *d, struct profile *p, const char *path, int fmt,
+		     const struct svg_opts *so)
+{
+	struct atomic_file af;
+	int err;
+
+	if (fmt == OUT_PPROF) {
+		struct pprof_opts po = {.wall = d->opts->offcpu};
+
+		err = write_pprof_file(p, path, &po);
+		if (err)
+			lp_err("cannot write '%s': %s", path, strerror(-err));
+		return err;
+	}
+	err = atomic_file__open(&af, path);
+	if (err) {
+		lp_err("cannot write '%s': %s", path, strerror(-err));
+		return err;
+	}
+	if (fmt == OUT_FOLDED)
+		err = d->opts->offcpu ? write_folded_weighted(p, af.fp) : write_folded(p, af.fp);
+	else
+		err = write_svg(p, af.fp, so);
+	if (err) {
+		atomic_file__abort(&af);
+		lp_err("cannot write '%s': %s", path, strerror(-err));
+		return err;
+	}
+	err = atomic_file__commit(&af);
+	if (err)
+		lp_err("cannot write '%s': %s", path, strerror(-err));
+	return err;
+}
+
+int report__write_file(struct daemon *d, struct profile *p, const char *path)
+{
+	struct svg_opts so = {
+		.title = d->opts->offcpu ? "On-CPU and off-CPU time" : "CPU flame graph",
+		.subtitle = p->name,
+		.use_weight = d->opts->offcpu,
+	};
+	int fmt = report__format_of(path);
+
+	if (fmt < 0)
+		return -EINVAL;
+	return write_one(d, p, path, fmt, &so);
+}
+
+static int split_path(char *buf, size_t len, const char *dir, const char *name)
+{
+	size_t n = strlen(dir);
+
+	if (snprintf(buf, len, "%s%s%s", dir, n && dir[n - 1] == '/' ? "" : "/", name) >= (int)len)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+static int write_latency_file(struct daemon *d, struct split_result *r, const char *path)
+{
+	int idx = traces__find(d->traces, split__probe_id(d->split));
+	uint64_t *hist = calloc(LP_HIST_BUCKETS, sizeof(uint64_t));
+	struct atomic_file af;
+	char title[300];
+	int err;
+
+	if (!hist)
+		return -ENOMEM;
+	traces__histogram(d->traces, idx, false, hist);
+	snprintf(title, sizeof(title), "Latency of %s", r->function);
+	err = atomic_file__open(&af, path);
+	if (!err) {
+		err = write_latency_svg(hist, title, r->threshold_ns, r->percentile, af.fp);
+		err = err ? (atomic_file__abort(&af), err) : atomic_file__commit(&af);
+	}
+	free(hist);
+	if (err)
+		lp_err("cannot write '%s': %s", path, strerror(-err));
+	return err;
+}
+
+/* -o DIR/ under --split: the two classes, their diff, the latency histogram. */
+static int write_split_dir(struct daemon *d, struct split_result *r, const char *dir)
+{
+	struct profile *slow = report__build_profile(d, &r->slow);
+	struct profile *fast = report__build_profile(d, &r->fast);
+	struct profile *all = build_labelled(d, r);
+	char path[4096], sub[512];
+	int err = -ENOMEM;
+
+	if (!slow || !fast || !all)
+		goto out;
+	snprintf(sub, sizeof(sub), "%s at p%g: slow >= %.1f us", r->function, r->percentile,
+		 r->threshold_ns / 1e3);
+	struct svg_opts so = {
+		.title = "Slow calls", .subtitle = sub, .use_weight = d->opts->offcpu};
+	struct svg_opts fo = {
+		.title = "Fast calls", .subtitle = sub, .use_weight = d->opts->offcpu};
+	struct svg_opts dopt = {.title = "Slow vs fast calls (red: more in slow calls)",
+				.subtitle = sub,
+				.use_weight = d->opts->offcpu,
+				.per_call = d->opts->per_call,
+				.slow_calls = r->slow_calls,
+				.fast_calls = r->fast_calls};
+	struct atomic_file af;
+
+	if ((err = split_path(path, sizeof(path), dir, "slow.folded")) ||
+	    (err = write_one(d, slow, path, OUT_FOLDED, NULL)))
+		goto out;
+	if ((err = split_path(path, sizeof(path), dir, "fast.folded")) ||
+	    (err = write_one(d, fast, path, OUT_FOLDED, NULL)))
+		goto out;
+	if ((err = split_path(path, sizeof(path), dir, "slow.svg")) ||
+	    (err = write_one(d, slow, path, OUT_SVG, &so)))
+		goto out;
+	if ((err = split_path(path, sizeof(path), dir, "fast.svg")) ||
+	    (err = write_one(d, fast, path, OUT_SVG, &fo)))
+		goto out;
+	if ((err = split_path(path, sizeof(path), dir, "split.pb.gz")) ||
+	    (err = write_one(d, all, path, OUT_PPROF, NULL)))
+		goto out;
+	if ((err = split_path(path, sizeof(path), dir, "diff.svg")))
+		goto out;
+	if (dopt.per_call && (!dopt.slow_calls || !dopt.fast_calls))
+		dopt.per_call = false; /* nothing to divide by: fall back to shares */
+	err = atomic_file__open(&af, path);
+	if (!err) {
+		err = write_svg_diff(slow, fast, af.fp, &dopt);
+		err = err ? (atomic_file__abort(&af), err) : atomic_file__commit(&af);
+	}
+	if (err) {
+		lp_err("cannot write '%s': %s", path, strerror(-err));
+		goto out;
+	}
+	if ((err = split_path(path, sizeof(path), dir, "latency.svg")))
+		goto out;
+	err = write_latency_file(d, r, path);
+out:
+	profile__free(slow);
+	profile__free(fast);
+	profile__free(all);
+	return err;
+}
+
+static bool is_dir_output(const char *p)
+{
+	struct stat st;
+	size_t n = strlen(p);
+
+	return (n && p[n - 1] == '/') || (!stat(p, &st) && S_ISDIR(st.st_mode));
+}
+
+static json_t *summary_json(struct daemon *d, struct profile *p, struct split_result *r)
+{
+	json_t *root = json_object(), *pids = json_array();
+	double dur = ((d->end_ns ? d->end_ns : daemon__now_ns()) - d->start_ns) / 1e9;
+
+	for (int i = 0; i < d->n_procs; i++)
+		json_array_append_new(pids, json_integer(d->procs[i].pid));
+	json_object_set_new(root, "samples", json_integer(d->samples));
+	json_object_set_new(root, "lost", json_integer(d->counters[LP_CNT_LOST]));
+	json_object_set_new(root, "duration_s", json_real(dur));
+	json_object_set_new(root, "frequency_hz", json_integer(d->freq));
+	json_object_set_new(root, "pids", pids);
+	json_object_set_new(root, "distinct_stacks", json_integer(stack_store__count(d->stacks)));
+	json_object_set_new(root, "offcpu_events", json_integer(d->offcpu_events));
+	json_object_set_new(root, "truncated_stacks", json_integer(d->truncated));
+	json_object_set_new(root, "trampolines_fixed", json_integer(d->tramp_fixed));
+	json_object_set_new(root, "call_graph",
+			    json_string(d->opts->call_graph == CALL_GRAPH_FP	  ? "fp"
+					: d->opts->call_graph == CALL_GRAPH_DWARF ? "dwarf"
+										  : "auto"));
+	json_object_set_new(root, "unwind_ns_per_sample",
+			    json_real(d->samples ? (double)d->unwind_ns / d->samples : 0));
+	json_object_set_new(root, "calls_dropped", json_integer(d->counters[LP_CNT_CALLS_DROPPED]));
+	json_object_set_new(root, "calls_unwound", json_integer(d->counters[LP_CNT_CALLS_UNWOUND]));
+	if (d->child && d->child_exited) {
+		int st = d->child_status;
+
+		json_object_set_new(
+			root, "exit_status",
+			json_integer(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st)));
+	}
+	json_object_set_new(root, "top", p ? profile__top_json(p, 50) : json_array());
+	if (d->traces)
+		json_object_set_new(root, "traces", traces__json(d->traces));
+	if (r)
+		json_object_set_new(root, "split", split__json(r, 30));
+	return root;
+}
+
+static int write_json(struct daemon *d, struct profile *p, struct split_result *r)
+{
+	json_t *j = summary_json(d, p, r);
+	struct atomic_file af;
+	int err;
+
+	if (!j)
+		return -ENOMEM;
+	err = atomic_file__open(&af, d->opts->json_path);
+	if (!err) {
+		if (json_dumpf(j, af.fp, JSON_INDENT(2) | JSON_REAL_PRECISION(6)) ||
+		    fputc('\n', af.fp) == EOF)
+			err = -EIO;
+		err = err ? (atomic_file__abort(&af), err) : atomic_file__commit(&af);
+	}
+	json_decref(j);
+	if (err)
+		lp_err("cannot write '%s': %s", d->opts->json_path, strerror(-err));
+	return err;
+}
+
+static void print_header(struct daemon *d, FILE *f)
+{
+	double dur = ((d->end_ns ? d->end_ns : daemon__now_ns()) - d->start_ns) / 1e9;
+
+	fprintf(f,
+		"liveprof: %" PRIu64 " samples at %u Hz over %.1f s, %zu distinct stacks, %" PRIu64
+		" lost",
+		d->samples, d->freq, dur, stack_store__count(d->stacks), d->counters[LP_CNT_LOST]);
+	if (d->offcpu_events)
+		fprintf(f, ", %" PRIu64 " off-CPU events", d->offcpu_events);
+	if (d->truncated)
+		fprintf(f, ", %" PRIu64 " truncated stacks", d->truncated);
+	fputc('\n', f);
+	if (d->child && d->child_exited) {
+		int st = d->child_status;
+
+		if (WIFEXITED(st))
+			fprintf(f, "liveprof: command exited with status %d\n", WEXITSTATUS(st));
+		else if (WIFSIGNALED(st))
+			fprintf(f, "liveprof: command killed by signal %d\n", WTERMSIG(st));
+	}
+	if (d->counters[LP_CNT_LOST])
+		lp_warn("%" PRIu64 " events were lost (ring buffer full); raise --ringbuf-mb",
+			d->counters[LP_CNT_LOST]);
+	if (d->counters[LP_CNT_CALLS_DROPPED])
+		lp_warn("%" PRIu64 " traced calls were not measured: more than %d traced calls "
+			"in flight on a thread (deep recursion?)",
+			d->counters[LP_CNT_CALLS_DROPPED], LP_MAX_DEPTH);
+}
+
+int report__finish(struct daemon *d, FILE *f)
+{
+	struct profile *p;
+	struct split_result r, *rp = NULL;
+	int rc = EXIT_OK;
+
+	/* The counters were last read at a tick: take the final values
+	 * (a run shorter than a tick would otherwise report none). */
+	if (d->bpf)
+		bpf_session__counters(d->bpf, d->counters);
+	p = report__build_profile(d, NULL);
+
+	if (!p) {
+		lp_err("cannot build the profile: %s", strerror(ENOMEM));
+		return EXIT_RUNTIME;
+	}
+	if (d->split && !split__compute(d->split, false, d->opts->offcpu, &r))
+		rp = &r;
+	for (int i = 0; i < d->opts->n_outputs; i++) {
+		const char *path = d->opts->outputs[i];
+		int err;
+
+		if (is_dir_output(path))
+			err = rp ? write_split_dir(d, rp, path) : -EINVAL;
+		else if (rp && report__format_of(path) == OUT_PPROF) {
+			struct profile *lp = build_labelled(d, rp);
+
+			err = lp ? report__write_file(d, lp, path) : -ENOMEM;
+			profile__free(lp);
+		} else
+			err = report__write_file(d, p, path);
+		if (err)
+			rc = EXIT_OUTPUT;
+	}
+	print_header(d, f);
+	if (d->opts->top_rows > 0 && p->total_count) {
+		fputc('\n', f);
+		write_top(p, f, d->opts->top_rows);
+	}
+	if (d->traces)
+		traces__print(d->traces, f, true);
+	if (rp)
+		split__print(rp, f, 15);
+	if (d->opts->json_path && write_json(d, p, rp))
+		rc = EXIT_OUTPUT;
+	for (int i = 0; i < d->opts->n_outputs; i++)
+		fprintf(f, "liveprof: wrote %s\n", d->opts->outputs[i]);
+	if (d->opts->json_path)
+		fprintf(f, "liveprof: wrote %s\n", d->opts->json_path);
+	if (rp)
+		split_result__fini(rp);
+	profile__free(p);
+	return rc;
+}
+
+void report__print_interval(struct daemon *d, FILE *f)
+{
+	double t = (daemon__now_ns() - d->start_ns) / 1e9;
+
+	fprintf(f, "--- %.1f s: %" PRIu64 " samples, %" PRIu64 " lost\n", t, d->samples,
+		d->counters[LP_CNT_LOST]);
+	if (d->traces)
+		traces__print(d->traces, f, false);
+	if (d->split) {
+		struct split_result r;
+
+		if (!split__compute(d->split, true, d->opts->offcpu, &r)) {
+			split__print(&r, f, 5);
+			split_result__fini(&r);
+		}
+	}
+	fflush(f);
+}

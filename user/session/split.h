@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * split.h - slow vs fast calls of a traced function.
+ *
+ * Samples taken while a call of the split function is in flight are held
+ * per call (by call id) until the call's LP_EV_CALL_END arrives with its
+ * latency; the call is then kept in a log of sampled calls. Classes are
+ * computed from that log against the live pNN threshold of the function,
+ * so the whole run and the window can both be split without re-reading
+ * anything, and the threshold can change at any time.
+ */
+#ifndef LP_USER_SPLIT_H
+#define LP_USER_SPLIT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <jansson.h>
+#include <linux/types.h>
+#include "bpf/liveprof.h"
+#include "user/profile/profile.h"
+#include "user/profile/stack_store.h"
+
+struct daemon;
+struct split;
+
+struct split_frame_rank {
+	const char *frame;
+	double slow_share, fast_share; /* inclusive share of each class */
+	double delta;		       /* slow_share - fast_share */
+	double z;		       /* two-proportion z statistic */
+	bool significant;	       /* |z| >= 3 and enough samples */
+	bool offcpu;		       /* the frame is a blocking (off-CPU) frame */
+};
+
+struct split_result {
+	const char *function;
+	double percentile;
+	uint64_t threshold_ns;
+	uint64_t slow_calls, fast_calls;	 /* sampled calls of each class */
+	uint64_t all_slow_calls, all_fast_calls; /* from the histogram, every call */
+	uint64_t slow_samples, fast_samples;
+	uint64_t held, orphans, dropped, filtered; /* samples waiting, calls expired, ... */
+	struct counts slow, fast;		   /* stack id -> count/weight */
+	struct split_frame_rank *ranks;
+	int n_ranks;
+};
+
+/**
+ * split__new - split the traced function with probe id @probe_id at @pct
+ * @when_line: probe id of a --when line, or -1
+ *
+ * Return: the split, or NULL on allocation failure.
+ */
+struct split *split__new(struct daemon *d, int probe_id, double pct, int when_line);
+void split__free(struct split *s);
+
+void split__on_sample(struct split *s, uint32_t stack_id, const struct lp_sample *ev,
+		      uint64_t count);
+void split__on_call_end(struct split *s, const struct lp_call_end *e);
+void split__tick(struct split *s, uint64_t now_ns);
+
+/** split__set_percentile - move the threshold, e.g. from p95 to p99 */
+void split__set_percentile(struct split *s, double pct);
+int split__probe_id(const struct split *s);
+
+/**
+ * split__compute - classify the sampled calls and rank frames
+ * @window: only calls that ended within the sliding window
+ * @use_weight: shares from weight (wall time, with --offcpu) instead of counts
+ *
+ * Return: 0 or a negative errno. Free @r with split_result__fini().
+ */
+int split__compute(struct split *s, bool window, bool use_weight, struct split_result *r);
+void split_result__fini(struct split_result *r);
+
+/** split__stats - held samples, orphaned calls, dropped samples */
+void split__stats(const struct split *s, uint64_t *held, uint64_t *orphans, uint64_t *dropped);
+
+/** split__print - the ranked table, to @f */
+void split__print(const struct split_result *r, FILE *f, int rows);
+/** split__json - the "split" object of the --json summary */
+json_t *split__json(const struct split_result *r, int rows);
+
+#endif

@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * traces.c - --trace: the set of traces, their lifecycle and probe ids.
+ *
+ * A trace owns one or more probe ids: a function trace has one; a line
+ * trace has one per address when it captures values (each address may
+ * keep the variable somewhere else), otherwise one for all its
+ * addresses. Resolving and attaching is in traces_attach.c, probe cost
+ * in traces_cost.c, latency histograms in traces_hist.c, captured values
+ * in traces_values.c and the printed and JSON summaries in traces_print.c.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <bpf/bpf.h>
+#include "dwarf/elf_symtab.h"
+#include "dwarf/fetch_compile.h"
+#include "dwarf/probe_resolve.h"
+#include "dwarf/proc_maps.h"
+#include "user/session/bpf_session.h"
+#include "user/session/daemon.h"
+#include "user/util/log.h"
+#include "user/session/split.h"
+#include "user/session/traces.h"
+#include "user/session/traces_internal.h"
+
+struct traces *traces__new(struct daemon *d)
+{
+	struct traces *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->d = d;
+	t->n_slots = d->n_slots ? d->n_slots : 10;
+	t->last_tick_ns = daemon__now_ns();
+	return t;
+}
+
+void trace_free(struct traces *t, struct trace *tr)
+{
+	if (!tr)
+		return;
+	for (int i = 0; i < tr->n_links; i++)
+		bpf_session__detach(t->d->bpf, tr->links[i]);
+	for (int i = 0; i < tr->n_ids; i++) {
+		bpf_session__clear_probe(t->d->bpf, tr->ids[i]);
+		t->id_used[tr->ids[i]] = false;
+	}
+	for (int i = 0; i < tr->n_values; i++) {
+		fetch_type_free(&tr->values[i].type);
+		free(tr->values[i].vals);
+	}
+	free(tr->links);
+	free(tr->prev);
+	free(tr->slots);
+	free(tr->spec_text);
+	free(tr->func_name);
+	free(tr->binary);
+	free(tr);
+}
+
+void traces__free(struct traces *t)
+{
+	if (!t)
+		return;
+	for (int i = 0; i < t->n; i++)
+		trace_free(t, t->v[i]);
+	free(t->v);
+	free(t);
+}
+
+int traces_alloc_id(struct traces *t)
+{
+	for (int i = 0; i < LP_MAX_PROBES; i++) {
+		if (!t->id_used[i]) {
+			t->id_used[i] = true;
+			bpf_session__clear_probe(t->d->bpf, i);
+			return i;
+		}
+	}
+	return -ENOSPC;
+}

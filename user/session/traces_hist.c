@@ -1,0 +1,258 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * traces_hist.c - latency from the in-kernel log-linear histograms, read as
+ * per-second deltas into a ring of slots for the window.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <bpf/bpf.h>
+#include "dwarf/elf_symtab.h"
+#include "dwarf/fetch_compile.h"
+#include "dwarf/probe_resolve.h"
+#include "dwarf/proc_maps.h"
+#include "user/session/bpf_session.h"
+#include "user/session/daemon.h"
+#include "user/util/log.h"
+#include "user/session/split.h"
+#include "user/session/traces.h"
+#include "user/session/traces_internal.h"
+
+/* ---- histogram arithmetic ---- */
+
+uint64_t traces__bucket_lower(uint32_t b)
+{
+	uint32_t shift, sub;
+
+	if (b < (1u << LP_HIST_SUB_BITS))
+		return b;
+	shift = (b >> LP_HIST_SUB_BITS) - 1;
+	sub = b & ((1u << LP_HIST_SUB_BITS) - 1);
+	if (shift > 56)
+		return UINT64_MAX / 2;
+	return ((uint64_t)(1u << LP_HIST_SUB_BITS) + sub) << shift;
+}
+
+uint64_t traces__bucket_value(uint32_t b)
+{
+	uint64_t lo = traces__bucket_lower(b), hi = traces__bucket_lower(b + 1);
+
+	/* The middle of the bucket halves the worst-case error: <= 0.8%. */
+	return hi > lo ? lo + (hi - lo) / 2 : lo;
+}
+
+int traces__count(struct traces *t)
+{
+	return t ? t->n : 0;
+}
+
+const struct trace_info *traces__info(struct traces *t, int i)
+{
+	return t && i >= 0 && i < t->n ? &t->v[i]->info : NULL;
+}
+
+int traces__find(struct traces *t, int id)
+{
+	for (int i = 0; t && i < t->n; i++)
+		for (int k = 0; k < t->v[i]->n_ids; k++)
+			if (t->v[i]->ids[k] == id)
+				return i;
+	return -1;
+}
+
+int traces__histogram(struct traces *t, int i, bool window, uint64_t *out)
+{
+	const volatile uint64_t *h = bpf_session__hist(t->d->bpf);
+	struct trace *tr;
+
+	if (i < 0 || i >= t->n)
+		return -ENOENT;
+	tr = t->v[i];
+	memset(out, 0, LP_HIST_BUCKETS * sizeof(uint64_t));
+	if (window) {
+		for (int s = 0; s < t->n_slots; s++)
+			for (int b = 0; b < LP_HIST_BUCKETS; b++)
+				out[b] += tr->slots[(size_t)s * LP_HIST_BUCKETS + b];
+		return 0;
+	}
+	for (int k = 0; k < tr->n_ids; k++)
+		for (int b = 0; b < LP_HIST_BUCKETS; b++)
+			out[b] += h[(size_t)tr->ids[k] * LP_HIST_BUCKETS + b];
+	return 0;
+}
+
+uint64_t traces_hist_percentile(const uint64_t *h, uint64_t total, double pct)
+{
+	uint64_t want, cum = 0;
+
+	if (!total)
+		return 0;
+	want = (uint64_t)ceil(total * pct / 100.0);
+	if (want < 1)
+		want = 1;
+	for (int b = 0; b < LP_HIST_BUCKETS; b++) {
+		cum += h[b];
+		if (cum >= want)
+			return traces__bucket_value(b);
+	}
+	return 0;
+}
+
+uint64_t traces__percentile(struct traces *t, int i, double pct, bool window)
+{
+	uint64_t *h = calloc(LP_HIST_BUCKETS, sizeof(uint64_t)), total = 0, r;
+
+	if (!h || traces__histogram(t, i, window, h)) {
+		free(h);
+		return 0;
+	}
+	for (int b = 0; b < LP_HIST_BUCKETS; b++)
+		total += h[b];
+	r = traces_hist_percentile(h, total, pct);
+	free(h);
+	return r;
+}
+
+/* Calls (or line hits) so far. Functions count them in their histogram only. */
+static uint64_t trace_calls(struct traces *t, struct trace *tr)
+{
+	const volatile struct lp_probe_stats_view *st = bpf_session__probe_stats(t->d->bpf);
+	const volatile uint64_t *h = bpf_session__hist(t->d->bpf);
+	uint64_t calls = 0;
+
+	for (int k = 0; k < tr->n_ids; k++) {
+		if (tr->info.kind == TRACE_LINE) {
+			calls += st[tr->ids[k]].calls;
+			continue;
+		}
+		for (int b = 0; b < LP_HIST_BUCKETS; b++)
+			calls += h[(size_t)tr->ids[k] * LP_HIST_BUCKETS + b];
+	}
+	return calls;
+}
+
+int traces__summary(struct traces *t, int i, bool window, struct trace_summary *out)
+{
+	const volatile struct lp_probe_stats_view *st = bpf_session__probe_stats(t->d->bpf);
+	uint64_t *h, total = 0, sum = 0, maxb = 0;
+	struct trace *tr;
+	double span;
+
+	memset(out, 0, sizeof(*out));
+	if (i < 0 || i >= t->n)
+		return -ENOENT;
+	tr = t->v[i];
+	h = calloc(LP_HIST_BUCKETS, sizeof(uint64_t));
+	if (!h)
+		return -ENOMEM;
+	traces__histogram(t, i, window, h);
+	for (int b = 0; b < LP_HIST_BUCKETS; b++) {
+		total += h[b];
+		sum += h[b] * traces__bucket_value(b);
+		if (h[b])
+			maxb = b;
+	}
+	span = window ? t->n_slots
+		      : ((t->d->end_ns ? t->d->end_ns : daemon__now_ns()) - t->d->start_ns) / 1e9;
+	if (tr->info.kind == TRACE_LINE) {
+		/* line probes count hits; no latency */
+		out->calls = window ? 0 : trace_calls(t, tr);
+		if (window) {
+			out->calls = (uint64_t)(tr->rate * t->n_slots);
+		}
+	} else {
+		out->calls = total;
+		out->p50 = traces_hist_percentile(h, total, 50);
+		out->p90 = traces_hist_percentile(h, total, 90);
+		out->p95 = traces_hist_percentile(h, total, 95);
+		out->p99 = traces_hist_percentile(h, total, 99);
+		out->p999 = traces_hist_percentile(h, total, 99.9);
+		out->mean = total ? (double)sum / total : 0;
+		out->max = total ? (window ? traces__bucket_lower(maxb + 1) : 0) : 0;
+		if (!window)
+			for (int k = 0; k < tr->n_ids; k++)
+				if (st[tr->ids[k]].max_ns > out->max)
+					out->max = st[tr->ids[k]].max_ns;
+	}
+	out->rate = span > 0 ? out->calls / span : 0;
+	free(h);
+	return 0;
+}
+
+void traces__set_window(struct traces *t, int seconds)
+{
+	if (!t || seconds < 1 || seconds == t->n_slots)
+		return;
+	for (int i = 0; i < t->n; i++) {
+		uint64_t *s = calloc((size_t)seconds * LP_HIST_BUCKETS, sizeof(uint64_t));
+
+		if (!s)
+			return;
+		free(t->v[i]->slots);
+		t->v[i]->slots = s;
+	}
+	t->n_slots = seconds;
+	t->cur_slot = 0;
+}
+
+void traces__tick(struct traces *t, uint64_t now_ns)
+{
+	const volatile uint64_t *h = bpf_session__hist(t->d->bpf);
+	double dt = (now_ns - t->last_tick_ns) / 1e9;
+	char err[512];
+
+	if (dt <= 0.05)
+		return;
+	t->last_tick_ns = now_ns;
+	t->cur_slot = (t->cur_slot + 1) % t->n_slots;
+	for (int i = 0; i < t->n; i++) {
+		struct trace *tr = t->v[i];
+		uint64_t *slot = tr->slots + (size_t)t->cur_slot * LP_HIST_BUCKETS, calls;
+
+		if (tr->pending) {
+			traces_attach_all(t, tr, err, sizeof(err));
+			if (!tr->pending)
+				lp_debug("attached '%s' (its library is loaded now)",
+					 tr->spec_text);
+		}
+		for (int b = 0; b < LP_HIST_BUCKETS; b++) {
+			uint64_t cur = 0;
+
+			for (int k = 0; k < tr->n_ids; k++)
+				cur += h[(size_t)tr->ids[k] * LP_HIST_BUCKETS + b];
+			slot[b] = cur >= tr->prev[b] ? cur - tr->prev[b] : 0;
+			tr->prev[b] = cur;
+		}
+		calls = trace_calls(t, tr);
+		tr->rate = (calls - tr->prev_calls) / dt;
+		tr->prev_calls = calls;
+		tr->info.probe_cost_ns = tr->emulated ? t->cost_emulated_ns : t->cost_stepped_ns;
+		tr->info.est_overhead_pct = tr->rate * tr->info.probe_cost_ns / 1e9 * 100;
+		if (tr->info.detached)
+			continue;
+		if (t->d->opts->max_overhead_pct > 0 &&
+		    tr->info.est_overhead_pct > t->d->opts->max_overhead_pct) {
+			lp_warn("detaching '%s': %.0f calls/s x %" PRIu64
+				" ns = %.1f%% of a CPU, above --max-overhead %g%%",
+				tr->spec_text, tr->rate, tr->info.probe_cost_ns,
+				tr->info.est_overhead_pct, t->d->opts->max_overhead_pct);
+			for (int k = 0; k < tr->n_links; k++)
+				bpf_session__detach(t->d->bpf, tr->links[k]);
+			tr->n_links = 0;
+			tr->info.detached = true;
+		} else if (tr->info.est_overhead_pct > 5 && !tr->warned_overhead) {
+			tr->warned_overhead = true;
+			lp_warn("'%s' costs about %.1f%% of a CPU (%.0f calls/s x %" PRIu64
+				" ns per probe hit); --max-overhead PCT detaches it",
+				tr->spec_text, tr->info.est_overhead_pct, tr->rate,
+				tr->info.probe_cost_ns);
+		}
+	}
+}

@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * traces_internal.h - the state shared by the traces_*.c files; not an API.
+ */
+#ifndef LP_SESSION_TRACES_INTERNAL_H
+#define LP_SESSION_TRACES_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bpf/liveprof.h"
+#include "dwarf/fetch_compile.h"
+#include "dwarf/probe_resolve.h"
+#include "user/session/traces.h"
+
+#define MAX_IDS_PER_TRACE 64
+#define MAX_LINKS	  4096
+#define VALUE_TOP	  16
+
+struct value_count {
+	char text[64];
+	uint64_t count;
+};
+
+struct value_stats {
+	char expr[PROBE_NAME_MAX];
+	struct fetch_type type;
+	bool at_return;
+	struct value_count *vals; /* distinct values, unordered */
+	size_t n, cap;
+	uint64_t faults;
+};
+
+struct trace {
+	struct trace_info info;
+	char *spec_text;
+	char *func_name;
+	char *binary;
+	struct probe_spec spec;
+	int ids[MAX_IDS_PER_TRACE];
+	int n_ids;
+	int *links; /* bpf_session attach handles */
+	int n_links;
+	bool pending; /* its library is not loaded yet */
+	bool warned_overhead;
+	/* histogram: previous cumulative snapshot, window slots */
+	uint64_t *prev;
+	uint64_t *slots; /* n_slots * LP_HIST_BUCKETS */
+	uint64_t prev_calls;
+	double rate; /* calls/s over the last tick */
+	struct value_stats values[LP_MAX_VALUES];
+	int n_values; /* entry values + return values */
+	int n_entry_values;
+	int by_index;	  /* value used for --by, -1 */
+	size_t user_args; /* values the user asked for (the --by one comes after) */
+	bool emulated;	  /* first instruction is emulated by the kernel (push %rbp) */
+};
+
+struct traces {
+	struct daemon *d;
+	struct trace **v;
+	int n;
+	bool id_used[LP_MAX_PROBES];
+	int n_slots, cur_slot;
+	uint64_t cost_emulated_ns, cost_stepped_ns; /* measured per probe hit */
+	bool cost_measured;
+	uint64_t last_tick_ns;
+};
+
+struct binary_loc {
+	char attach_path[4200]; /* what to hand to the uprobe API */
+	char mapped_path[4096];
+	uint64_t bias; /* load bias in the first target */
+};
+
+struct by_group {
+	uint64_t value;
+	uint64_t *hist;
+	uint64_t calls;
+};
+
+/* traces.c */
+void trace_free(struct traces *t, struct trace *tr);
+int traces_alloc_id(struct traces *t);
+
+/* traces_attach.c */
+int traces_attach_all(struct traces *t, struct trace *tr, char *err, size_t errlen);
+
+/* traces_cost.c */
+void traces_measure_cost(struct traces *t);
+bool traces_first_insn_emulated(const char *path, uint64_t offset);
+
+/* traces_hist.c */
+uint64_t traces_hist_percentile(const uint64_t *h, uint64_t total, double pct);
+
+/* traces_values.c */
+void traces_format_value(const struct fetch_type *ty, const struct lp_value *v, char *buf,
+			 size_t len);
+int traces_read_by_groups(struct traces *t, struct trace *tr, struct by_group **out);
+
+#endif

@@ -1,0 +1,282 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * traces_print.c - the printed and JSON summaries of the traces, and completion.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <bpf/bpf.h>
+#include "dwarf/elf_symtab.h"
+#include "dwarf/fetch_compile.h"
+#include "dwarf/probe_resolve.h"
+#include "dwarf/proc_maps.h"
+#include "user/session/bpf_session.h"
+#include "user/session/daemon.h"
+#include "user/util/log.h"
+#include "user/session/split.h"
+#include "user/session/traces.h"
+#include "user/session/traces_internal.h"
+
+static int cmp_value_count(const void *a, const void *b)
+{
+	const struct value_count *x = a, *y = b;
+
+	return x->count < y->count ? 1 : x->count > y->count ? -1 : strcmp(x->text, y->text);
+}
+
+static int cmp_by_group(const void *a, const void *b)
+{
+	const struct by_group *x = a, *y = b;
+
+	return x->value < y->value ? -1 : x->value > y->value;
+}
+
+static void fmt_ns(uint64_t ns, char *buf, size_t len)
+{
+	if (ns >= 10000000000ULL)
+		snprintf(buf, len, "%.1fs", ns / 1e9);
+	else if (ns >= 10000000)
+		snprintf(buf, len, "%.1fms", ns / 1e6);
+	else if (ns >= 10000)
+		snprintf(buf, len, "%.1fus", ns / 1e3);
+	else
+		snprintf(buf, len, "%" PRIu64 "ns", ns);
+}
+
+static void print_histogram(const uint64_t *h, FILE *f)
+{
+	/* Group into power-of-two rows like bpftrace's hist(). */
+	uint64_t rows[64] = {0}, max = 0;
+	int lo = 64, hi = -1;
+
+	for (int b = 0; b < LP_HIST_BUCKETS; b++) {
+		uint64_t v = traces__bucket_lower(b);
+		int r = v ? 63 - __builtin_clzll(v) : 0;
+
+		if (!h[b])
+			continue;
+		rows[r] += h[b];
+		lo = r < lo ? r : lo;
+		hi = r > hi ? r : hi;
+	}
+	for (int r = lo; r <= hi; r++)
+		max = rows[r] > max ? rows[r] : max;
+	for (int r = lo; r <= hi && max; r++) {
+		char a[32], b[32];
+		int w = (int)(rows[r] * 40 / max);
+
+		fmt_ns(1ULL << r, a, sizeof(a));
+		fmt_ns(2ULL << r, b, sizeof(b));
+		fprintf(f, "    [%7s, %7s) %8" PRIu64 " |%-40.*s|\n", a, b, rows[r], w,
+			"@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@");
+	}
+}
+
+void traces__print(struct traces *t, FILE *f, bool histograms)
+{
+	char c[7][16];
+
+	if (!t || !t->n)
+		return;
+	fprintf(f, "\n%-28s %10s %9s %9s %9s %9s %9s %9s %9s %7s\n", "trace", "calls", "rate/s",
+		"p50", "p90", "p95", "p99", "p99.9", "max", "cost%");
+	for (int i = 0; i < t->n; i++) {
+		struct trace *tr = t->v[i];
+		struct trace_summary s;
+
+		traces__summary(t, i, false, &s);
+		if (tr->info.kind == TRACE_LINE) {
+			fprintf(f,
+				"%-28.28s %10" PRIu64 " %9.0f %9s %9s %9s %9s %9s %9s %6.2f%%%s\n",
+				tr->spec_text, s.calls, s.rate, "-", "-", "-", "-", "-", "-",
+				tr->info.est_overhead_pct, tr->info.detached ? " detached" : "");
+		} else {
+			fmt_ns(s.p50, c[0], 16);
+			fmt_ns(s.p90, c[1], 16);
+			fmt_ns(s.p95, c[2], 16);
+			fmt_ns(s.p99, c[3], 16);
+			fmt_ns(s.p999, c[4], 16);
+			fmt_ns(s.max, c[5], 16);
+			fprintf(f,
+				"%-28.28s %10" PRIu64 " %9.0f %9s %9s %9s %9s %9s %9s %6.2f%%%s\n",
+				tr->spec_text, s.calls, s.rate, c[0], c[1], c[2], c[3], c[4], c[5],
+				tr->info.est_overhead_pct, tr->info.detached ? " detached" : "");
+		}
+		if (tr->pending)
+			fprintf(f, "    (waiting for '%s' to be loaded)\n", tr->spec.binary);
+	}
+	for (int i = 0; i < t->n; i++) {
+		struct trace *tr = t->v[i];
+
+		if (histograms && tr->info.kind == TRACE_FUNC) {
+			uint64_t *h = calloc(LP_HIST_BUCKETS, sizeof(uint64_t));
+
+			if (h && !traces__histogram(t, i, false, h)) {
+				fprintf(f, "\n  %s latency:\n", tr->spec_text);
+				print_histogram(h, f);
+			}
+			free(h);
+		}
+		for (int k = 0; k < tr->n_values; k++) {
+			struct value_stats *vs = &tr->values[k];
+
+			if (!vs->n)
+				continue;
+			qsort(vs->vals, vs->n, sizeof(*vs->vals), cmp_value_count);
+			fprintf(f, "\n  %s: %s%s (%s)\n", tr->spec_text, vs->expr,
+				vs->at_return ? " at return" : "", vs->type.name);
+			for (size_t j = 0; j < vs->n && j < VALUE_TOP; j++)
+				fprintf(f, "    %-32s %10" PRIu64 "\n", vs->vals[j].text,
+					vs->vals[j].count);
+			if (vs->n > VALUE_TOP)
+				fprintf(f, "    ... %zu more values\n", vs->n - VALUE_TOP);
+		}
+		if (tr->by_index >= 0) {
+			struct by_group *g = NULL;
+			int n = traces_read_by_groups(t, tr, &g);
+			struct value_stats *vs = &tr->values[tr->by_index];
+
+			qsort(g, n, sizeof(*g), cmp_by_group);
+			fprintf(f, "\n  %s latency by %s:\n  %-20s %10s %9s %9s %9s\n",
+				tr->spec_text, vs->expr, vs->expr, "calls", "p50", "p95", "p99");
+			for (int j = 0; j < n; j++) {
+				struct lp_value v = {.u64 = g[j].value};
+				char val[64];
+
+				traces_format_value(&vs->type, &v, val, sizeof(val));
+				fmt_ns(traces_hist_percentile(g[j].hist, g[j].calls, 50), c[0], 16);
+				fmt_ns(traces_hist_percentile(g[j].hist, g[j].calls, 95), c[1], 16);
+				fmt_ns(traces_hist_percentile(g[j].hist, g[j].calls, 99), c[2], 16);
+				fprintf(f, "  %-20s %10" PRIu64 " %9s %9s %9s\n", val, g[j].calls,
+					c[0], c[1], c[2]);
+				free(g[j].hist);
+			}
+			free(g);
+		}
+	}
+}
+
+json_t *traces__json(struct traces *t)
+{
+	json_t *arr = json_array();
+
+	for (int i = 0; t && i < t->n; i++) {
+		struct trace *tr = t->v[i];
+		struct trace_summary s, w;
+		json_t *o = json_object(), *vals = json_array();
+
+		traces__summary(t, i, false, &s);
+		traces__summary(t, i, true, &w);
+		json_object_set_new(o, "spec", json_string(tr->spec_text));
+		json_object_set_new(o, "function", json_string(tr->info.func));
+		json_object_set_new(o, "kind",
+				    json_string(tr->info.kind == TRACE_LINE ? "line" : "function"));
+		json_object_set_new(o, "binary",
+				    json_string(tr->info.binary ? tr->info.binary : ""));
+		json_object_set_new(o, "sites", json_integer(tr->info.n_sites));
+		json_object_set_new(o, "calls", json_integer(s.calls));
+		json_object_set_new(o, "rate", json_real(s.rate));
+		if (tr->info.kind == TRACE_FUNC) {
+			json_object_set_new(o, "p50_ns", json_integer(s.p50));
+			json_object_set_new(o, "p90_ns", json_integer(s.p90));
+			json_object_set_new(o, "p95_ns", json_integer(s.p95));
+			json_object_set_new(o, "p99_ns", json_integer(s.p99));
+			json_object_set_new(o, "p999_ns", json_integer(s.p999));
+			json_object_set_new(o, "max_ns", json_integer(s.max));
+			json_object_set_new(o, "mean_ns", json_real(s.mean));
+			json_object_set_new(
+				o, "window",
+				json_pack("{s:I,s:I,s:I,s:I}", "calls", (json_int_t)w.calls,
+					  "p50_ns", (json_int_t)w.p50, "p95_ns", (json_int_t)w.p95,
+					  "p99_ns", (json_int_t)w.p99));
+		}
+		json_object_set_new(o, "probe_cost_ns", json_integer(tr->info.probe_cost_ns));
+		json_object_set_new(o, "overhead_pct", json_real(tr->info.est_overhead_pct));
+		json_object_set_new(o, "detached", json_boolean(tr->info.detached));
+		for (int k = 0; k < tr->n_values; k++) {
+			struct value_stats *vs = &tr->values[k];
+			json_t *v = json_object(), *top = json_array();
+
+			if (!vs->n && k == tr->by_index)
+				continue;
+			qsort(vs->vals, vs->n, sizeof(*vs->vals), cmp_value_count);
+			for (size_t j = 0; j < vs->n && j < 64; j++)
+				json_array_append_new(
+					top, json_pack("{s:s,s:I}", "value", vs->vals[j].text,
+						       "count", (json_int_t)vs->vals[j].count));
+			json_object_set_new(v, "expr", json_string(vs->expr));
+			json_object_set_new(v, "type", json_string(vs->type.name));
+			json_object_set_new(v, "at_return", json_boolean(vs->at_return));
+			json_object_set_new(v, "faults", json_integer(vs->faults));
+			json_object_set_new(v, "top", top);
+			json_array_append_new(vals, v);
+		}
+		json_object_set_new(o, "values", vals);
+		if (tr->by_index >= 0) {
+			struct by_group *g = NULL;
+			int n = traces_read_by_groups(t, tr, &g);
+			json_t *by = json_array();
+
+			qsort(g, n, sizeof(*g), cmp_by_group);
+			for (int j = 0; j < n; j++) {
+				struct lp_value v = {.u64 = g[j].value};
+				char val[64];
+
+				traces_format_value(&tr->values[tr->by_index].type, &v, val,
+						    sizeof(val));
+				json_array_append_new(
+					by, json_pack("{s:s,s:I,s:I,s:I,s:I}", "value", val,
+						      "calls", (json_int_t)g[j].calls, "p50_ns",
+						      (json_int_t)traces_hist_percentile(
+							      g[j].hist, g[j].calls, 50),
+						      "p95_ns",
+						      (json_int_t)traces_hist_percentile(
+							      g[j].hist, g[j].calls, 95),
+						      "p99_ns",
+						      (json_int_t)traces_hist_percentile(
+							      g[j].hist, g[j].calls, 99)));
+				free(g[j].hist);
+			}
+			free(g);
+			json_object_set_new(o, "by", by);
+		}
+		json_array_append_new(arr, o);
+	}
+	return arr;
+}
+
+int traces__complete(struct traces *t, const char *prefix, const char **out, int max)
+{
+	struct elf_symtab *st;
+	char exe[64];
+	static char *names[256];
+	int n = 0;
+
+	if (!t || !t->d->n_procs)
+		return 0;
+	snprintf(exe, sizeof(exe), "/proc/%d/exe", t->d->procs[0].pid);
+	if (elf_symtab__open_path(exe, &st))
+		return 0;
+	for (int i = 0; i < 256; i++) {
+		free(names[i]);
+		names[i] = NULL;
+	}
+	/* elf_symtab loads symbols on the first lookup */
+	elf_symtab__lookup(st, 0);
+	for (size_t i = 0; i < st->nsyms && n < max && n < 256; i++) {
+		if (strncmp(st->syms[i].name, prefix, strlen(prefix)))
+			continue;
+		names[n] = strdup(st->syms[i].name);
+		if (names[n])
+			out[n] = names[n], n++;
+	}
+	elf_symtab__free(st);
+	return n;
+}

@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * write_latency_svg.c - a latency histogram as a small self-contained
+ * SVG: log-scaled time axis (one column per histogram octave quarter),
+ * bars by call count, the split threshold as a red line.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "user/session/report.h"
+#include "user/session/traces.h"
+#include "user/profile/writers.h"
+
+#define W	  900
+#define H	  360
+#define MARGIN_L  60
+#define MARGIN_B  50
+#define MARGIN_T  40
+#define N_COLUMNS 120
+
+static void fmt_ns(double ns, char *buf, size_t len)
+{
+	if (ns >= 1e9)
+		snprintf(buf, len, "%.3g s", ns / 1e9);
+	else if (ns >= 1e6)
+		snprintf(buf, len, "%.3g ms", ns / 1e6);
+	else if (ns >= 1e3)
+		snprintf(buf, len, "%.3g us", ns / 1e3);
+	else
+		snprintf(buf, len, "%.0f ns", ns);
+}
+
+int write_latency_svg(const uint64_t *hist, const char *title, uint64_t threshold_ns, double pct,
+		      FILE *out)
+{
+	double lo = 0, hi = 0, cols[N_COLUMNS] = {0}, max = 0, span;
+	uint64_t total = 0;
+	int first = -1, last = -1;
+	char a[32], b[32];
+
+	for (int i = 0; i < LP_HIST_BUCKETS; i++) {
+		if (!hist[i])
+			continue;
+		if (first < 0)
+			first = i;
+		last = i;
+		total += hist[i];
+	}
+	if (first < 0) {
+		lo = 1e3;
+		hi = 1e6;
+	} else {
+		lo = fmax(1, (double)traces__bucket_lower(first));
+		hi = fmax(lo * 2, (double)traces__bucket_lower(last + 1));
+	}
+	if (threshold_ns && threshold_ns * 1.2 > hi)
+		hi = threshold_ns * 1.2;
+	span = log(hi) - log(lo);
+	for (int i = first < 0 ? LP_HIST_BUCKETS : first; i <= last; i++) {
+		double v = fmax(1, (double)traces__bucket_value(i));
+		int c = (int)((log(v) - log(lo)) / span * N_COLUMNS);
+
+		if (c < 0)
+			c = 0;
+		if (c >= N_COLUMNS)
+			c = N_COLUMNS - 1;
+		cols[c] += hist[i];
+	}
+	for (int c = 0; c < N_COLUMNS; c++)
+		max = fmax(max, cols[c]);
+
+	fprintf(out,
+		"<?xml version=\"1.0\" standalone=\"no\"?>\n"
+		"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+		"viewBox=\"0 0 %d %d\" font-family=\"Verdana,sans-serif\" font-size=\"12\">\n"
+		"<rect width=\"100%%\" height=\"100%%\" fill=\"#fafafa\"/>\n"
+		"<text x=\"%d\" y=\"22\" font-size=\"16\" text-anchor=\"middle\">",
+		W, H, W, H, W / 2);
+	writer__xml_text(out, title);
+	fprintf(out, " (%llu calls)</text>\n", (unsigned long long)total);
+	double pw = (double)(W - MARGIN_L - 20) / N_COLUMNS, ph = H - MARGIN_T - MARGIN_B;
+
+	for (int c = 0; c < N_COLUMNS; c++) {
+		double h;
+		double x0 = exp(log(lo) + span * c / N_COLUMNS);
+		double x1 = exp(log(lo) + span * (c + 1) / N_COLUMNS);
+
+		if (!cols[c])
+			continue;
+		h = fmax(1, cols[c] / max * ph);
+		fmt_ns(x0, a, sizeof(a));
+		fmt_ns(x1, b, sizeof(b));
+		fprintf(out,
+			"<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\">"
+			"<title>%s - %s: %.0f calls</title></rect>\n",
+			MARGIN_L + c * pw, MARGIN_T + ph - h, pw * 0.9, h,
+			threshold_ns && x0 >= threshold_ns ? "#d9534f" : "#5b8fd9", a, b, cols[c]);
+	}
+	/* Axis labels at each decade of the time range. */
+	fprintf(out, "<line x1=\"%d\" y1=\"%.0f\" x2=\"%d\" y2=\"%.0f\" stroke=\"#333\"/>\n",
+		MARGIN_L, MARGIN_T + ph, W - 20, MARGIN_T + ph);
+	for (double t = pow(10, floor(log10(lo))); t <= hi; t *= 10) {
+		double x = MARGIN_L + (log(t) - log(lo)) / span * (W - MARGIN_L - 20);
+
+		if (t < lo)
+			continue;
+		fmt_ns(t, a, sizeof(a));
+		fprintf(out, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">%s</text>\n", x,
+			MARGIN_T + ph + 18, a);
+	}
+	if (threshold_ns) {
+		double x = MARGIN_L +
+			   (log((double)threshold_ns) - log(lo)) / span * (W - MARGIN_L - 20);
+
+		fmt_ns((double)threshold_ns, a, sizeof(a));
+		fprintf(out,
+			"<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"#c00\" "
+			"stroke-width=\"2\" stroke-dasharray=\"6,3\"/>\n"
+			"<text x=\"%.1f\" y=\"%d\" fill=\"#c00\">p%g = %s</text>\n",
+			x, MARGIN_T, x, MARGIN_T + ph, x + 4, MARGIN_T + 12, pct, a);
+	}
+	fprintf(out,
+		"<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">latency (log scale)</text>\n"
+		"</svg>\n",
+		W / 2, H - 10);
+	return ferror(out) ? -EIO : 0;
+}

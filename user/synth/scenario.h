@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * scenario.h - latency scenarios with ground truth, for checking the split.
+ * The text format is documented at the top of scenario.c and in
+ * `liveprof emit --help`.
+ */
+#ifndef LP_USER_SCENARIO_H
+#define LP_USER_SCENARIO_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "user/synth/emit.h"
+
+enum scenario_wait {
+	SCENARIO_CPU = 0, /* the slow cause burns CPU */
+	SCENARIO_SLEEP,	  /* it sleeps (nanosleep) */
+	SCENARIO_BLOCK,	  /* it blocks on a lock that someone else holds */
+};
+
+struct scenario {
+	char *handler; /* the function whose calls are split, "handle" */
+	char *cause;   /* the function only slow calls make, "slow_path" */
+	double rate;   /* calls per second per thread; 0 = back to back */
+	unsigned int threads;
+	double fast_pct; /* share of fast calls, percent */
+	double slow_pct; /* share of slow calls, percent; fast + slow = 100 */
+	double work_us;	 /* CPU every call spends in the handler itself */
+	double cause_us; /* what the cause adds to a slow call */
+	enum scenario_wait wait;
+	long long arg_over; /* slow when arg > this; -1: the argument is just 0 or 1 */
+	double seconds;	    /* default run time of the program; 0 = forever */
+};
+
+/**
+ * scenario_parse - parse a scenario spec
+ * @sc: filled on success; free with scenario_free() (also after a failure)
+ * @buf: the text; @len its length
+ * @err: receives "scenario line 3, column 6: unknown keyword 'fsat'" style
+ *       messages; may be NULL
+ *
+ * Return: 0, -EINVAL for a syntax or consistency error, -ENOMEM.
+ */
+int scenario_parse(struct scenario *sc, const char *buf, size_t len, char *err, size_t errsz);
+
+/**
+ * scenario_read_file - scenario_parse() on a file; messages quote @path
+ *
+ * Return: 0 or a negative errno.
+ */
+int scenario_read_file(struct scenario *sc, const char *path, char *err, size_t errsz);
+
+/** scenario_free - free the strings of @sc and zero it */
+void scenario_free(struct scenario *sc);
+
+/**
+ * scenario_write_c - write the C program of scenario @sc
+ * @o: out_path, source and duration_s (overrides sc->seconds when > 0) are used
+ *
+ * The program calls the handler at the given rate; with LIVEPROF_TRUTH=FILE
+ * in its environment it writes one "latency_ns slow" line per call to FILE
+ * when it exits (after its duration, or on SIGINT/SIGTERM).
+ *
+ * Return: 0, or a negative errno (write error).
+ */
+int scenario_write_c(FILE *f, const struct scenario *sc, const struct emit_opts *o);
+
+/* The text of the format, for --help. */
+extern const char scenario_help[];
+
+#endif /* LP_USER_SCENARIO_H */
