@@ -24,15 +24,15 @@ PYTHON   := /usr/bin/python3
 
 # Debian packages needed to build and to test. `make deps` is idempotent.
 DEB_BUILD := clang llvm libbpf-dev libelf-dev libdw-dev zlib1g-dev libjansson-dev \
-	libncurses-dev bpftool pkg-config make gcc
+	libncurses-dev libmicrohttpd-dev bpftool pkg-config make gcc
 DEB_TEST  := python3 python3-pytest tmux chromium elfutils linux-perf bpftrace \
-	golang-go ruby xz-utils libclang-rt-14-dev procps libc6-dbg
+	golang-go ruby xz-utils libclang-rt-14-dev procps libc6-dbg prometheus nodejs
 DEPS_STAMP := $(OUT)/.deps-ok
 
 CFLAGS_COMMON := -g -O2 -Wall -Wextra -Werror -std=gnu11 -D_GNU_SOURCE \
 	-I$(OUT) -I. -MMD -MP
 CFLAGS  ?=
-LDLIBS  := -lbpf -ldw -lelf -ljansson -lncursesw -lz -lpthread -lm
+LDLIBS  := -lbpf -ldw -lelf -ljansson -lncursesw -lmicrohttpd -lz -lpthread -lm
 
 BPF_SRCS  := $(wildcard bpf/*.bpf.c)
 BPF_OBJS  := $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.bpf.o,$(BPF_SRCS))
@@ -69,7 +69,7 @@ $(DEPS_STAMP):
 	$(Q)if ! command -v $(CLANG) >/dev/null || ! command -v $(BPFTOOL) >/dev/null || \
 	     ! test -f /usr/include/bpf/libbpf.h || ! test -f /usr/include/elfutils/libdw.h || \
 	     ! test -f /usr/include/jansson.h || ! test -f /usr/include/gelf.h || \
-	     ! test -f /usr/include/ncursesw/curses.h; then \
+	     ! test -f /usr/include/ncursesw/curses.h || ! test -f /usr/include/microhttpd.h; then \
 		$(MAKE) --no-print-directory deps; \
 	fi
 	$(Q)touch $@
@@ -83,6 +83,11 @@ deps:
 		echo "installing:$$missing"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	else echo "all Debian packages present"; fi
+	@# puppeteer-core (no browser download: the tests drive Debian's chromium)
+	@# Debian's nodejs comes without npm; nodesource's has its own (they conflict)
+	@command -v npm >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm
+	@if ! test -d tests/web/node_modules/puppeteer-core; then \
+		cd tests/web && npm ci --no-audit --no-fund --loglevel=error; fi
 	@mkdir -p $(OUT) && touch $(DEPS_STAMP)
 
 # ---- kernel types -------------------------------------------------------

@@ -27,6 +27,7 @@
 #include "user/session/split.h"
 #include "user/session/traces.h"
 #include "ui-tui/tui.h"
+#include "user/serve/serve.h"
 
 static volatile sig_atomic_t g_stop;
 
@@ -310,7 +311,7 @@ static int run(struct options *o)
 		.kernel_stacks = o->kernel,
 		.offcpu = o->offcpu,
 		/* the TUI may add traces at any time */
-		.tracing = o->n_traces || o->split_spec || will_tui(o),
+		.tracing = o->n_traces || o->split_spec || will_tui(o) || o->http_addr,
 		.ringbuf_mb = o->ringbuf_mb,
 		.verbose = o->verbose,
 		/* fp still copies a little: enough for CFI to find a frameless
@@ -319,6 +320,7 @@ static int run(struct options *o)
 			o->call_graph == CALL_GRAPH_FP ? FP_LEAF_COPY_BYTES : o->stack_kib << 10,
 	};
 	struct bpf_session *bpf = NULL;
+	struct serve *http = NULL;
 	struct daemon d;
 	int go_fd = -1, status_fd = -1, rc, err;
 	pid_t child = 0;
@@ -391,11 +393,23 @@ static int run(struct options *o)
 		}
 		go_fd = status_fd = -1;
 	}
+	if (o->http_addr) {
+		struct serve_opts so = {.addr = o->http_addr, .token_file = o->http_token};
+
+		err = serve__start(&http, &d, &so);
+		if (err) {
+			rc = err == -EINVAL || err == -EACCES ? EXIT_USAGE : EXIT_RUNTIME;
+			goto out;
+		}
+		lp_info("serving http://%s/ (port %u)", o->http_addr, serve__port(http));
+	}
 	tui = will_tui(o);
 	if (!tui || tui_run(&d, &g_stop) == -ENOTTY)
 		batch_loop(&d, o);
 
 	/* Stop producing, then take everything already in the ring buffer. */
+	serve__stop(http);
+	http = NULL;
 	bpf_session__stop_sampling(bpf);
 	ring_buffer__consume(bpf_session__ringbuf(bpf));
 	d.end_ns = daemon__now_ns();
@@ -415,9 +429,23 @@ out:
 		kill(child, SIGTERM);
 		waitpid(child, NULL, 0);
 	}
+	serve__stop(http);
 	daemon__fini(&d);
 	bpf_session__close(bpf);
 	return rc;
+}
+
+/*
+ * `liveprof serve`: the long-running form of --http. No terminal UI and no
+ * table at exit; loopback port 6060 unless --http says otherwise.
+ */
+static void serve_defaults(struct options *o)
+{
+	o->serve = true;
+	o->no_tui = true;
+	o->top_rows = 0;
+	if (!o->http_addr)
+		o->http_addr = "127.0.0.1:6060";
 }
 
 int main(int argc, char **argv)
@@ -429,7 +457,13 @@ int main(int argc, char **argv)
 		return cmd_emit(argc - 1, argv + 1);
 	if (argc > 1 && !strcmp(argv[1], "validate"))
 		return cmd_validate(argc - 1, argv + 1);
-	r = options_parse(argc, argv, &o);
+	if (argc > 1 && !strcmp(argv[1], "serve")) {
+		r = options_parse(argc - 1, argv + 1, &o);
+		if (!r)
+			serve_defaults(&o);
+	} else {
+		r = options_parse(argc, argv, &o);
+	}
 	if (r == 1)
 		return EXIT_OK;
 	if (r)

@@ -10,6 +10,7 @@
 
 #include "user/session/options.h"
 #include "user/util/log.h"
+#include "user/serve/query.h"
 
 enum {
 	OPT_JSON = 256,
@@ -30,6 +31,8 @@ enum {
 	OPT_TOP,
 	OPT_PER_THREAD,
 	OPT_RINGBUF,
+	OPT_HTTP,
+	OPT_HTTP_TOKEN,
 };
 
 static const struct option long_opts[] = {
@@ -58,6 +61,8 @@ static const struct option long_opts[] = {
 	{"top", required_argument, NULL, OPT_TOP},
 	{"per-thread", no_argument, NULL, OPT_PER_THREAD},
 	{"ringbuf-mb", required_argument, NULL, OPT_RINGBUF},
+	{"http", required_argument, NULL, OPT_HTTP},
+	{"http-token", required_argument, NULL, OPT_HTTP_TOKEN},
 	{NULL, 0, NULL, 0},
 };
 
@@ -66,6 +71,7 @@ void options_usage(FILE *f)
 	fputs("usage: liveprof [options] -p PID[,PID...]\n"
 	      "       liveprof [options] -a\n"
 	      "       liveprof [options] -- COMMAND [ARGS...]\n"
+	      "       liveprof serve [options] -p PID | -a   (HTTP server, default 127.0.0.1:6060)\n"
 	      "       liveprof emit ...      (liveprof emit --help)\n"
 	      "       liveprof validate ...  (liveprof validate --help)\n"
 	      "\n"
@@ -97,6 +103,10 @@ void options_usage(FILE *f)
 	      "      --top N           rows of the top table at exit (default 20, 0 = none)\n"
 	      "      --no-tui          batch mode even on a terminal\n"
 	      "  -v, --verbose         libbpf and verifier messages\n"
+	      "HTTP:\n"
+	      "      --http ADDR:PORT  serve /debug/pprof/*, /metrics and a live view at /\n"
+	      "      --http-token FILE requests must send 'Authorization: Bearer <token in FILE>'\n"
+	      "                        (required for an address other than loopback)\n"
 	      "\n"
 	      "Exit status: 0 ok (also after target exit or Ctrl-C), 1 runtime error,\n"
 	      "2 usage, 3 no such process / command, 4 missing privileges (root or\n"
@@ -272,6 +282,12 @@ int options_parse(int argc, char **argv, struct options *o)
 			while (o->ringbuf_mb & (o->ringbuf_mb - 1))
 				o->ringbuf_mb &= o->ringbuf_mb - 1;
 			break;
+		case OPT_HTTP:
+			o->http_addr = optarg;
+			break;
+		case OPT_HTTP_TOKEN:
+			o->http_token = optarg;
+			break;
 		case '?':
 		default:
 			if (optopt && optopt < 256)
@@ -293,6 +309,27 @@ int options_parse(int argc, char **argv, struct options *o)
 	if (!!o->n_pids + !!o->all + !!o->command != 1) {
 		lp_err("give exactly one target: -p PID, -a or -- COMMAND (see --help)");
 		return -EINVAL;
+	}
+	if (o->http_token && !o->http_addr) {
+		lp_err("--http-token needs --http");
+		return -EINVAL;
+	}
+	if (o->http_addr) {
+		struct sockaddr_storage ss;
+		socklen_t len;
+		bool loopback;
+
+		if (query__addr(o->http_addr, &ss, &len, &loopback)) {
+			lp_err("invalid --http address '%s' (expected ADDR:PORT, e.g. "
+			       "127.0.0.1:6060)",
+			       o->http_addr);
+			return -EINVAL;
+		}
+		if (!loopback && !o->http_token) {
+			lp_err("--http '%s' is not a loopback address: that needs --http-token FILE",
+			       o->http_addr);
+			return -EINVAL;
+		}
 	}
 	if (o->when_spec && !o->split_spec) {
 		lp_err("--when needs --split");

@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -270,6 +271,10 @@ static int on_sample(struct daemon *d, const struct lp_sample *s, size_t size)
 	if (counts__add(&d->total, id, count, s->weight_ns) ||
 	    counts__add(&d->slots[d->cur_slot], id, count, s->weight_ns))
 		return -ENOMEM;
+	for (struct daemon_window *w = d->windows; w; w = w->next)
+		if (s->time_ns >= w->start_ns && s->time_ns < w->end_ns &&
+		    counts__add(&w->counts, id, count, s->weight_ns))
+			return -ENOMEM;
 	if (d->split && s->n_calls)
 		split__on_sample(d->split, (uint32_t)id, s, count);
 	return 0;
@@ -346,6 +351,8 @@ int daemon__set_window(struct daemon *d, int seconds)
 
 void daemon__fini(struct daemon *d)
 {
+	while (d->windows)
+		daemon__window_close(d, d->windows);
 	split__free(d->split);
 	traces__free(d->traces);
 	for (int i = 0; i < d->n_slots; i++)
@@ -436,12 +443,103 @@ static void tick(struct daemon *d, uint64_t now)
 	counts__clear(&d->slots[d->cur_slot]);
 }
 
+int daemon__window_open(struct daemon *d, struct daemon_window *w, uint64_t duration_ns)
+{
+	if (!duration_ns)
+		return -EINVAL;
+	counts__init(&w->counts);
+	w->start_ns = daemon__now_ns();
+	w->end_ns = w->start_ns + duration_ns;
+	w->next = d->windows;
+	d->windows = w;
+	return 0;
+}
+
+void daemon__window_close(struct daemon *d, struct daemon_window *w)
+{
+	for (struct daemon_window **p = &d->windows; *p; p = &(*p)->next) {
+		if (*p == w) {
+			*p = w->next;
+			counts__free(&w->counts);
+			return;
+		}
+	}
+}
+
+int daemon__window_active(const struct daemon *d)
+{
+	int n = 0;
+
+	for (const struct daemon_window *w = d->windows; w; w = w->next)
+		n++;
+	return n;
+}
+
+int daemon__add_poller(struct daemon *d, int fd, void (*fn)(void *ctx), void *ctx)
+{
+	if (d->n_pollers == MAX_POLLERS)
+		return -E2BIG;
+	d->pollers[d->n_pollers++] = (struct daemon_poller){fd, fn, ctx};
+	return 0;
+}
+
+void daemon__remove_poller(struct daemon *d, void *ctx)
+{
+	int n = 0;
+
+	for (int i = 0; i < d->n_pollers; i++)
+		if (d->pollers[i].ctx != ctx)
+			d->pollers[n++] = d->pollers[i];
+	d->n_pollers = n;
+}
+
+/*
+ * Windows whose end has passed are handed over. Events are consumed on
+ * every poll, so by now every sample stamped before the end is in.
+ */
+static void finish_windows(struct daemon *d, uint64_t now)
+{
+	struct daemon_window **p = &d->windows;
+
+	while (*p) {
+		struct daemon_window *w = *p;
+
+		if (now < w->end_ns) {
+			p = &w->next;
+			continue;
+		}
+		*p = w->next;
+		w->next = NULL;
+		w->done(w, w->ctx); /* may free w */
+	}
+}
+
+/* Wait for the ring buffer or any poller's fd, whichever comes first. */
+static int wait_events(struct daemon *d, int timeout_ms)
+{
+	struct pollfd pfd[MAX_POLLERS + 1];
+	int n = 0;
+
+	pfd[n++] = (struct pollfd){
+		.fd = ring_buffer__epoll_fd(bpf_session__ringbuf(d->bpf)),
+		.events = POLLIN,
+	};
+	for (int i = 0; i < d->n_pollers; i++)
+		pfd[n++] = (struct pollfd){.fd = d->pollers[i].fd, .events = POLLIN};
+	if (poll(pfd, n, timeout_ms) < 0)
+		return -errno;
+	return 0;
+}
+
 int daemon__poll(struct daemon *d, int timeout_ms)
 {
 	uint64_t now;
 	int err;
 
-	err = ring_buffer__poll(bpf_session__ringbuf(d->bpf), timeout_ms);
+	if (d->n_pollers)
+		err = wait_events(d, timeout_ms);
+	else
+		err = ring_buffer__poll(bpf_session__ringbuf(d->bpf), timeout_ms);
 	/* Events are sent without a wake-up until a batch is waiting
 	 * (rb_flags() in BPF): take whatever is there on every poll. */
 	if (err >= 0 || err == -EINTR) {
@@ -455,6 +553,9 @@ int daemon__poll(struct daemon *d, int timeout_ms)
 		d->last_tick_ns += 1000000000ULL;
 		tick(d, now);
 	}
+	finish_windows(d, now);
+	for (int i = 0; i < d->n_pollers; i++)
+		d->pollers[i].fn(d->pollers[i].ctx);
 	if (err == -EINTR)
 		return -EINTR;
 	return err < 0 ? err : 0;

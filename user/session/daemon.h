@@ -34,6 +34,30 @@ struct unwinder;
 /* Most user frames kept per stack (DWARF unwinds can go past LP_MAX_USTACK). */
 #define MAX_USER_FRAMES 256
 
+/*
+ * A window subscription: every sample taken (by its BPF timestamp) in
+ * [start_ns, end_ns) is added to @counts, from the one sampler, while other
+ * readers (the TUI, other scrapes) see the same events. When the window has
+ * passed, @done is called once from daemon__poll() and the subscription is
+ * removed; @done may free it.
+ */
+struct daemon_window {
+	struct counts counts;
+	uint64_t start_ns, end_ns;
+	void (*done)(struct daemon_window *w, void *ctx);
+	void *ctx;
+	struct daemon_window *next; /* private */
+};
+
+/* A file descriptor polled with the ring buffer; @fn runs on every poll. */
+struct daemon_poller {
+	int fd;
+	void (*fn)(void *ctx);
+	void *ctx;
+};
+
+#define MAX_POLLERS 4
+
 struct target_proc {
 	int pid;
 	char name[64];
@@ -73,6 +97,9 @@ struct daemon {
 	uint64_t unwind_ns;	/* time spent in the unwinder */
 	uint64_t tramp_fixed;	/* uretprobe trampoline addresses put back */
 	bool stop;
+	struct daemon_window *windows; /* window subscriptions, see daemon__window_open */
+	struct daemon_poller pollers[MAX_POLLERS];
+	int n_pollers;
 };
 
 /**
@@ -111,5 +138,33 @@ int daemon__set_window(struct daemon *d, int seconds);
 
 /** daemon__process_name - the root frame name for @pid */
 const char *daemon__process_name(void *d, uint32_t pid);
+
+/**
+ * daemon__window_open - subscribe @w to the samples of the next @duration_ns
+ *
+ * The caller owns @w and sets @w->done and @w->ctx; @w->counts is
+ * initialised here. Return: 0, or -EINVAL for a zero duration.
+ */
+int daemon__window_open(struct daemon *d, struct daemon_window *w, uint64_t duration_ns);
+
+/**
+ * daemon__window_close - remove @w before its end (a client went away);
+ * its counts are freed, @done is not called
+ */
+void daemon__window_close(struct daemon *d, struct daemon_window *w);
+
+/** daemon__window_active - number of open window subscriptions */
+int daemon__window_active(const struct daemon *d);
+
+/**
+ * daemon__add_poller - wait on @fd together with the ring buffer in
+ * daemon__poll() and call @fn(@ctx) after every poll, in the daemon's thread
+ *
+ * Return: 0, or -E2BIG when MAX_POLLERS are registered.
+ */
+int daemon__add_poller(struct daemon *d, int fd, void (*fn)(void *ctx), void *ctx);
+
+/** daemon__remove_poller - forget every poller registered with @ctx */
+void daemon__remove_poller(struct daemon *d, void *ctx);
 
 #endif

@@ -51,6 +51,10 @@ struct options {
 	enum call_graph_mode call_graph;
 	unsigned int stack_kib;
 	unsigned int ringbuf_mb;
+	/* HTTP (user/serve) */
+	const char *http_addr;	/* --http ADDR:PORT, NULL: no server */
+	const char *http_token; /* --http-token FILE */
+	bool serve;		/* `liveprof serve`: long-running, no TUI */
 };
 
 /**

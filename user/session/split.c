@@ -27,6 +27,7 @@ struct entry {
 	uint32_t stack_id;
 	uint32_t count;
 	uint64_t weight;
+	uint64_t time_ns; /* when the sample was taken: windows of HTTP scrapes */
 };
 
 struct held_call {
@@ -88,6 +89,11 @@ void split__free(struct split *s)
 	free(s->done);
 	free(s->pool);
 	free(s);
+}
+
+double split__percentile(const struct split *s)
+{
+	return s->pct;
 }
 
 int split__probe_id(const struct split *s)
@@ -194,7 +200,7 @@ void split__on_sample(struct split *s, uint32_t stack_id, const struct lp_sample
 		h->e = e;
 		h->cap = cap;
 	}
-	h->e[h->n++] = (struct entry){stack_id, (uint32_t)count, ev->weight_ns};
+	h->e[h->n++] = (struct entry){stack_id, (uint32_t)count, ev->weight_ns, ev->time_ns};
 	s->held_entries++;
 }
 
@@ -497,6 +503,46 @@ int split__compute(struct split *s, bool window, bool use_weight, struct split_r
 	}
 	free(t.v);
 	qsort(r->ranks, r->n_ranks, sizeof(*r->ranks), cmp_rank);
+	return 0;
+}
+
+int split__compute_range(struct split *s, uint64_t since_ns, uint64_t until_ns,
+			 struct split_result *r)
+{
+	struct daemon *d = s->d;
+	int ti = traces__find(d->traces, s->probe_id);
+
+	memset(r, 0, sizeof(*r));
+	counts__init(&r->slow);
+	counts__init(&r->fast);
+	if (ti < 0)
+		return -ENOENT;
+	r->function = traces__info(d->traces, ti)->func;
+	r->percentile = s->pct;
+	r->threshold_ns = traces__percentile(d->traces, ti, s->pct, false);
+	/* Calls end after their samples: any call ending before the range
+	 * starts has none in it, the rest are checked sample by sample. */
+	for (size_t i = 0; i < s->n_done; i++) {
+		const struct done_call *dc = &s->done[i];
+		bool slow = dc->latency_ns >= r->threshold_ns, any = false;
+		struct counts *c = slow ? &r->slow : &r->fast;
+
+		if (dc->end_ns < since_ns)
+			continue;
+		for (uint32_t k = 0; k < dc->n; k++) {
+			const struct entry *e = &s->pool[dc->first + k];
+
+			if (e->time_ns < since_ns || e->time_ns >= until_ns)
+				continue;
+			if (counts__add(c, e->stack_id, e->count, e->weight))
+				return -ENOMEM;
+			any = true;
+		}
+		if (any)
+			slow ? r->slow_calls++ : r->fast_calls++;
+	}
+	r->slow_samples = r->slow.total_count;
+	r->fast_samples = r->fast.total_count;
 	return 0;
 }
 

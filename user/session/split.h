@@ -63,6 +63,8 @@ void split__tick(struct split *s, uint64_t now_ns);
 /** split__set_percentile - move the threshold, e.g. from p95 to p99 */
 void split__set_percentile(struct split *s, double pct);
 int split__probe_id(const struct split *s);
+/** split__percentile - the percentile that separates slow from fast calls */
+double split__percentile(const struct split *s);
 
 /**
  * split__compute - classify the sampled calls and rank frames
@@ -73,6 +75,17 @@ int split__probe_id(const struct split *s);
  */
 int split__compute(struct split *s, bool window, bool use_weight, struct split_result *r);
 void split_result__fini(struct split_result *r);
+
+/**
+ * split__compute_range - the samples taken in [@since_ns, @until_ns) in
+ * calls that have ended, by class against the whole run's threshold
+ *
+ * Only the counts, calls and threshold of @r are set (no ranks). Samples
+ * of calls still in flight are in neither class.
+ * Return: 0 or a negative errno. Free @r with split_result__fini().
+ */
+int split__compute_range(struct split *s, uint64_t since_ns, uint64_t until_ns,
+			 struct split_result *r);
 
 /** split__stats - held samples, orphaned calls, dropped samples */
 void split__stats(const struct split *s, uint64_t *held, uint64_t *orphans, uint64_t *dropped);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #define lp_err(fmt, ...)  fprintf(stderr, "liveprof: " fmt "\n", ##__VA_ARGS__)
+#define lp_info(fmt, ...)  fprintf(stderr, "liveprof: " fmt "\n", ##__VA_ARGS__)
 #define lp_warn(fmt, ...) fprintf(stderr, "liveprof: warning: " fmt "\n", ##__VA_ARGS__)
 
 extern int lp_verbose;

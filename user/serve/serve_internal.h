@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * serve_internal.h - what the endpoint files of user/serve share.
+ */
+#ifndef LP_SERVE_INTERNAL_H
+#define LP_SERVE_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <microhttpd.h>
+
+#include "user/session/daemon.h"
+
+#define SERVE_MAX_WINDOWS 32   /* profile scrapes waiting at once */
+#define SERVE_MAX_BODY	  4096 /* bytes of a POST body */
+#define SERVE_CSRF_HEADER "X-Liveprof-Csrf"
+
+struct request;
+
+struct serve {
+	struct daemon *d;
+	struct MHD_Daemon *mhd;
+	char *token; /* bearer token, NULL: none needed */
+	char csrf[33];
+	unsigned short port;
+	int n_windows;		   /* profile windows open */
+	struct request *suspended; /* connections waiting for a window */
+	uint64_t log_sec;	   /* rate limit of the request log */
+	unsigned int logged, suppressed;
+	uint64_t requests, rejected;
+};
+
+struct request {
+	struct serve *sv;
+	struct MHD_Connection *conn;
+	const char *url, *method;
+	struct daemon_window w;
+	bool window_open; /* w is subscribed */
+	bool suspended;
+	struct MHD_Response *resp; /* ready to queue once resumed */
+	unsigned int status;
+	char *body;
+	size_t body_len;
+	bool body_too_big;
+	struct request *next; /* in sv->suspended */
+};
+
+/**
+ * serve__reply - queue a response with @len bytes of @buf (malloc'ed, taken over)
+ *
+ * Return: MHD_YES or MHD_NO.
+ */
+enum MHD_Result serve__reply(struct request *r, unsigned int status, const char *ctype, char *buf,
+			     size_t len);
+
+/**
+ * serve__reply_static - queue a response of constant data (not copied)
+ */
+enum MHD_Result serve__reply_static(struct request *r, unsigned int status, const char *ctype,
+				    const void *buf, size_t len);
+
+/**
+ * serve__error - log "METHOD URL from PEER: STATUS MESSAGE" (rate-limited)
+ * and answer @status with the message as text/plain
+ */
+enum MHD_Result serve__error(struct request *r, unsigned int status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/** serve__suspend - park @r until serve__resume() (a profile window) */
+void serve__suspend(struct request *r);
+/** serve__resume - wake @r; its handler runs again and queues r->resp */
+void serve__resume(struct request *r);
+
+/**
+ * serve__profile_of - symbolized profile of @c, taken in [@since, @until):
+ * samples in split calls labelled class=slow|fast and function=F, other
+ * samples inside a traced function labelled function=F
+ *
+ * Return: a profile the caller frees, or NULL on allocation failure.
+ */
+struct profile *serve__profile_of(struct daemon *d, const struct counts *c, uint64_t since,
+				  uint64_t until);
+
+/** serve__unix_ns - the Unix time in ns of monotonic instant @mono_ns */
+uint64_t serve__unix_ns(uint64_t mono_ns);
+
+/* Endpoints. Each answers @r; GET unless said otherwise. */
+enum MHD_Result serve_pprof__profile(struct request *r);
+enum MHD_Result serve_pprof__index(struct request *r);
+enum MHD_Result serve_metrics__get(struct request *r);
+enum MHD_Result serve_ui__asset(struct request *r, const char *path);
+enum MHD_Result serve_ui__state(struct request *r);
+enum MHD_Result serve_ui__command(struct request *r); /* POST */
+
+/** serve_pprof__abort - free what a request that never completed still holds */
+void serve_pprof__abort(struct request *r);
+
+#endif
