@@ -401,7 +401,6 @@ static int run(struct options *o)
 			rc = err == -EINVAL || err == -EACCES ? EXIT_USAGE : EXIT_RUNTIME;
 			goto out;
 		}
-		lp_info("serving http://%s/ (port %u)", o->http_addr, serve__port(http));
 	}
 	tui = will_tui(o);
 	if (!tui || tui_run(&d, &g_stop) == -ENOTTY)

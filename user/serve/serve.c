@@ -317,6 +317,7 @@ static int random_hex(char *out, size_t bytes)
 static int listen_on(struct serve *sv, const struct sockaddr_storage *ss)
 {
 	const union MHD_DaemonInfo *di;
+	char host[INET6_ADDRSTRLEN];
 	unsigned int flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
 
 	if (ss->ss_family == AF_INET6)
@@ -333,6 +334,13 @@ static int listen_on(struct serve *sv, const struct sockaddr_storage *ss)
 		return -EADDRINUSE;
 	di = MHD_get_daemon_info(sv->mhd, MHD_DAEMON_INFO_BIND_PORT);
 	sv->port = di ? di->port : 0;
+	if (ss->ss_family == AF_INET6)
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)ss)->sin6_addr, host,
+			  sizeof(host));
+	else
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)ss)->sin_addr, host, sizeof(host));
+	lp_info("serving http://%s%s%s:%u/", ss->ss_family == AF_INET6 ? "[" : "", host,
+		ss->ss_family == AF_INET6 ? "]" : "", sv->port);
 	di = MHD_get_daemon_info(sv->mhd, MHD_DAEMON_INFO_EPOLL_FD);
 	if (!di)
 		return -EIO;
