@@ -25,6 +25,7 @@
 #include "proc_maps.h"
 #include "sym_dwarf.h"
 #include "symbolize.h"
+#include "user/util/util.h"
 
 #define REFRESH_MIN_NS (50 * 1000 * 1000ull) /* re-read maps on a miss at most this often */
 #define VDSO_MAX       (1u << 20)
@@ -95,16 +96,6 @@ static uint64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	x ^= x >> 33;
-	return x;
 }
 
 static uint64_t str_hash(const char *s)
@@ -203,7 +194,7 @@ static struct sym_proc *proc_find(struct symbolizer *s, int pid)
 	if (!s->procs_cap)
 		return NULL;
 	mask = s->procs_cap - 1;
-	for (i = mix64(pid) & mask; s->procs[i]; i = (i + 1) & mask) {
+	for (i = lp_mix64(pid) & mask; s->procs[i]; i = (i + 1) & mask) {
 		if (s->procs[i]->pid == pid) {
 			s->last_proc = s->procs[i];
 			return s->procs[i];
@@ -225,7 +216,7 @@ static int proc_insert(struct symbolizer *s, struct sym_proc *p)
 		for (size_t j = 0; j < s->procs_cap; j++) {
 			if (!s->procs[j])
 				continue;
-			i = mix64(s->procs[j]->pid) & (ncap - 1);
+			i = lp_mix64(s->procs[j]->pid) & (ncap - 1);
 			while (n[i])
 				i = (i + 1) & (ncap - 1);
 			n[i] = s->procs[j];
@@ -235,7 +226,7 @@ static int proc_insert(struct symbolizer *s, struct sym_proc *p)
 		s->procs_cap = ncap;
 	}
 	mask = s->procs_cap - 1;
-	for (i = mix64(p->pid) & mask; s->procs[i]; i = (i + 1) & mask)
+	for (i = lp_mix64(p->pid) & mask; s->procs[i]; i = (i + 1) & mask)
 		;
 	s->procs[i] = p;
 	s->procs_n++;
@@ -475,7 +466,8 @@ static const struct sym_map *map_find(const struct sym_proc *p, uint64_t addr)
 
 static size_t cache_slot(const struct symbolizer *s, const struct elf_symtab *et, uint64_t off)
 {
-	return mix64(off ^ ((uint64_t)(uintptr_t)et * 0x9e3779b97f4a7c15ull)) & (s->cache_cap - 1);
+	return lp_mix64(off ^ ((uint64_t)(uintptr_t)et * 0x9e3779b97f4a7c15ull)) &
+	       (s->cache_cap - 1);
 }
 
 static struct rentry *cache_get(struct symbolizer *s, const struct elf_symtab *et, uint64_t off)

@@ -18,15 +18,12 @@
 #include "user/session/report.h"
 #include "user/session/split.h"
 #include "user/profile/stack_store.h"
+#include "user/util/util.h"
 
 static uint64_t hash_str(uint64_t h, const char *s)
 {
 	/* FNV-1a, seeded with the parent's hash so paths hash as a chain. */
-	h ^= 0xcbf29ce484222325ULL;
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 0x100000001b3ULL;
-	}
+	h = lp_fnv1a(h ^ LP_FNV_OFFSET, s, strlen(s));
 	return h ? h : 1;
 }
 
@@ -174,14 +171,8 @@ uint32_t tree_find(const struct tree *tr, uint64_t path)
 /* The path hash of a child: its parent's path mixed with its name's hash. */
 static uint64_t path_of(uint64_t parent_path, uint64_t name_hash)
 {
-	uint64_t x = parent_path * 0x9e3779b97f4a7c15ULL ^ name_hash;
+	uint64_t x = lp_mix64(parent_path * 0x9e3779b97f4a7c15ULL ^ name_hash);
 
-	/* splitmix64 finaliser: the low bits index the hash table. */
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ULL;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebULL;
-	x ^= x >> 31;
 	return x ? x : 1;
 }
 
@@ -578,7 +569,7 @@ int model_build(struct tui *t)
 	struct model *m = &t->m;
 	struct daemon *d = t->d;
 	struct counts win, c;
-	uint64_t t0 = now_ns();
+	uint64_t t0 = lp_now_ns();
 	int err;
 
 	/* New stacks arrive between ticks; name them before building. */
@@ -609,7 +600,7 @@ int model_build(struct tui *t)
 		err = model_build_split(t);
 	t->rebuild_due = false;
 	m->built_samples = d->samples + d->offcpu_events;
-	m->built_ns = now_ns();
+	m->built_ns = lp_now_ns();
 	m->build_cost_ns = m->built_ns - t0;
 	return err;
 }

@@ -140,7 +140,7 @@ static void draw_help(struct tui *t)
 void draw(struct tui *t)
 {
 	int y0 = content_top(), h = content_rows();
-	uint64_t t0 = now_ns(), now;
+	uint64_t t0 = lp_now_ns(), now;
 
 	erase();
 	if (LINES < 5 || COLS < 20) {
@@ -168,7 +168,7 @@ void draw(struct tui *t)
 	default:
 		break;
 	}
-	if (t->msg[0] && now_ns() - t->msg_ns < MSG_SHOW_NS)
+	if (t->msg[0] && lp_now_ns() - t->msg_ns < MSG_SHOW_NS)
 		put(LINES - 2, 0, COLS, t->msg_err ? attrs[C_ERROR] : attrs[C_INFO], t->msg);
 	if (t->help)
 		draw_help(t);
@@ -184,7 +184,7 @@ out:
 	curs_set(t->cmd.active || t->find.active ? 1 : 0);
 	wnoutrefresh(stdscr);
 	doupdate();
-	now = now_ns();
+	now = lp_now_ns();
 	t->draw_cost_ns = now - t0;
 	/* What the user feels: from reading the key to the screen updated. */
 	if (t->key_ns) {

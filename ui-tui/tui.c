@@ -39,6 +39,7 @@
 #include "ui-tui/tui.h"
 #include "ui-tui/tui_internal.h"
 #include "user/session/daemon.h"
+#include "user/util/util.h"
 
 #define POLL_MS	       20 /* longest wait for a key before draining events */
 #define ESC_DELAY_MS   25 /* a lone Esc is told from an escape sequence this fast */
@@ -64,7 +65,7 @@ void set_msg(struct tui *t, bool err, const char *fmt, ...)
 	vsnprintf(t->msg, sizeof(t->msg), fmt, ap);
 	va_end(ap);
 	t->msg_err = err;
-	t->msg_ns = now_ns();
+	t->msg_ns = lp_now_ns();
 }
 
 /**
@@ -430,7 +431,7 @@ static bool on_tick(struct tui *t)
 
 	if (d->last_tick_ns == t->last_tick_seen)
 		return false;
-	now = daemon__now_ns();
+	now = lp_now_ns();
 	if (t->prev_rate_ns && now > t->prev_rate_ns)
 		t->samples_per_s = (double)(d->samples - t->prev_samples) * 1e9 /
 				   (double)(now - t->prev_rate_ns);
@@ -465,7 +466,7 @@ int tui_run(struct daemon *d, volatile sig_atomic_t *stop)
 	t->show_offcpu = true;
 	t->last_tick_seen = d->last_tick_ns;
 	t->prev_samples = d->samples;
-	t->prev_rate_ns = daemon__now_ns();
+	t->prev_rate_ns = lp_now_ns();
 	t->err_pipe = t->saved_stderr = -1;
 	err = curses_start(t);
 	if (err) {
@@ -498,19 +499,19 @@ int tui_run(struct daemon *d, volatile sig_atomic_t *stop)
 		 * while keys are coming, let them have the CPU, but never show
 		 * data older than MAX_DEFER_NS.
 		 */
-		if (t->rebuild_due && (now_ns() - t->last_key_ns >= KEY_IDLE_NS ||
-				       now_ns() - t->m.built_ns >= MAX_DEFER_NS))
+		if (t->rebuild_due && (lp_now_ns() - t->last_key_ns >= KEY_IDLE_NS ||
+				       lp_now_ns() - t->m.built_ns >= MAX_DEFER_NS))
 			flags |= H_REBUILD | H_REDRAW;
 		/* Until the first samples show, do not make the user wait a tick. */
 		if (!t->m.funcs.total && !d->paused &&
 		    d->samples + d->offcpu_events != t->m.built_samples &&
-		    now_ns() - t->m.built_ns >= EARLY_BUILD_NS)
+		    lp_now_ns() - t->m.built_ns >= EARLY_BUILD_NS)
 			flags |= H_REBUILD | H_REDRAW;
 		while ((ch = getch()) != ERR) {
 			int r;
 
 			if (!t->key_ns)
-				t->key_ns = now_ns();
+				t->key_ns = lp_now_ns();
 			t->last_key_ns = t->key_ns;
 			r = handle_key(t, ch);
 			flags |= H_REDRAW;

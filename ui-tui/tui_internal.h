@@ -16,6 +16,7 @@
 #include "ui-tui/draw.h"
 #include "ui-tui/model.h"
 #include "ui-tui/prompt.h"
+#include "user/util/util.h"
 
 struct daemon;
 struct traces;
@@ -125,14 +126,6 @@ struct tui {
 	char err_buf[1024];
 	size_t err_len;
 };
-
-static inline uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * NS_PER_SEC + (uint64_t)ts.tv_nsec;
-}
 
 static inline double share(uint64_t part, uint64_t whole)
 {

@@ -28,6 +28,7 @@
 #include "user/session/traces.h"
 #include "ui-tui/tui.h"
 #include "user/serve/serve.h"
+#include "user/util/util.h"
 
 static volatile sig_atomic_t g_stop;
 
@@ -177,18 +178,7 @@ static int release(int go_fd, int status_fd, pid_t pid, const char *cmd)
 /* The file execvp() will run for @cmd: PATH is searched like the shell does. */
 static const char *resolve_command(const char *cmd, char *buf, size_t len)
 {
-	const char *path = getenv("PATH");
-
-	if (strchr(cmd, '/'))
-		return realpath(cmd, buf) ? buf : NULL;
-	for (const char *p = path ? path : "/usr/bin:/bin"; *p;) {
-		size_t n = strcspn(p, ":");
-
-		if (snprintf(buf, len, "%.*s/%s", (int)n, p, cmd) < (int)len && !access(buf, X_OK))
-			return buf;
-		p += n + (p[n] == ':');
-	}
-	return NULL;
+	return lp_path_search(cmd, buf, len) ? NULL : buf;
 }
 
 static int bpf_open_error(int err, bool verbose)
@@ -287,7 +277,7 @@ static void batch_loop(struct daemon *d, const struct options *o)
 			lp_err("reading events: %s", strerror(-err));
 			break;
 		}
-		now = daemon__now_ns();
+		now = lp_now_ns();
 		if (deadline && now >= deadline)
 			break;
 		if (!daemon__targets_alive(d))
@@ -411,7 +401,7 @@ static int run(struct options *o)
 	http = NULL;
 	bpf_session__stop_sampling(bpf);
 	ring_buffer__consume(bpf_session__ringbuf(bpf));
-	d.end_ns = daemon__now_ns();
+	d.end_ns = lp_now_ns();
 	daemon__targets_alive(&d);
 	daemon__symbolize_new(&d);
 	if (d.traces)

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "user/profile/profile.h"
+#include "user/util/util.h"
 
 #define ARENA_CHUNK (64 * 1024)
 
@@ -72,25 +73,9 @@ static void *arena_alloc(struct profile_index *ix, size_t size, size_t align)
 	return c->data + off;
 }
 
-static inline uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ULL;
-	x ^= x >> 33;
-	return x;
-}
-
 static uint64_t hash_str(const char *s, size_t len)
 {
-	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
-
-	for (size_t i = 0; i < len; i++) {
-		h ^= (unsigned char)s[i];
-		h *= 0x100000001b3ULL;
-	}
-	return mix64(h ^ len);
+	return lp_mix64(lp_fnv1a(LP_FNV_OFFSET, s, len) ^ len);
 }
 
 static inline uint64_t hash_step(uint64_t h, uint64_t v)
@@ -271,7 +256,7 @@ static uint64_t frame_hash(const struct frame *f)
 	h = hash_step(h, (uint64_t)(uint32_t)f->line);
 	h = hash_step(h, f->addr);
 	h = hash_step(h, ((uint64_t)f->kind << 1) | f->inlined);
-	return mix64(h);
+	return lp_mix64(h);
 }
 
 int64_t profile__intern_frame(struct profile *p, const struct frame *f)
@@ -334,7 +319,7 @@ static uint64_t sample_hash(const uint32_t *frames, uint32_t depth, const struct
 		h = hash_step(h, (uintptr_t)labels[i].key);
 		h = hash_step(h, (uintptr_t)labels[i].value);
 	}
-	return mix64(h);
+	return lp_mix64(h);
 }
 
 static bool sample_eq(const struct profile_sample *s, const uint32_t *frames, uint32_t depth,

@@ -16,6 +16,7 @@
 
 #include "user/util/atomic_file.h"
 #include "user/profile/writers.h"
+#include "user/util/util.h"
 
 /* profile.proto field numbers */
 enum {
@@ -151,17 +152,7 @@ struct keyset {
 
 static uint64_t hash_bytes(const void *data, size_t len)
 {
-	const uint8_t *p = data;
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (size_t i = 0; i < len; i++) {
-		h ^= p[i];
-		h *= 0x100000001b3ULL;
-	}
-	h ^= h >> 31;
-	h *= 0x7fb5d329728ea185ULL;
-	h ^= h >> 27;
-	return h;
+	return lp_mix64(lp_fnv1a(LP_FNV_OFFSET, data, len));
 }
 
 static const uint8_t *keyset_key(const struct keyset *k, uint32_t id, size_t *len)

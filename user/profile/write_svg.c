@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "user/profile/writers.h"
+#include "user/util/util.h"
 
 #define DEF_WIDTH   1200
 #define DEF_MIN_PCT 0.1
@@ -45,13 +46,7 @@ struct tree {
 
 static uint64_t name_hash(const char *s)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 0x100000001b3ULL;
-	}
-	return h;
+	return lp_fnv1a(LP_FNV_OFFSET, s, strlen(s));
 }
 
 static uint64_t node_key(uint32_t parent, uint64_t nh, enum frame_kind kind)

@@ -24,14 +24,7 @@ _Static_assert(UNWIND_TRAMP_LO == LP_UPROBE_TRAMP_LO && UNWIND_TRAMP_HI == LP_UP
 #include "user/util/log.h"
 #include "user/session/split.h"
 #include "user/session/traces.h"
-
-uint64_t daemon__now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
+#include "user/util/util.h"
 
 const char *daemon__process_name(void *ctx, uint32_t pid)
 {
@@ -190,9 +183,9 @@ static unsigned int unwind_user(struct daemon *d, const struct lp_sample *s, con
 		in.stack = (const char *)stack + LP_REDZONE;
 	}
 	if (d->opts->call_graph != CALL_GRAPH_FP && s->stack_len && !(s->flags & LP_SF_OFFCPU)) {
-		t0 = daemon__now_ns();
+		t0 = lp_now_ns();
 		n = unwinder__unwind_input(d->unwind, s->pid, &in, us, MAX_USER_FRAMES, &truncated);
-		d->unwind_ns += daemon__now_ns() - t0;
+		d->unwind_ns += lp_now_ns() - t0;
 		/*
 		 * Only the ip, yet frame pointers know more, and not for want
 		 * of stack: CFI found nothing to go on. The frame-pointer chain
@@ -216,9 +209,9 @@ static unsigned int unwind_user(struct daemon *d, const struct lp_sample *s, con
 	nu = fix_trampolines(d, us, nu, s);
 	nu = cut_fp_loop(d, s->pid, us, nu, flags);
 	if (s->stack_len && nu) {
-		t0 = daemon__now_ns();
+		t0 = lp_now_ns();
 		n = unwinder__fix_leaf_input(d->unwind, s->pid, &in, us, (int)nu, MAX_USER_FRAMES);
-		d->unwind_ns += daemon__now_ns() - t0;
+		d->unwind_ns += lp_now_ns() - t0;
 		if (n > (int)nu)
 			d->leaf_fixed++;
 		if (n > 0)
@@ -325,7 +318,7 @@ int daemon__init(struct daemon *d, struct options *o, struct bpf_session *bpf)
 	err = daemon__set_window(d, (int)(o->window_s + 0.5));
 	if (err)
 		return err;
-	d->start_ns = d->last_tick_ns = daemon__now_ns();
+	d->start_ns = d->last_tick_ns = lp_now_ns();
 	return bpf_session__set_ringbuf_cb(bpf, on_event, d);
 }
 
@@ -548,7 +541,7 @@ int daemon__poll(struct daemon *d, int timeout_ms)
 		if (n < 0 && err >= 0)
 			err = n;
 	}
-	now = daemon__now_ns();
+	now = lp_now_ns();
 	while (now - d->last_tick_ns >= 1000000000ULL) {
 		d->last_tick_ns += 1000000000ULL;
 		tick(d, now);

@@ -130,9 +130,6 @@ int daemon__symbolize_new(struct daemon *d);
 /** daemon__window_counts - sum of the window's slots into @out (cleared first) */
 int daemon__window_counts(struct daemon *d, struct counts *out);
 
-/** daemon__now_ns - CLOCK_MONOTONIC in ns (same clock as bpf_ktime_get_ns) */
-uint64_t daemon__now_ns(void);
-
 /** daemon__set_window - change the sliding window length in seconds */
 int daemon__set_window(struct daemon *d, int seconds);
 

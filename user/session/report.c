@@ -20,6 +20,7 @@
 #include "user/session/split.h"
 #include "user/session/traces.h"
 #include "user/profile/writers.h"
+#include "user/util/util.h"
 
 static bool ends_with(const char *s, const char *suffix)
 {
@@ -62,7 +63,7 @@ static struct profile *new_profile(struct daemon *d)
 	if (!p)
 		return NULL;
 	p->period_ns = 1000000000ULL / (d->freq ? d->freq : 99);
-	p->duration_ns = (d->end_ns ? d->end_ns : daemon__now_ns()) - d->start_ns;
+	p->duration_ns = (d->end_ns ? d->end_ns : lp_now_ns()) - d->start_ns;
 	return p;
 }
 
@@ -272,7 +273,7 @@ static bool is_dir_output(const char *p)
 static json_t *summary_json(struct daemon *d, struct profile *p, struct split_result *r)
 {
 	json_t *root = json_object(), *pids = json_array();
-	double dur = ((d->end_ns ? d->end_ns : daemon__now_ns()) - d->start_ns) / 1e9;
+	double dur = ((d->end_ns ? d->end_ns : lp_now_ns()) - d->start_ns) / 1e9;
 
 	for (int i = 0; i < d->n_procs; i++)
 		json_array_append_new(pids, json_integer(d->procs[i].pid));
@@ -331,7 +332,7 @@ static int write_json(struct daemon *d, struct profile *p, struct split_result *
 
 static void print_header(struct daemon *d, FILE *f)
 {
-	double dur = ((d->end_ns ? d->end_ns : daemon__now_ns()) - d->start_ns) / 1e9;
+	double dur = ((d->end_ns ? d->end_ns : lp_now_ns()) - d->start_ns) / 1e9;
 
 	fprintf(f,
 		"liveprof: %" PRIu64 " samples at %u Hz over %.1f s, %zu distinct stacks, %" PRIu64
@@ -416,7 +417,7 @@ int report__finish(struct daemon *d, FILE *f)
 
 void report__print_interval(struct daemon *d, FILE *f)
 {
-	double t = (daemon__now_ns() - d->start_ns) / 1e9;
+	double t = (lp_now_ns() - d->start_ns) / 1e9;
 
 	fprintf(f, "--- %.1f s: %" PRIu64 " samples, %" PRIu64 " lost\n", t, d->samples,
 		d->counters[LP_CNT_LOST]);

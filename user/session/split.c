@@ -17,6 +17,7 @@
 #include "user/session/daemon.h"
 #include "user/session/split.h"
 #include "user/session/traces.h"
+#include "user/util/util.h"
 
 #define HELD_MAX_ENTRIES (1u << 20) /* bound on samples waiting for their call */
 #define ORPHAN_AFTER_NS	 (60ULL * 1000000000ULL)
@@ -405,7 +406,7 @@ int split__compute(struct split *s, bool window, bool use_weight, struct split_r
 {
 	struct daemon *d = s->d;
 	int ti = traces__find(d->traces, s->probe_id);
-	uint64_t now = daemon__now_ns(), since = 0, *hist;
+	uint64_t now = lp_now_ns(), since = 0, *hist;
 	uint64_t slow_v = 0, fast_v = 0;
 	struct acc_table t = {0};
 	size_t in_window = 0;

@@ -30,6 +30,7 @@
 #include "user/session/split.h"
 #include "user/session/traces.h"
 #include "user/session/traces_internal.h"
+#include "user/util/util.h"
 
 struct traces *traces__new(struct daemon *d)
 {
@@ -39,7 +40,7 @@ struct traces *traces__new(struct daemon *d)
 		return NULL;
 	t->d = d;
 	t->n_slots = d->n_slots ? d->n_slots : 10;
-	t->last_tick_ns = daemon__now_ns();
+	t->last_tick_ns = lp_now_ns();
 	return t;
 }
 

@@ -23,6 +23,7 @@
 #include "user/session/split.h"
 #include "user/session/traces.h"
 #include "user/session/traces_internal.h"
+#include "user/util/util.h"
 
 /* ---- where to attach: the binary of the spec in a target's maps ---- */
 /* Load bias: where the mapping of file offset 0 starts minus the first PT_LOAD's page. */
@@ -305,35 +306,19 @@ static int attach_line(struct traces *t, struct trace *tr, struct probe_target *
 static int locate_command(int pid, const char *cmd, struct binary_loc *loc)
 {
 	struct stat self, child;
-	char path[4096], *dirs, *dir, *save = NULL;
-	const char *env = getenv("PATH");
-	int err = -ENOENT;
+	char path[4096];
+	int err;
 
 	if (stat("/proc/self/exe", &self) ||
 	    stat((snprintf(path, sizeof(path), "/proc/%d/exe", pid), path), &child) ||
 	    self.st_dev != child.st_dev || self.st_ino != child.st_ino)
 		return -ENOENT; /* it has exec'd already */
 	memset(loc, 0, sizeof(*loc));
-	if (strchr(cmd, '/')) {
-		if (!realpath(cmd, loc->mapped_path))
-			return -ENOENT;
-		snprintf(loc->attach_path, sizeof(loc->attach_path), "%s", loc->mapped_path);
-		return 0;
-	}
-	dirs = strdup(env && *env ? env : "/usr/local/bin:/usr/bin:/bin");
-	if (!dirs)
-		return -ENOMEM;
-	for (dir = strtok_r(dirs, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
-		snprintf(path, sizeof(path), "%s/%s", *dir ? dir : ".", cmd);
-		if (!access(path, X_OK) && realpath(path, loc->mapped_path)) {
-			snprintf(loc->attach_path, sizeof(loc->attach_path), "%s",
-				 loc->mapped_path);
-			err = 0;
-			break;
-		}
-	}
-	free(dirs);
-	return err;
+	err = lp_path_search(cmd, loc->mapped_path, sizeof(loc->mapped_path));
+	if (err)
+		return err;
+	snprintf(loc->attach_path, sizeof(loc->attach_path), "%s", loc->mapped_path);
+	return 0;
 }
 
 /* Messages name the file as the user knows it, not as /proc/PID/exe. */

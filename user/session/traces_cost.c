@@ -23,6 +23,7 @@
 #include "user/session/split.h"
 #include "user/session/traces.h"
 #include "user/session/traces_internal.h"
+#include "user/util/util.h"
 
 /* ---- probe cost ---- */
 
@@ -40,22 +41,14 @@ __attribute__((noinline, naked)) int lp_cost_probe_step(int x)
 	__asm__ volatile("lea 1(%rdi), %eax\n\tret\n");
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
-
 static uint64_t time_calls(int (*fn)(int), int n)
 {
 	volatile int acc = 0;
-	uint64_t t0 = mono_ns();
+	uint64_t t0 = lp_now_ns();
 
 	for (int i = 0; i < n; i++)
 		acc += fn(i);
-	return mono_ns() - t0;
+	return lp_now_ns() - t0;
 }
 
 static int self_offset(void *fn, uint64_t *off)

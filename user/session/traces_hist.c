@@ -24,6 +24,7 @@
 #include "user/session/split.h"
 #include "user/session/traces.h"
 #include "user/session/traces_internal.h"
+#include "user/util/util.h"
 
 /* ---- histogram arithmetic ---- */
 
@@ -160,7 +161,7 @@ int traces__summary(struct traces *t, int i, bool window, struct trace_summary *
 			maxb = b;
 	}
 	span = window ? t->n_slots
-		      : ((t->d->end_ns ? t->d->end_ns : daemon__now_ns()) - t->d->start_ns) / 1e9;
+		      : ((t->d->end_ns ? t->d->end_ns : lp_now_ns()) - t->d->start_ns) / 1e9;
 	if (tr->info.kind == TRACE_LINE) {
 		/* line probes count hits; no latency */
 		out->calls = window ? 0 : trace_calls(t, tr);

@@ -23,6 +23,7 @@
 #include "user/session/split.h"
 #include "user/session/traces.h"
 #include "user/session/traces_internal.h"
+#include "user/util/util.h"
 
 static int cmp_value_count(const void *a, const void *b)
 {
@@ -36,18 +37,6 @@ static int cmp_by_group(const void *a, const void *b)
 	const struct by_group *x = a, *y = b;
 
 	return x->value < y->value ? -1 : x->value > y->value;
-}
-
-static void fmt_ns(uint64_t ns, char *buf, size_t len)
-{
-	if (ns >= 10000000000ULL)
-		snprintf(buf, len, "%.1fs", ns / 1e9);
-	else if (ns >= 10000000)
-		snprintf(buf, len, "%.1fms", ns / 1e6);
-	else if (ns >= 10000)
-		snprintf(buf, len, "%.1fus", ns / 1e3);
-	else
-		snprintf(buf, len, "%" PRIu64 "ns", ns);
 }
 
 static void print_histogram(const uint64_t *h, FILE *f)
@@ -72,8 +61,8 @@ static void print_histogram(const uint64_t *h, FILE *f)
 		char a[32], b[32];
 		int w = (int)(rows[r] * 40 / max);
 
-		fmt_ns(1ULL << r, a, sizeof(a));
-		fmt_ns(2ULL << r, b, sizeof(b));
+		lp_fmt_ns(1ULL << r, a, sizeof(a));
+		lp_fmt_ns(2ULL << r, b, sizeof(b));
 		fprintf(f, "    [%7s, %7s) %8" PRIu64 " |%-40.*s|\n", a, b, rows[r], w,
 			"@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@");
 	}
@@ -98,12 +87,12 @@ void traces__print(struct traces *t, FILE *f, bool histograms)
 				tr->spec_text, s.calls, s.rate, "-", "-", "-", "-", "-", "-",
 				tr->info.est_overhead_pct, tr->info.detached ? " detached" : "");
 		} else {
-			fmt_ns(s.p50, c[0], 16);
-			fmt_ns(s.p90, c[1], 16);
-			fmt_ns(s.p95, c[2], 16);
-			fmt_ns(s.p99, c[3], 16);
-			fmt_ns(s.p999, c[4], 16);
-			fmt_ns(s.max, c[5], 16);
+			lp_fmt_ns(s.p50, c[0], 16);
+			lp_fmt_ns(s.p90, c[1], 16);
+			lp_fmt_ns(s.p95, c[2], 16);
+			lp_fmt_ns(s.p99, c[3], 16);
+			lp_fmt_ns(s.p999, c[4], 16);
+			lp_fmt_ns(s.max, c[5], 16);
 			fprintf(f,
 				"%-28.28s %10" PRIu64 " %9.0f %9s %9s %9s %9s %9s %9s %6.2f%%%s\n",
 				tr->spec_text, s.calls, s.rate, c[0], c[1], c[2], c[3], c[4], c[5],
@@ -151,9 +140,12 @@ void traces__print(struct traces *t, FILE *f, bool histograms)
 				char val[64];
 
 				traces_format_value(&vs->type, &v, val, sizeof(val));
-				fmt_ns(traces_hist_percentile(g[j].hist, g[j].calls, 50), c[0], 16);
-				fmt_ns(traces_hist_percentile(g[j].hist, g[j].calls, 95), c[1], 16);
-				fmt_ns(traces_hist_percentile(g[j].hist, g[j].calls, 99), c[2], 16);
+				lp_fmt_ns(traces_hist_percentile(g[j].hist, g[j].calls, 50), c[0],
+					  16);
+				lp_fmt_ns(traces_hist_percentile(g[j].hist, g[j].calls, 95), c[1],
+					  16);
+				lp_fmt_ns(traces_hist_percentile(g[j].hist, g[j].calls, 99), c[2],
+					  16);
 				fprintf(f, "  %-20s %10" PRIu64 " %9s %9s %9s\n", val, g[j].calls,
 					c[0], c[1], c[2]);
 				free(g[j].hist);

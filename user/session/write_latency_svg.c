@@ -13,6 +13,7 @@
 #include "user/session/report.h"
 #include "user/session/traces.h"
 #include "user/profile/writers.h"
+#include "user/util/util.h"
 
 #define W	  900
 #define H	  360
@@ -20,18 +21,6 @@
 #define MARGIN_B  50
 #define MARGIN_T  40
 #define N_COLUMNS 120
-
-static void fmt_ns(double ns, char *buf, size_t len)
-{
-	if (ns >= 1e9)
-		snprintf(buf, len, "%.3g s", ns / 1e9);
-	else if (ns >= 1e6)
-		snprintf(buf, len, "%.3g ms", ns / 1e6);
-	else if (ns >= 1e3)
-		snprintf(buf, len, "%.3g us", ns / 1e3);
-	else
-		snprintf(buf, len, "%.0f ns", ns);
-}
 
 int write_latency_svg(const uint64_t *hist, const char *title, uint64_t threshold_ns, double pct,
 		      FILE *out)
@@ -91,8 +80,8 @@ int write_latency_svg(const uint64_t *hist, const char *title, uint64_t threshol
 		if (!cols[c])
 			continue;
 		h = fmax(1, cols[c] / max * ph);
-		fmt_ns(x0, a, sizeof(a));
-		fmt_ns(x1, b, sizeof(b));
+		lp_fmt_ns(x0, a, sizeof(a));
+		lp_fmt_ns(x1, b, sizeof(b));
 		fprintf(out,
 			"<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\">"
 			"<title>%s - %s: %.0f calls</title></rect>\n",
@@ -107,7 +96,7 @@ int write_latency_svg(const uint64_t *hist, const char *title, uint64_t threshol
 
 		if (t < lo)
 			continue;
-		fmt_ns(t, a, sizeof(a));
+		lp_fmt_ns(t, a, sizeof(a));
 		fprintf(out, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">%s</text>\n", x,
 			MARGIN_T + ph + 18, a);
 	}
@@ -115,7 +104,7 @@ int write_latency_svg(const uint64_t *hist, const char *title, uint64_t threshol
 		double x = MARGIN_L +
 			   (log((double)threshold_ns) - log(lo)) / span * (W - MARGIN_L - 20);
 
-		fmt_ns((double)threshold_ns, a, sizeof(a));
+		lp_fmt_ns((double)threshold_ns, a, sizeof(a));
 		fprintf(out,
 			"<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"#c00\" "
 			"stroke-width=\"2\" stroke-dasharray=\"6,3\"/>\n"

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "user/synth/emit_tree.h"
+#include "user/util/util.h"
 
 /* Open addressing with linear probing; keys are 64-bit, 0 is never a key. */
 struct u64_map {
@@ -21,24 +22,10 @@ struct u64_map {
 	size_t cap, len; /* cap is a power of two, len <= cap / 2 */
 };
 
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ULL;
-	x ^= x >> 33;
-	return x;
-}
-
 static uint64_t hash_str(const char *s)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
 	/* Keep 0 free as the empty-slot marker. */
-	return mix64(h) | 1;
+	return lp_mix64(lp_fnv1a(LP_FNV_OFFSET, s, strlen(s))) | 1;
 }
 
 static int map_init(struct u64_map *m, size_t cap)
@@ -66,7 +53,7 @@ static void map_free(struct u64_map *m)
 /* Index of @key's slot, or of the empty slot where it would go. */
 static size_t map_slot(const struct u64_map *m, uint64_t key)
 {
-	size_t i = mix64(key) & (m->cap - 1);
+	size_t i = lp_mix64(key) & (m->cap - 1);
 
 	while (m->keys[i] && m->keys[i] != key)
 		i = (i + 1) & (m->cap - 1);
@@ -153,7 +140,7 @@ static int name_index(struct emit_tree *t, struct u64_map *m, const char *s, uin
 			*idx = m->vals[slot];
 			return 0;
 		}
-		key = mix64(key) | 1;
+		key = lp_mix64(key) | 1;
 	}
 	if (t->n_names == t->cap_names) {
 		size_t cap = t->cap_names ? t->cap_names * 2 : 128;
@@ -360,7 +347,7 @@ static bool ident_taken(const struct emit_tree *t, const struct u64_map *seen, c
 			break;
 		if (strcmp(t->names[seen->vals[slot]].ident, id) == 0)
 			return true;
-		k = mix64(k) | 1;
+		k = lp_mix64(k) | 1;
 	}
 	*key = k;
 	return false;

@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * util.c - duration formatting and the PATH search (see util.h).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "user/util/util.h"
+
+char *lp_fmt_ns(double ns, char *buf, size_t len)
+{
+	/* One decimal from 10 units up; below 10 us, whole nanoseconds. */
+	if (ns >= 1e10)
+		snprintf(buf, len, "%.1fs", ns / 1e9);
+	else if (ns >= 1e7)
+		snprintf(buf, len, "%.1fms", ns / 1e6);
+	else if (ns >= 1e4)
+		snprintf(buf, len, "%.1fus", ns / 1e3);
+	else
+		snprintf(buf, len, "%.0fns", ns);
+	return buf;
+}
+
+int lp_path_search(const char *cmd, char *buf, size_t len)
+{
+	const char *path = getenv("PATH");
+	char cand[PATH_MAX];
+
+	if (len < PATH_MAX)
+		return -EINVAL; /* realpath() writes up to PATH_MAX bytes */
+	if (strchr(cmd, '/'))
+		return realpath(cmd, buf) ? 0 : -ENOENT;
+	if (!path || !*path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	while (*path) {
+		size_t n = strcspn(path, ":");
+
+		if (snprintf(cand, sizeof(cand), "%.*s/%s", (int)n, n ? path : ".", cmd) <
+			    (int)sizeof(cand) &&
+		    !access(cand, X_OK) && realpath(cand, buf))
+			return 0;
+		path += n + (path[n] == ':');
+	}
+	return -ENOENT;
+}

@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * util.h - the few helpers every layer shares: the monotonic clock,
+ * hashing, duration formatting and the PATH search. Nothing here knows
+ * liveprof's types.
+ */
+#ifndef LP_UTIL_UTIL_H
+#define LP_UTIL_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+/**
+ * lp_now_ns - CLOCK_MONOTONIC in nanoseconds
+ *
+ * The same clock as bpf_ktime_get_ns(), so times from BPF events and from
+ * user space compare directly. Never use wall-clock time for intervals.
+ */
+static inline uint64_t lp_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/**
+ * lp_mix64 - a 64-bit finaliser (MurmurHash3's fmix64): spreads every
+ * input bit over the output, so the low bits can index a power-of-two
+ * hash table. Deterministic: the emitter derives programs from it.
+ * @x: the value to mix
+ */
+static inline uint64_t lp_mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	x ^= x >> 33;
+	return x;
+}
+
+#define LP_FNV_OFFSET 0xcbf29ce484222325ULL
+
+/**
+ * lp_fnv1a - continue a 64-bit FNV-1a hash over @len bytes at @p
+ * @h: LP_FNV_OFFSET to start, or the hash so far to chain
+ */
+static inline uint64_t lp_fnv1a(uint64_t h, const void *p, size_t len)
+{
+	const unsigned char *b = p;
+
+	for (size_t i = 0; i < len; i++) {
+		h ^= b[i];
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+/**
+ * lp_fmt_ns - a duration for people: "8120ns", "41.2us", "31.0ms", "12.0s"
+ * @ns: the duration
+ * @buf: output, always NUL-terminated
+ * @len: size of @buf
+ *
+ * At least three digits, so a column of them stays readable.
+ * Return: @buf.
+ */
+char *lp_fmt_ns(double ns, char *buf, size_t len);
+
+/**
+ * lp_path_search - the file execvp() would run for @cmd
+ * @cmd: a command name, or a path when it contains '/'
+ * @buf: receives the resolved absolute path (realpath)
+ * @len: size of @buf
+ *
+ * Searches $PATH (or "/usr/local/bin:/usr/bin:/bin" when unset) the way
+ * the shell does; an empty PATH entry means the current directory.
+ * Return: 0, or -ENOENT when nothing executable is found.
+ */
+int lp_path_search(const char *cmd, char *buf, size_t len);
+
+#endif
