@@ -16,6 +16,7 @@
 #include "user/serve/query.h"
 #include "user/serve/serve.h"
 #include "user/serve/serve_internal.h"
+#include "user/util/util.h"
 
 #define CONN_LIMIT     128	   /* connections at once; more are refused */
 #define CONN_TIMEOUT_S 10	   /* idle connections (slow clients) are closed */
@@ -52,7 +53,7 @@ static void log_line(struct serve *sv, const char *fmt, ...) __attribute__((form
 /* A flood must not turn into a flood of log lines: LOG_PER_SECOND at most. */
 static void log_line(struct serve *sv, const char *fmt, ...)
 {
-	uint64_t sec = daemon__now_ns() / 1000000000ULL;
+	uint64_t sec = lp_now_ns() / 1000000000ULL;
 	va_list ap;
 
 	if (sec != sv->log_sec) {

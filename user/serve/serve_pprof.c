@@ -16,13 +16,14 @@
 #include "user/profile/stack_symbols.h"
 #include "user/session/traces.h"
 #include "user/profile/writers.h"
+#include "user/util/util.h"
 
 #define DEFAULT_SECONDS 30 /* Go's default */
 
 uint64_t serve__unix_ns(uint64_t mono_ns)
 {
 	struct timespec ts;
-	uint64_t now_unix, now_mono = daemon__now_ns();
+	uint64_t now_unix, now_mono = lp_now_ns();
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	now_unix = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;

@@ -441,7 +441,7 @@ int daemon__window_open(struct daemon *d, struct daemon_window *w, uint64_t dura
 	if (!duration_ns)
 		return -EINVAL;
 	counts__init(&w->counts);
-	w->start_ns = daemon__now_ns();
+	w->start_ns = lp_now_ns();
 	w->end_ns = w->start_ns + duration_ns;
 	w->next = d->windows;
 	d->windows = w;
