@@ -116,8 +116,19 @@ $(OUT)/%.o: %.c $(BPF_SKELS) | $(DEPS_STAMP)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS_COMMON) $(CFLAGS) -c $< -o $@
 
+# The web UI's files, embedded in the serve layer as C arrays.
+ASSETS     := $(sort $(wildcard user/serve/assets/*))
+serve_EXTRA := $(OUT)/user/serve/assets_gen.o
+$(OUT)/user/serve/assets_gen.c: $(ASSETS) user/serve/gen_assets.sh
+	$(call msg,GEN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)user/serve/gen_assets.sh $@ $(ASSETS)
+$(OUT)/user/serve/assets_gen.o: $(OUT)/user/serve/assets_gen.c
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS_COMMON) $(CFLAGS) -c $< -o $@
+
 define layer_rule
-$(OUT)/lib$(1).a: $(call layer_objs,$(1))
+$(OUT)/lib$(1).a: $(call layer_objs,$(1)) $($(1)_EXTRA)
 	$$(call msg,AR,$$@)
 	$$(Q)mkdir -p $$(@D) && rm -f $$@ && ar rcs $$@ $$^
 endef
