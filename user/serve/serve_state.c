@@ -16,6 +16,7 @@
 #include "user/session/report.h"
 #include "user/session/split.h"
 #include "user/session/traces.h"
+#include "user/util/util.h"
 
 #define FLAME_MIN_SHARE 0.001 /* frames under 0.1% of the total are not sent */
 #define FLAME_MAX_DEPTH 256
@@ -211,7 +212,7 @@ static json_t *state_json(struct serve *sv, bool window)
 	o = json_pack("{s:s,s:I,s:I,s:I,s:i,s:f,s:i,s:b,s:I}", "csrf", sv->csrf, "samples",
 		      (json_int_t)d->samples, "lost", (json_int_t)d->counters[LP_CNT_LOST],
 		      "stacks", (json_int_t)stack_store__count(d->stacks), "hz", (int)d->freq,
-		      "uptime_s", (daemon__now_ns() - d->start_ns) / 1e9, "window_s", d->n_slots,
+		      "uptime_s", (lp_now_ns() - d->start_ns) / 1e9, "window_s", d->n_slots,
 		      "window", window, "tick", (json_int_t)d->last_tick_ns);
 	if (!o) {
 		json_decref(flame);
