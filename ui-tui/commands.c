@@ -12,44 +12,14 @@
 #include <string.h>
 
 #include "ui-tui/tui_internal.h"
-#include "user/session/bpf_session.h"
 #include "user/session/daemon.h"
 #include "user/profile/profile.h"
 #include "user/session/report.h"
 #include "user/session/split.h"
 #include "user/session/traces.h"
 
-#define DEFAULT_SPLIT_PCT 95.0
-
-/**
- * ensure_traces - the daemon's traces, created on first use
- * @t: the UI state
- *
- * Return: the traces, or NULL (and a message) when out of memory.
- */
-struct traces *ensure_traces(struct tui *t)
-{
-	if (!t->d->traces)
-		t->d->traces = traces__new(t->d);
-	if (!t->d->traces)
-		set_msg(t, true, "out of memory");
-	return t->d->traces;
-}
-
-static int find_trace(struct traces *tr, const char *spec)
-{
-	for (int i = 0; tr && i < traces__count(tr); i++) {
-		const struct trace_info *ti = traces__info(tr, i);
-
-		if (!strcmp(ti->spec, spec) || (ti->func && !strcmp(ti->func, spec)))
-			return i;
-	}
-	return -1;
-}
-
 static int cmd_trace(struct tui *t, const char *arg, bool line)
 {
-	struct traces *tr;
 	char err[256] = "";
 	int id, i;
 
@@ -61,112 +31,56 @@ static int cmd_trace(struct tui *t, const char *arg, bool line)
 		set_msg(t, true, "'%s' is not FILE:LINE", arg);
 		return 0;
 	}
-	tr = ensure_traces(t);
-	if (!tr)
-		return 0;
-	if (find_trace(tr, arg) >= 0) {
-		set_msg(t, true, "'%s' is already traced", arg);
-		return 0;
-	}
-	id = traces__add(tr, arg, err, sizeof(err));
+	id = daemon__trace(t->d, arg, NULL, err, sizeof(err));
 	if (id < 0) {
-		set_msg(t, true, "%s", err[0] ? err : strerror(-id));
+		set_msg(t, true, "%s", err);
 		return 0;
 	}
-	i = traces__find(tr, id);
+	i = traces__find(t->d->traces, id);
 	t->lat_sel = i >= 0 ? i : 0;
 	t->view = VIEW_LATENCY;
 	set_msg(t, false, "tracing '%s' (probe %d)", arg, id);
 	return H_REBUILD;
 }
 
-static void drop_split(struct tui *t)
-{
-	model_drop_split(&t->m);
-	split__free(t->d->split);
-	t->d->split = NULL;
-}
-
 static int cmd_untrace(struct tui *t, const char *arg)
 {
-	struct traces *tr = t->d->traces;
-	int i = find_trace(tr, arg), err;
+	char err[256] = "";
 
 	if (!arg[0]) {
 		set_msg(t, true, "usage: :untrace SPEC");
 		return 0;
 	}
-	if (i < 0) {
-		set_msg(t, true, "'%s' is not traced", arg);
-		return 0;
-	}
-	/* The split holds the probe id: it cannot outlive its trace. */
-	if (t->d->split && split__probe_id(t->d->split) == traces__info(tr, i)->id)
-		drop_split(t);
-	err = traces__remove(tr, traces__info(tr, i)->spec);
-	if (err) {
-		set_msg(t, true, "cannot untrace '%s': %s", arg, strerror(-err));
+	/* The model may point into the split the daemon is about to drop. */
+	model_drop_split(&t->m);
+	if (daemon__untrace(t->d, arg, err, sizeof(err))) {
+		set_msg(t, true, "%s", err);
 		return 0;
 	}
 	set_msg(t, false, "untraced '%s'", arg);
 	return H_REBUILD;
 }
 
-static int parse_pct(const char *s, double *pct)
-{
-	char *end;
-
-	if (*s == '@')
-		s++;
-	if (*s == 'p' || *s == 'P')
-		s++;
-	*pct = strtod(s, &end);
-	if (end == s || *end || *pct <= 0 || *pct >= 100)
-		return -EINVAL;
-	return 0;
-}
-
 static int cmd_split(struct tui *t, char *arg)
 {
-	char *func = strtok(arg, " \t@"), *p = strtok(NULL, " \t");
-	struct traces *tr;
-	struct split *s;
-	double pct = DEFAULT_SPLIT_PCT;
-	char err[256] = "";
-	int i, id;
+	char *func = strtok(arg, " \t"), *p = strtok(NULL, " \t");
+	char spec[300], err[256] = "";
+	double pct;
 
 	if (!func) {
 		set_msg(t, true, "usage: :split FUNC [pNN]");
 		return 0;
 	}
-	if (p && parse_pct(p, &pct)) {
-		set_msg(t, true, "invalid percentile '%s' (e.g. p95)", p);
+	/* ":split f p99" and ":split f@p99" are the same spec. */
+	snprintf(spec, sizeof(spec), "%s%s%s", func, p && *p != '@' ? "@" : "", p ? p : "");
+	if (split_spec_parse(spec, err, sizeof(err), &pct, err, sizeof(err))) {
+		set_msg(t, true, "%s", err);
 		return 0;
 	}
-	tr = ensure_traces(t);
-	if (!tr)
+	model_drop_split(&t->m);
+	if (daemon__split(t->d, spec, NULL, NULL, err, sizeof(err))) {
+		set_msg(t, true, "%s", err);
 		return 0;
-	/* Reuse a trace of the function rather than probing it twice. */
-	i = find_trace(tr, func);
-	if (i >= 0) {
-		id = traces__info(tr, i)->id;
-	} else {
-		id = traces__add(tr, func, err, sizeof(err));
-		if (id < 0) {
-			set_msg(t, true, "%s", err[0] ? err : strerror(-id));
-			return 0;
-		}
-	}
-	if (t->d->split && split__probe_id(t->d->split) == id) {
-		split__set_percentile(t->d->split, pct);
-	} else {
-		s = split__new(t->d, id, pct, -1);
-		if (!s) {
-			set_msg(t, true, "cannot split '%s': out of memory", func);
-			return 0;
-		}
-		drop_split(t);
-		t->d->split = s;
 	}
 	t->view = VIEW_SPLIT;
 	t->split_mode = SPLIT_RANKS;
@@ -185,13 +99,11 @@ static int cmd_freq(struct tui *t, const char *arg)
 		set_msg(t, true, "usage: :freq HZ (1 to 100000)");
 		return 0;
 	}
-	err = bpf_session__start_sampling(t->d->bpf, (unsigned int)hz);
+	err = daemon__set_freq(t->d, (unsigned int)hz);
 	if (err) {
 		set_msg(t, true, "cannot sample at %ld Hz: %s", hz, strerror(-err));
 		return 0;
 	}
-	t->d->freq = (unsigned int)hz;
-	t->d->opts->freq = (unsigned int)hz;
 	set_msg(t, false, "sampling at %ld Hz", hz);
 	return H_REDRAW;
 }
@@ -229,7 +141,7 @@ static int cmd_offcpu(struct tui *t, const char *arg)
 		return 0;
 	}
 	/* The off-CPU program is loaded at start or not at all. */
-	if (!t->d->opts->offcpu) {
+	if (!t->d->core.opts->offcpu) {
 		set_msg(t, true,
 			on ? "off-CPU was not loaded: restart liveprof with --offcpu"
 			   : "off-CPU is already off (not loaded)");
@@ -251,16 +163,15 @@ int set_paused(struct tui *t, bool paused)
 {
 	int err;
 
-	if (t->d->paused == paused) {
+	err = daemon__pause(t->d, paused);
+	if (err == -EALREADY) {
 		set_msg(t, false, "already %s", paused ? "paused" : "live");
 		return H_REDRAW;
 	}
-	err = bpf_session__set_paused(t->d->bpf, paused, false);
 	if (err) {
 		set_msg(t, true, "cannot %s: %s", paused ? "pause" : "resume", strerror(-err));
 		return 0;
 	}
-	t->d->paused = paused;
 	set_msg(t, false, paused ? "paused: the view is frozen" : "live");
 	return paused ? H_REDRAW : H_REBUILD;
 }

@@ -477,7 +477,7 @@ static int funcs_add_profile(struct funcs *f, const struct profile *p, bool weig
  */
 bool use_weight(const struct tui *t)
 {
-	return t->d->opts->offcpu;
+	return t->d->core.opts->offcpu;
 }
 
 /* The counts the views show: window or whole run, off-CPU filtered out. */
@@ -528,7 +528,7 @@ static int model_build_split(struct tui *t)
 	if (!d->split)
 		return 0;
 	memset(&m->sr, 0, sizeof(m->sr));
-	err = split__compute(d->split, t->window, use_weight(t), &m->sr);
+	err = daemon__split_compute(d, t->window, use_weight(t), &m->sr);
 	if (err)
 		return err;
 	m->has_split = true;

@@ -116,10 +116,7 @@ static void complete(struct tui *t, struct prompt *p)
 			if (!strncmp(traces__info(tr, i)->spec, word, strlen(word)))
 				cands[n++] = traces__info(tr, i)->spec;
 	} else if (!strcmp(first, "trace") || !strcmp(first, "split")) {
-		struct traces *tr = ensure_traces(t);
-
-		if (tr)
-			n = traces__complete(tr, word, cands, MAX_COMPLETIONS);
+		n = daemon__complete(t->d, word, cands, MAX_COMPLETIONS);
 	}
 	if (!n) {
 		set_msg(t, true, "no completion for '%s'", word);

@@ -24,11 +24,11 @@ static void draw_status(struct tui *t)
 	const char *state = d->paused ? " PAUSED " : " LIVE ";
 	int w = (int)strlen(state);
 
-	if (d->opts->all)
+	if (d->core.opts->all)
 		snprintf(target, sizeof(target), "all processes");
-	else if (d->n_procs)
-		snprintf(target, sizeof(target), "%s (pid %d)%s", d->procs[0].name, d->procs[0].pid,
-			 d->n_procs > 1 ? " +more" : "");
+	else if (d->core.n_procs)
+		snprintf(target, sizeof(target), "%s (pid %d)%s", d->core.procs[0].name, d->core.procs[0].pid,
+			 d->core.n_procs > 1 ? " +more" : "");
 	else
 		snprintf(target, sizeof(target), "-");
 	snprintf(buf, sizeof(buf),

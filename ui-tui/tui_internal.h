@@ -148,7 +148,6 @@ int offer(struct tui *t, const char *cmd, const char *suffix);
 void draw(struct tui *t);
 
 /* commands.c */
-struct traces *ensure_traces(struct tui *t);
 int set_paused(struct tui *t, bool paused);
 int run_command(struct tui *t, char *line);
 

@@ -69,6 +69,20 @@ def layer_of(path):
     return best
 
 
+# Headers that are one layer's own business, whatever the arrows say.
+PRIVATE_HEADERS = {
+    "user/session/bpf_session.h": "session",
+    "user/session/traces_internal.h": "session",
+    "dwarf/probe_internal.h": "dwarf",
+}
+
+# Only the session loads and talks to BPF: libbpf and bpf_session__* symbols
+# are its own, so a front end cannot reach past the daemon's commands.
+PRIVATE_SYMBOLS = (("bpf_session__", "session"), ("ring_buffer__", "session"),
+                   ("bpf_map", "session"), ("bpf_program__", "session"),
+                   ("bpf_link__", "session"), ("bpf_object__", "session"))
+
+
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
@@ -88,9 +102,13 @@ def check_includes(root):
                     # Same-folder includes ("x.h") belong to the file's own layer;
                     # vmlinux.h and bpf helper headers are the kernel side's own.
                     target = layer_of(inc) if "/" in inc or inc.endswith(".skel.h") else name
+                    line = text.count("\n", 0, m.start()) + 1
+                    owner = PRIVATE_HEADERS.get(inc)
+                    if owner and owner != name:
+                        bad.append(f"{rel}:{line}: {name} includes {owner}'s private header '{inc}'")
+                        continue
                     if target is None or target in uses(name):
                         continue
-                    line = text.count("\n", 0, m.start()) + 1
                     bad.append(f"{rel}:{line}: {name} includes {target} header '{inc}'")
     return bad
 
@@ -126,6 +144,10 @@ def check_symbols(root, build):
     bad = []
     for obj, name, undefined in needs:
         for s in sorted(undefined):
+            priv = next((lay for pre, lay in PRIVATE_SYMBOLS if s.startswith(pre)), None)
+            if priv and priv != name:
+                bad.append(f"{obj}: {name} calls {priv}'s private '{s}'")
+                continue
             target = owner.get(s)
             if target is not None and target not in uses(name):
                 bad.append(f"{obj}: {name} references {target} symbol '{s}'")

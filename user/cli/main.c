@@ -15,7 +15,6 @@
 #include <sys/wait.h>
 #include <linux/capability.h>
 
-#include "user/session/bpf_session.h"
 #include "user/session/daemon.h"
 #include "user/synth/emit.h"
 #include "user/util/exit_codes.h"
@@ -181,93 +180,41 @@ static const char *resolve_command(const char *cmd, char *buf, size_t len)
 	return lp_path_search(cmd, buf, len) ? NULL : buf;
 }
 
-static int bpf_open_error(int err, bool verbose)
-{
-	if (err == -ENOENT) {
-		lp_err("this kernel has no BTF ('/sys/kernel/btf/vmlinux'); liveprof needs "
-		       "CONFIG_DEBUG_INFO_BTF=y");
-		return EXIT_UNSUPPORTED;
-	}
-	if (err == -EPERM) {
-		lp_err("loading BPF programs was refused: %s (root or CAP_BPF+CAP_PERFMON)",
-		       strerror(-err));
-		return EXIT_PERMISSION;
-	}
-	lp_err("cannot load the BPF programs: %s%s", strerror(-err),
-	       verbose ? "" : " (run with -v for the verifier log)");
-	return EXIT_BPF;
-}
-
 static int setup_traces(struct daemon *d, struct options *o)
 {
 	char err[512];
-	int split_id = -1, when_id = -1;
-	double pct = 95;
 
-	if (!o->n_traces && !o->split_spec)
-		return 0;
-	d->traces = traces__new(d);
-	if (!d->traces)
-		return EXIT_RUNTIME;
 	for (int i = 0; i < o->n_traces; i++) {
-		int id = traces__add_by(d->traces, o->traces[i], i == 0 ? o->by_expr : NULL, err,
-					sizeof(err));
-
-		if (id < 0) {
+		if (daemon__trace(d, o->traces[i], i == 0 ? o->by_expr : NULL, err, sizeof(err)) <
+		    0) {
 			lp_err("%s", err);
 			return EXIT_PROBE;
 		}
 	}
 	if (o->split_spec) {
 		char func[256];
-		const char *at = strrchr(o->split_spec, '@');
-		size_t n = at ? (size_t)(at - o->split_spec) : strlen(o->split_spec);
+		double pct;
+		int r = split_spec_parse(o->split_spec, func, sizeof(func), &pct, err, sizeof(err));
 
-		if (at) {
-			char *end;
-
-			pct = strtod(at + 1 + (at[1] == 'p'), &end);
-			if (*end || pct <= 0 || pct >= 100) {
-				lp_err("invalid split percentile '%s' (e.g. FUNC@p95)", at + 1);
-				return EXIT_USAGE;
-			}
-		}
-		if (n >= sizeof(func)) {
-			lp_err("split spec too long");
+		if (r) {
+			lp_err("%s", err);
 			return EXIT_USAGE;
 		}
-		memcpy(func, o->split_spec, n);
-		func[n] = 0;
-		/* Reuse an identical --trace rather than probing twice. */
-		for (int i = 0; i < traces__count(d->traces); i++)
-			if (!strcmp(traces__info(d->traces, i)->spec, func))
-				split_id = traces__info(d->traces, i)->id;
-		if (split_id < 0)
-			split_id = traces__add_by(d->traces, func, o->n_traces ? NULL : o->by_expr,
-						  err, sizeof(err));
-		if (split_id < 0) {
+		r = daemon__split(d, o->split_spec, o->when_spec, o->n_traces ? NULL : o->by_expr,
+				  err, sizeof(err));
+		if (r) {
 			lp_err("%s", err);
-			return EXIT_PROBE;
+			return r == -ENOMEM ? EXIT_RUNTIME : EXIT_PROBE;
 		}
-		if (o->when_spec) {
-			when_id = traces__add(d->traces, o->when_spec, err, sizeof(err));
-			if (when_id < 0) {
-				lp_err("%s", err);
-				return EXIT_PROBE;
-			}
-			traces__set_when(d->traces, split_id, when_id);
-		}
-		d->split = split__new(d, split_id, pct, when_id);
-		if (!d->split)
-			return EXIT_RUNTIME;
 	}
 	return 0;
 }
 
 static void batch_loop(struct daemon *d, const struct options *o)
 {
-	uint64_t deadline = o->duration_s ? d->start_ns + (uint64_t)(o->duration_s * 1e9) : 0;
-	uint64_t next_print = o->interval_s ? d->start_ns + (uint64_t)(o->interval_s * 1e9) : 0;
+	uint64_t deadline = o->duration_s ? d->core.start_ns + (uint64_t)(o->duration_s * 1e9) : 0;
+	uint64_t next_print =
+		o->interval_s ? d->core.start_ns + (uint64_t)(o->interval_s * 1e9) : 0;
 
 	while (!g_stop) {
 		uint64_t now;
@@ -296,20 +243,6 @@ static bool will_tui(const struct options *o)
 
 static int run(struct options *o)
 {
-	struct bpf_session_opts bo = {
-		.all_processes = o->all,
-		.kernel_stacks = o->kernel,
-		.offcpu = o->offcpu,
-		/* the TUI may add traces at any time */
-		.tracing = o->n_traces || o->split_spec || will_tui(o) || o->http_addr,
-		.ringbuf_mb = o->ringbuf_mb,
-		.verbose = o->verbose,
-		/* fp still copies a little: enough for CFI to find a frameless
-		 * leaf's return address (daemon.c, unwind_user) */
-		.stack_copy_bytes =
-			o->call_graph == CALL_GRAPH_FP ? FP_LEAF_COPY_BYTES : o->stack_kib << 10,
-	};
-	struct bpf_session *bpf = NULL;
 	struct serve *http = NULL;
 	struct daemon d;
 	int go_fd = -1, status_fd = -1, rc, err;
@@ -340,18 +273,11 @@ static int run(struct options *o)
 		}
 	}
 
-	err = bpf_session__open(&bpf, &bo);
-	if (err) {
-		rc = bpf_open_error(err, o->verbose);
+	/* The TUI and the HTTP server may add traces at any time. */
+	rc = daemon__open(&d, o, will_tui(o) || o->http_addr);
+	if (rc)
 		goto out;
-	}
-	err = daemon__init(&d, o, bpf);
-	if (err) {
-		lp_err("cannot set up: %s", strerror(-err));
-		rc = EXIT_RUNTIME;
-		goto out;
-	}
-	d.child = child;
+	d.core.child = child;
 	if (child)
 		d.child_exe = resolve_command(o->command[0], child_exe, sizeof(child_exe));
 	if (child)
@@ -364,12 +290,9 @@ static int run(struct options *o)
 			goto out;
 		}
 	}
-	err = bpf_session__start_sampling(bpf, o->freq);
-	if (err) {
-		lp_err("cannot open the cpu-clock perf event: %s", strerror(-err));
-		rc = err == -EACCES || err == -EPERM ? EXIT_PERMISSION : EXIT_UNSUPPORTED;
+	rc = daemon__start(&d);
+	if (rc)
 		goto out;
-	}
 	rc = setup_traces(&d, o);
 	if (rc)
 		goto out;
@@ -377,7 +300,7 @@ static int run(struct options *o)
 		if (release(go_fd, status_fd, child, o->command[0])) {
 			go_fd = status_fd = -1;
 			child = 0;
-			d.child = 0;
+			d.core.child = 0;
 			rc = EXIT_NO_TARGET;
 			goto out;
 		}
@@ -396,16 +319,9 @@ static int run(struct options *o)
 	if (!tui || tui_run(&d, &g_stop) == -ENOTTY)
 		batch_loop(&d, o);
 
-	/* Stop producing, then take everything already in the ring buffer. */
 	serve__stop(http);
 	http = NULL;
-	bpf_session__stop_sampling(bpf);
-	ring_buffer__consume(bpf_session__ringbuf(bpf));
-	d.end_ns = lp_now_ns();
-	daemon__targets_alive(&d);
-	daemon__symbolize_new(&d);
-	if (d.traces)
-		traces__tick(d.traces, d.end_ns);
+	daemon__finish(&d);
 	rc = report__finish(&d, stdout);
 out:
 	if (go_fd >= 0)
@@ -419,8 +335,7 @@ out:
 		waitpid(child, NULL, 0);
 	}
 	serve__stop(http);
-	daemon__fini(&d);
-	bpf_session__close(bpf);
+	daemon__close(&d);
 	return rc;
 }
 

@@ -44,7 +44,7 @@ static int innermost_trace(struct daemon *d, uint32_t id)
 	const struct frame *f;
 	uint32_t depth;
 
-	if (stack_symbols__frames(d->symbols, id, &f, &depth))
+	if (stack_symbols__frames(d->core.symbols, id, &f, &depth))
 		return -1;
 	for (uint32_t i = depth; i-- > 0;) {
 		for (int t = 0; t < traces__count(d->traces); t++) {
@@ -83,7 +83,7 @@ static int add_unsplit(struct daemon *d, struct profile *p, const struct counts 
 		struct label l = {"function", i < n ? traces__info(d->traces, i)->func : NULL};
 
 		if (by[i].n)
-			err = stack_symbols__add_counts(d->symbols, p, &by[i], &l, i < n);
+			err = stack_symbols__add_counts(d->core.symbols, p, &by[i], &l, i < n);
 	}
 	for (int i = 0; i <= n; i++)
 		counts__free(&by[i]);
@@ -123,9 +123,9 @@ struct profile *serve__profile_of(struct daemon *d, const struct counts *c, uint
 		struct label slow[2] = {{"class", "slow"}, {"function", r.function}};
 		struct label fast[2] = {{"class", "fast"}, {"function", r.function}};
 
-		err = stack_symbols__add_counts(d->symbols, p, &r.slow, slow, 2);
+		err = stack_symbols__add_counts(d->core.symbols, p, &r.slow, slow, 2);
 		if (!err)
-			err = stack_symbols__add_counts(d->symbols, p, &r.fast, fast, 2);
+			err = stack_symbols__add_counts(d->core.symbols, p, &r.fast, fast, 2);
 	}
 	if (p && err) {
 		profile__free(p);

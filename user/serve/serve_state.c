@@ -173,7 +173,7 @@ static json_t *split_json(struct daemon *d, bool window)
 	struct split_result r;
 	json_t *o, *ranks;
 
-	if (!d->split || split__compute(d->split, window, d->opts->offcpu, &r))
+	if (!d->split || daemon__split_compute(d, window, d->core.opts->offcpu, &r))
 		return json_null();
 	o = json_pack("{s:s,s:f,s:I,s:I,s:I,s:I,s:I}", "function", r.function, "percentile",
 		      r.percentile, "threshold_ns", (json_int_t)r.threshold_ns, "slow_calls",
@@ -212,15 +212,15 @@ static json_t *state_json(struct serve *sv, bool window)
 	o = json_pack("{s:s,s:I,s:I,s:I,s:i,s:f,s:i,s:b,s:I}", "csrf", sv->csrf, "samples",
 		      (json_int_t)d->samples, "lost", (json_int_t)d->counters[LP_CNT_LOST],
 		      "stacks", (json_int_t)stack_store__count(d->stacks), "hz", (int)d->freq,
-		      "uptime_s", (lp_now_ns() - d->start_ns) / 1e9, "window_s", d->n_slots,
+		      "uptime_s", (lp_now_ns() - d->core.start_ns) / 1e9, "window_s", d->n_slots,
 		      "window", window, "tick", (json_int_t)d->last_tick_ns);
 	if (!o) {
 		json_decref(flame);
 		return NULL;
 	}
 	json_object_set_new(o, "target",
-			    json_string(d->n_procs == 1 ? d->procs[0].name
-					: d->opts->all	? "all processes"
+			    json_string(d->core.n_procs == 1 ? d->core.procs[0].name
+					: d->core.opts->all	? "all processes"
 							: "processes"));
 	json_object_set_new(o, "flame", flame ? flame : json_null());
 	json_object_set_new(o, "traces", traces_json(d, window));

@@ -11,7 +11,6 @@
 
 #include "user/serve/assets.h"
 #include "user/serve/serve_internal.h"
-#include "user/session/daemon_cmd.h"
 
 enum MHD_Result serve_ui__asset(struct request *r, const char *path)
 {
@@ -27,14 +26,28 @@ enum MHD_Result serve_ui__asset(struct request *r, const char *path)
 static int run_command(struct daemon *d, const char *cmd, const char *arg, double num, char *msg,
 		       size_t len)
 {
+	char spec[300];
 	int err;
 
-	if (!strcmp(cmd, "trace"))
-		return daemon__trace(d, arg, msg, len) < 0 ? -EINVAL : 0;
-	if (!strcmp(cmd, "untrace"))
-		return daemon__untrace(d, arg, msg, len);
-	if (!strcmp(cmd, "split"))
-		return daemon__split(d, arg, num > 0 ? num : 95, msg, len);
+	if (!strcmp(cmd, "trace")) {
+		err = daemon__trace(d, arg, NULL, msg, len);
+		if (err >= 0)
+			snprintf(msg, len, "tracing '%s'", arg);
+		return err < 0 ? -EINVAL : 0;
+	}
+	if (!strcmp(cmd, "untrace")) {
+		err = daemon__untrace(d, arg, msg, len);
+		if (!err)
+			snprintf(msg, len, "untraced '%s'", arg);
+		return err;
+	}
+	if (!strcmp(cmd, "split")) {
+		snprintf(spec, sizeof(spec), "%s@p%g", arg, num > 0 ? num : 95);
+		err = daemon__split(d, spec, NULL, NULL, msg, len);
+		if (!err)
+			snprintf(msg, len, "splitting '%s' at p%g", arg, num > 0 ? num : 95);
+		return err;
+	}
 	if (!strcmp(cmd, "unsplit")) {
 		daemon__unsplit(d);
 		snprintf(msg, len, "split stopped");

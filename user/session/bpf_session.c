@@ -155,6 +155,11 @@ int bpf_session__set_ringbuf_cb(struct bpf_session *s, int (*cb)(void *, void *,
 	return s->rb ? 0 : -errno;
 }
 
+int bpf_session__drain(struct bpf_session *s)
+{
+	return ring_buffer__consume(s->rb);
+}
+
 struct ring_buffer *bpf_session__ringbuf(struct bpf_session *s)
 {
 	return s->rb;

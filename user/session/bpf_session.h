@@ -77,6 +77,14 @@ int bpf_session__set_probe(struct bpf_session *s, uint32_t id, const struct lp_p
 /** bpf_session__clear_probe - forget probe @id's histogram and stats */
 int bpf_session__clear_probe(struct bpf_session *s, uint32_t id);
 
+/**
+ * bpf_session__drain - hand every event already in the ring buffer to the
+ * callback, without waiting
+ *
+ * Return: the number of events, or a negative errno.
+ */
+int bpf_session__drain(struct bpf_session *s);
+
 /** bpf_session__ringbuf - the ring buffer, to be polled by the event loop */
 struct ring_buffer *bpf_session__ringbuf(struct bpf_session *s);
 int bpf_session__set_ringbuf_cb(struct bpf_session *s, int (*cb)(void *, void *, size_t),

@@ -30,9 +30,9 @@ const char *daemon__process_name(void *ctx, uint32_t pid)
 {
 	struct daemon *d = ctx;
 
-	for (int i = 0; i < d->n_procs; i++)
-		if (d->procs[i].pid == (int)pid && d->procs[i].name[0])
-			return d->procs[i].name;
+	for (int i = 0; i < d->core.n_procs; i++)
+		if (d->core.procs[i].pid == (int)pid && d->core.procs[i].name[0])
+			return d->core.procs[i].name;
 	return NULL;
 }
 
@@ -56,12 +56,12 @@ int daemon__add_target(struct daemon *d, int pid)
 	struct target_proc *p;
 	int err;
 
-	if (d->n_procs == MAX_PIDS)
+	if (d->core.n_procs == MAX_PIDS)
 		return -E2BIG;
-	p = &d->procs[d->n_procs];
+	p = &d->core.procs[d->core.n_procs];
 	p->pid = pid;
 	p->alive = true;
-	if (pid == d->child && d->child_exe) {
+	if (pid == d->core.child && d->child_exe) {
 		/* Not exec'd yet (it waits for us): name it after its command. */
 		const char *b = strrchr(d->child_exe, '/');
 
@@ -69,14 +69,14 @@ int daemon__add_target(struct daemon *d, int pid)
 	} else {
 		read_comm(pid, p->name, sizeof(p->name));
 	}
-	err = bpf_session__add_pid(d->bpf, pid);
+	err = bpf_session__add_pid(d->core.bpf, pid);
 	if (err)
 		return err;
 	/* Failing to read the maps now is not fatal: the process may be
 	 * exec'ing; the tick retries. */
 	symbolizer__add_pid(d->sym, pid);
 	unwinder__add_pid(d->unwind, pid);
-	d->n_procs++;
+	d->core.n_procs++;
 	return 0;
 }
 
@@ -182,7 +182,7 @@ static unsigned int unwind_user(struct daemon *d, const struct lp_sample *s, con
 		}
 		in.stack = (const char *)stack + LP_REDZONE;
 	}
-	if (d->opts->call_graph != CALL_GRAPH_FP && s->stack_len && !(s->flags & LP_SF_OFFCPU)) {
+	if (d->core.opts->call_graph != CALL_GRAPH_FP && s->stack_len && !(s->flags & LP_SF_OFFCPU)) {
 		t0 = lp_now_ns();
 		n = unwinder__unwind_input(d->unwind, s->pid, &in, us, MAX_USER_FRAMES, &truncated);
 		d->unwind_ns += lp_now_ns() - t0;
@@ -305,20 +305,20 @@ int daemon__init(struct daemon *d, struct options *o, struct bpf_session *bpf)
 	int err;
 
 	memset(d, 0, sizeof(*d));
-	d->opts = o;
-	d->bpf = bpf;
+	d->core.opts = o;
+	d->core.bpf = bpf;
 	d->freq = o->freq;
 	d->sym = symbolizer__new(o->lines);
 	d->stacks = stack_store__new(o->per_thread);
-	d->symbols = stack_symbols__new(&so);
+	d->core.symbols = stack_symbols__new(&so);
 	d->unwind = unwinder__new();
-	if (!d->sym || !d->stacks || !d->symbols || !d->unwind)
+	if (!d->sym || !d->stacks || !d->core.symbols || !d->unwind)
 		return -ENOMEM;
 	counts__init(&d->total);
 	err = daemon__set_window(d, (int)(o->window_s + 0.5));
 	if (err)
 		return err;
-	d->start_ns = d->last_tick_ns = lp_now_ns();
+	d->core.start_ns = d->last_tick_ns = lp_now_ns();
 	return bpf_session__set_ringbuf_cb(bpf, on_event, d);
 }
 
@@ -339,6 +339,8 @@ int daemon__set_window(struct daemon *d, int seconds)
 	d->cur_slot = 0;
 	if (d->traces)
 		traces__set_window(d->traces, seconds);
+	if (d->split)
+		split__set_window(d->split, seconds);
 	return 0;
 }
 
@@ -353,7 +355,7 @@ void daemon__fini(struct daemon *d)
 	free(d->slots);
 	counts__free(&d->total);
 	unwinder__free(d->unwind);
-	stack_symbols__free(d->symbols);
+	stack_symbols__free(d->core.symbols);
 	stack_store__free(d->stacks);
 	symbolizer__free(d->sym);
 	memset(d, 0, sizeof(*d));
@@ -383,23 +385,23 @@ bool daemon__targets_alive(struct daemon *d)
 {
 	bool any = false;
 
-	if (d->opts->all)
+	if (d->core.opts->all)
 		return true;
-	if (d->child) {
+	if (d->core.child) {
 		int st;
-		pid_t r = waitpid(d->child, &st, WNOHANG);
+		pid_t r = waitpid(d->core.child, &st, WNOHANG);
 
-		if (r == d->child) {
+		if (r == d->core.child) {
 			d->child_exited = true;
 			d->child_status = st;
 		}
 	}
-	for (int i = 0; i < d->n_procs; i++) {
-		struct target_proc *p = &d->procs[i];
+	for (int i = 0; i < d->core.n_procs; i++) {
+		struct target_proc *p = &d->core.procs[i];
 
 		if (!p->alive)
 			continue;
-		if (p->pid == d->child && d->child_exited)
+		if (p->pid == d->core.child && d->child_exited)
 			p->alive = false;
 		else if ((kill(p->pid, 0) && errno == ESRCH) || is_zombie(p->pid))
 			p->alive = false;
@@ -410,22 +412,22 @@ bool daemon__targets_alive(struct daemon *d)
 
 int daemon__symbolize_new(struct daemon *d)
 {
-	return stack_symbols__update(d->symbols, d->stacks, d->sym, daemon__process_name, d);
+	return stack_symbols__update(d->core.symbols, d->stacks, d->sym, daemon__process_name, d);
 }
 
 static void tick(struct daemon *d, uint64_t now)
 {
 	static unsigned int ticks;
 
-	bpf_session__counters(d->bpf, d->counters);
+	bpf_session__counters(d->core.bpf, d->counters);
 	/* New libraries (dlopen) and exec: re-read the maps while alive,
 	 * then symbolize what arrived, so nothing waits until the target
 	 * is gone and its maps with it. */
 	if (++ticks % 2 == 0)
-		for (int i = 0; i < d->n_procs; i++)
-			if (d->procs[i].alive) {
-				symbolizer__add_pid(d->sym, d->procs[i].pid);
-				unwinder__add_pid(d->unwind, d->procs[i].pid);
+		for (int i = 0; i < d->core.n_procs; i++)
+			if (d->core.procs[i].alive) {
+				symbolizer__add_pid(d->sym, d->core.procs[i].pid);
+				unwinder__add_pid(d->unwind, d->core.procs[i].pid);
 			}
 	daemon__symbolize_new(d);
 	if (d->traces)
@@ -514,7 +516,7 @@ static int wait_events(struct daemon *d, int timeout_ms)
 	int n = 0;
 
 	pfd[n++] = (struct pollfd){
-		.fd = ring_buffer__epoll_fd(bpf_session__ringbuf(d->bpf)),
+		.fd = ring_buffer__epoll_fd(bpf_session__ringbuf(d->core.bpf)),
 		.events = POLLIN,
 	};
 	for (int i = 0; i < d->n_pollers; i++)
@@ -532,11 +534,11 @@ int daemon__poll(struct daemon *d, int timeout_ms)
 	if (d->n_pollers)
 		err = wait_events(d, timeout_ms);
 	else
-		err = ring_buffer__poll(bpf_session__ringbuf(d->bpf), timeout_ms);
+		err = ring_buffer__poll(bpf_session__ringbuf(d->core.bpf), timeout_ms);
 	/* Events are sent without a wake-up until a batch is waiting
 	 * (rb_flags() in BPF): take whatever is there on every poll. */
 	if (err >= 0 || err == -EINTR) {
-		int n = ring_buffer__consume(bpf_session__ringbuf(d->bpf));
+		int n = ring_buffer__consume(bpf_session__ringbuf(d->core.bpf));
 
 		if (n < 0 && err >= 0)
 			err = n;

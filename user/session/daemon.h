@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include "user/session/options.h"
+#include "user/session/session_core.h"
 #include "user/profile/stack_store.h"
 #include "user/profile/stack_symbols.h"
 #include "dwarf/symbolize.h"
@@ -58,25 +59,14 @@ struct daemon_poller {
 
 #define MAX_POLLERS 4
 
-struct target_proc {
-	int pid;
-	char name[64];
-	bool alive;
-};
-
 struct daemon {
-	struct options *opts;
-	struct bpf_session *bpf;
+	struct session_core core; /* opts, bpf, symbols, procs, child, times */
 	struct symbolizer *sym;
 	struct stack_store *stacks;
-	struct stack_symbols *symbols;
 	struct traces *traces;
 	struct split *split;
 	struct unwinder *unwind; /* CFI over the copied stacks */
 
-	struct target_proc procs[MAX_PIDS];
-	int n_procs;
-	pid_t child;	       /* launched command, 0 if none */
 	const char *child_exe; /* its executable, resolved through PATH */
 	int child_status;      /* wait status once it exited */
 	bool child_exited;
@@ -87,7 +77,7 @@ struct daemon {
 
 	unsigned int freq;
 	bool paused;
-	uint64_t start_ns, last_tick_ns, end_ns;
+	uint64_t last_tick_ns;
 	uint64_t samples, offcpu_events, events_bad;
 	uint64_t counters[16];	/* LP_CNT_* from BPF, summed over CPUs */
 	uint64_t truncated;	/* stacks marked truncated */
@@ -163,5 +153,95 @@ int daemon__add_poller(struct daemon *d, int fd, void (*fn)(void *ctx), void *ct
 
 /** daemon__remove_poller - forget every poller registered with @ctx */
 void daemon__remove_poller(struct daemon *d, void *ctx);
+
+/* ---- commands: the one way in for the CLI, the TUI and the HTTP server ---- */
+
+struct split_result;
+
+/**
+ * daemon__open - load the BPF programs for @o and set up the daemon
+ * @tracing: load the uprobe programs even without --trace/--split (the TUI
+ *           may trace later)
+ *
+ * Prints the reason on failure. Call daemon__close() either way.
+ * Return: EXIT_OK or the EXIT_* status for the failure.
+ */
+int daemon__open(struct daemon *d, struct options *o, bool tracing);
+
+/** daemon__start - start sampling at the daemon's frequency; EXIT_* like daemon__open */
+int daemon__start(struct daemon *d);
+
+/**
+ * daemon__finish - stop sampling, take the events still in the ring
+ * buffer, symbolize and read the histograms once more: the run's end
+ */
+void daemon__finish(struct daemon *d);
+
+/** daemon__close - detach and free everything daemon__open() set up */
+void daemon__close(struct daemon *d);
+
+/** daemon__set_freq - sample at @hz (1..100000); 0 or a negative errno */
+int daemon__set_freq(struct daemon *d, unsigned int hz);
+
+/** daemon__pause - stop (@paused) or resume taking samples; -EALREADY if no change */
+int daemon__pause(struct daemon *d, bool paused);
+
+/** daemon__find_trace - the index of the trace of @spec (or of its function), or -1 */
+int daemon__find_trace(struct daemon *d, const char *spec);
+
+/**
+ * daemon__trace - resolve @spec in every target and attach its probes
+ * @by: a value expression to group the latency by, or NULL
+ * @err: a one-line message for the user on failure
+ *
+ * Return: the probe id (>= 0), or a negative errno (-EEXIST: already traced).
+ */
+int daemon__trace(struct daemon *d, const char *spec, const char *by, char *err, size_t errlen);
+
+/** daemon__untrace - detach @spec's trace, and the split that depends on it */
+int daemon__untrace(struct daemon *d, const char *spec, char *err, size_t errlen);
+
+/**
+ * daemon__split - split FUNC[@pNN] (default p95) into slow and fast calls
+ * @when: a FILE:LINE: keep only calls that ran it, or NULL
+ * @by: as for daemon__trace() when the function is not traced yet
+ *
+ * Reuses the function's trace when there is one; on the same function
+ * only the percentile moves. -EINVAL is a malformed @spec (usage error).
+ * Return: 0 or a negative errno, with a message in @err.
+ */
+int daemon__split(struct daemon *d, const char *spec, const char *when, const char *by, char *err,
+		  size_t errlen);
+
+/** daemon__unsplit - drop the split (its trace stays) */
+void daemon__unsplit(struct daemon *d);
+
+/**
+ * daemon__split_compute - classify the split's sampled calls and rank frames
+ * @window: only calls that ended within the sliding window
+ * @use_weight: shares of blocked time (with --offcpu) instead of counts
+ *
+ * Return: 0, -ENOENT without a split, or a negative errno. Free @r with
+ * split_result__fini().
+ */
+int daemon__split_compute(struct daemon *d, bool window, bool use_weight, struct split_result *r);
+
+/**
+ * daemon__complete - names of functions in the targets that start with @prefix
+ * @out: receives up to @max names, owned by the daemon until the next call
+ *
+ * Return: how many were written.
+ */
+int daemon__complete(struct daemon *d, const char *prefix, const char **out, int max);
+
+/**
+ * split_spec_parse - the one parser of FUNC[@pNN]
+ * @func: receives FUNC
+ * @pct: receives NN, 95 when absent
+ *
+ * Return: 0, or -EINVAL with a one-line message in @err.
+ */
+int split_spec_parse(const char *text, char *func, size_t funclen, double *pct, char *err,
+		     size_t errlen);
 
 #endif

@@ -1,20 +1,143 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * daemon_cmd.c - trace, untrace and split a running session.
+ * daemon_cmd.c - the daemon's commands: the one way in for every front end
+ * (the CLI, the TUI, the HTTP server). Open and close the session, sample,
+ * pause, trace, untrace and split. Nothing outside user/session/ touches
+ * BPF, the traces' or the split's internals.
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "user/session/bpf_session.h"
 #include "user/session/daemon.h"
-#include "user/session/daemon_cmd.h"
 #include "user/session/split.h"
 #include "user/session/traces.h"
+#include "user/util/exit_codes.h"
+#include "user/util/log.h"
+#include "user/util/util.h"
 
-static int find_trace(struct traces *tr, const char *spec)
+#define DEFAULT_SPLIT_PCT 95.0
+
+/* Why the BPF objects did not load, for people; an EXIT_* status. */
+static int bpf_open_error(int err, bool verbose)
 {
-	for (int i = 0; tr && i < traces__count(tr); i++) {
-		const struct trace_info *ti = traces__info(tr, i);
+	if (err == -ENOENT) {
+		lp_err("this kernel has no BTF ('/sys/kernel/btf/vmlinux'); liveprof needs "
+		       "CONFIG_DEBUG_INFO_BTF=y");
+		return EXIT_UNSUPPORTED;
+	}
+	if (err == -EPERM) {
+		lp_err("loading BPF programs was refused: %s (root or CAP_BPF+CAP_PERFMON)",
+		       strerror(-err));
+		return EXIT_PERMISSION;
+	}
+	lp_err("cannot load the BPF programs: %s%s", strerror(-err),
+	       verbose ? "" : " (run with -v for the verifier log)");
+	return EXIT_BPF;
+}
+
+int daemon__open(struct daemon *d, struct options *o, bool tracing)
+{
+	struct bpf_session_opts bo = {
+		.all_processes = o->all,
+		.kernel_stacks = o->kernel,
+		.offcpu = o->offcpu,
+		.tracing = tracing || o->n_traces || o->split_spec,
+		.ringbuf_mb = o->ringbuf_mb,
+		.verbose = o->verbose,
+		/* fp still copies a little: enough for CFI to find a frameless
+		 * leaf's return address (daemon.c, unwind_user) */
+		.stack_copy_bytes =
+			o->call_graph == CALL_GRAPH_FP ? FP_LEAF_COPY_BYTES : o->stack_kib << 10,
+	};
+	struct bpf_session *bpf = NULL;
+	int err;
+
+	memset(d, 0, sizeof(*d));
+	err = bpf_session__open(&bpf, &bo);
+	if (err)
+		return bpf_open_error(err, o->verbose);
+	err = daemon__init(d, o, bpf);
+	if (err) {
+		lp_err("cannot set up: %s", strerror(-err));
+		d->core.bpf = bpf; /* daemon__close() frees it */
+		return EXIT_RUNTIME;
+	}
+	return EXIT_OK;
+}
+
+int daemon__start(struct daemon *d)
+{
+	int err = bpf_session__start_sampling(d->core.bpf, d->freq);
+
+	if (err) {
+		lp_err("cannot open the cpu-clock perf event: %s", strerror(-err));
+		return err == -EACCES || err == -EPERM ? EXIT_PERMISSION : EXIT_UNSUPPORTED;
+	}
+	return EXIT_OK;
+}
+
+void daemon__finish(struct daemon *d)
+{
+	/* Stop producing, then take everything already in the ring buffer. */
+	bpf_session__stop_sampling(d->core.bpf);
+	bpf_session__drain(d->core.bpf);
+	d->core.end_ns = lp_now_ns();
+	daemon__targets_alive(d);
+	daemon__symbolize_new(d);
+	if (d->traces)
+		traces__tick(d->traces, d->core.end_ns);
+}
+
+void daemon__close(struct daemon *d)
+{
+	struct bpf_session *bpf = d->core.bpf;
+
+	daemon__fini(d);
+	bpf_session__close(bpf);
+}
+
+int daemon__set_freq(struct daemon *d, unsigned int hz)
+{
+	int err;
+
+	if (hz < 1 || hz > 100000)
+		return -EINVAL;
+	err = bpf_session__start_sampling(d->core.bpf, hz);
+	if (err)
+		return err;
+	d->freq = hz;
+	d->core.opts->freq = hz;
+	return 0;
+}
+
+int daemon__pause(struct daemon *d, bool paused)
+{
+	int err;
+
+	if (d->paused == paused)
+		return -EALREADY;
+	err = bpf_session__set_paused(d->core.bpf, paused, false);
+	if (err)
+		return err;
+	d->paused = paused;
+	return 0;
+}
+
+/* The traces, created on first use. */
+static struct traces *ensure_traces(struct daemon *d)
+{
+	if (!d->traces)
+		d->traces = traces__new(&d->core, d->n_slots);
+	return d->traces;
+}
+
+int daemon__find_trace(struct daemon *d, const char *spec)
+{
+	for (int i = 0; d->traces && i < traces__count(d->traces); i++) {
+		const struct trace_info *ti = traces__info(d->traces, i);
 
 		if (!strcmp(ti->spec, spec) || (ti->func && !strcmp(ti->func, spec)))
 			return i;
@@ -22,36 +145,22 @@ static int find_trace(struct traces *tr, const char *spec)
 	return -1;
 }
 
-static struct traces *ensure_traces(struct daemon *d)
+int daemon__trace(struct daemon *d, const char *spec, const char *by, char *err, size_t errlen)
 {
-	if (!d->traces)
-		d->traces = traces__new(d);
-	return d->traces;
-}
-
-int daemon__trace(struct daemon *d, const char *spec, char *msg, size_t len)
-{
-	char err[256] = "";
 	int id;
 
-	if (!spec[0]) {
-		snprintf(msg, len, "nothing to trace");
-		return -EINVAL;
-	}
 	if (!ensure_traces(d)) {
-		snprintf(msg, len, "out of memory");
+		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	if (find_trace(d->traces, spec) >= 0) {
-		snprintf(msg, len, "'%s' is already traced", spec);
+	if (daemon__find_trace(d, spec) >= 0) {
+		snprintf(err, errlen, "'%s' is already traced", spec);
 		return -EEXIST;
 	}
-	id = traces__add(d->traces, spec, err, sizeof(err));
-	if (id < 0) {
-		snprintf(msg, len, "%s", err[0] ? err : strerror(-id));
-		return id;
-	}
-	snprintf(msg, len, "tracing '%s'", spec);
+	err[0] = 0;
+	id = traces__add_by(d->traces, spec, by, err, errlen);
+	if (id < 0 && !err[0])
+		snprintf(err, errlen, "cannot trace '%s': %s", spec, strerror(-id));
 	return id;
 }
 
@@ -61,63 +170,109 @@ void daemon__unsplit(struct daemon *d)
 	d->split = NULL;
 }
 
-int daemon__untrace(struct daemon *d, const char *spec, char *msg, size_t len)
+int daemon__untrace(struct daemon *d, const char *spec, char *err, size_t errlen)
 {
-	int i = find_trace(d->traces, spec), err;
+	int i = daemon__find_trace(d, spec), r;
+	const struct trace_info *ti;
 
 	if (i < 0) {
-		snprintf(msg, len, "'%s' is not traced", spec);
+		snprintf(err, errlen, "'%s' is not traced", spec);
 		return -ENOENT;
 	}
+	ti = traces__info(d->traces, i);
 	/* The split holds the probe id: it cannot outlive its trace. */
-	if (d->split && split__probe_id(d->split) == traces__info(d->traces, i)->id)
+	if (d->split && split__probe_id(d->split) == ti->id)
 		daemon__unsplit(d);
-	err = traces__remove(d->traces, traces__info(d->traces, i)->spec);
-	if (err) {
-		snprintf(msg, len, "cannot untrace '%s': %s", spec, strerror(-err));
-		return err;
+	r = traces__remove(d->traces, ti->spec);
+	if (r)
+		snprintf(err, errlen, "cannot untrace '%s': %s", spec, strerror(-r));
+	return r;
+}
+
+int split_spec_parse(const char *text, char *func, size_t funclen, double *pct, char *err,
+		     size_t errlen)
+{
+	const char *at = strrchr(text, '@');
+	size_t n = at ? (size_t)(at - text) : strlen(text);
+
+	*pct = DEFAULT_SPLIT_PCT;
+	if (at) {
+		const char *p = at + 1 + (at[1] == 'p' || at[1] == 'P');
+		char *end;
+
+		*pct = strtod(p, &end);
+		if (end == p || *end || !(*pct > 0 && *pct < 100)) {
+			snprintf(err, errlen, "invalid split percentile '%s' (e.g. FUNC@p95)",
+				 at + 1);
+			return -EINVAL;
+		}
 	}
-	snprintf(msg, len, "untraced '%s'", spec);
+	if (!n || n >= funclen) {
+		snprintf(err, errlen,
+			 n ? "split spec too long" : "split spec '%s' names no function", text);
+		return -EINVAL;
+	}
+	memcpy(func, text, n);
+	func[n] = 0;
 	return 0;
 }
 
-int daemon__split(struct daemon *d, const char *func, double pct, char *msg, size_t len)
+/* The probe id of @func's trace: an existing one, else a new trace. */
+static int split_probe(struct daemon *d, const char *func, const char *by, char *err, size_t errlen)
 {
-	char err[256] = "";
-	struct split *s;
-	int i, id;
+	int i = daemon__find_trace(d, func);
 
-	if (!(pct > 0 && pct < 100)) {
-		snprintf(msg, len, "invalid percentile '%g' (between 0 and 100)", pct);
-		return -EINVAL;
+	if (i >= 0)
+		return traces__info(d->traces, i)->id;
+	return daemon__trace(d, func, by, err, errlen);
+}
+
+int daemon__split(struct daemon *d, const char *spec, const char *when, const char *by, char *err,
+		  size_t errlen)
+{
+	char func[256];
+	double pct;
+	int id, when_id = -1, r;
+	struct split *s;
+
+	r = split_spec_parse(spec, func, sizeof(func), &pct, err, errlen);
+	if (r)
+		return r;
+	id = split_probe(d, func, by, err, errlen);
+	if (id < 0)
+		return id;
+	if (d->split && split__probe_id(d->split) == id && !when) {
+		split__set_percentile(d->split, pct);
+		return 0;
 	}
-	if (!func[0]) {
-		snprintf(msg, len, "nothing to split");
-		return -EINVAL;
+	if (when) {
+		when_id = daemon__trace(d, when, NULL, err, errlen);
+		if (when_id < 0)
+			return when_id;
+		traces__set_when(d->traces, id, when_id);
 	}
-	if (!ensure_traces(d)) {
-		snprintf(msg, len, "out of memory");
+	s = split__new(d->traces, d->core.symbols, d->n_slots, id, pct, when_id);
+	if (!s) {
+		snprintf(err, errlen, "cannot split '%s': out of memory", func);
 		return -ENOMEM;
 	}
-	/* Reuse a trace of the function rather than probing it twice. */
-	i = find_trace(d->traces, func);
-	id = i >= 0 ? traces__info(d->traces, i)->id
-		    : traces__add(d->traces, func, err, sizeof(err));
-	if (id < 0) {
-		snprintf(msg, len, "%s", err[0] ? err : strerror(-id));
-		return id;
-	}
-	if (d->split && split__probe_id(d->split) == id) {
-		split__set_percentile(d->split, pct);
-	} else {
-		s = split__new(d, id, pct, -1);
-		if (!s) {
-			snprintf(msg, len, "cannot split '%s': out of memory", func);
-			return -ENOMEM;
-		}
-		daemon__unsplit(d);
-		d->split = s;
-	}
-	snprintf(msg, len, "splitting '%s' at p%g", func, pct);
+	daemon__unsplit(d);
+	d->split = s;
 	return 0;
+}
+
+int daemon__split_compute(struct daemon *d, bool window, bool use_weight, struct split_result *r)
+{
+	if (!d->split)
+		return -ENOENT;
+	/* Ranks name frames: symbolize what arrived since the last look. */
+	daemon__symbolize_new(d);
+	return split__compute(d->split, window, use_weight, r);
+}
+
+int daemon__complete(struct daemon *d, const char *prefix, const char **out, int max)
+{
+	if (!ensure_traces(d))
+		return 0;
+	return traces__complete(d->traces, prefix, out, max);
 }

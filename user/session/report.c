@@ -42,15 +42,15 @@ int report__format_of(const char *path)
 
 static void profile_name(struct daemon *d, char *buf, size_t len)
 {
-	if (d->opts->all) {
+	if (d->core.opts->all) {
 		snprintf(buf, len, "all processes");
 		return;
 	}
-	if (d->n_procs == 1) {
-		snprintf(buf, len, "%s (pid %d)", d->procs[0].name, d->procs[0].pid);
+	if (d->core.n_procs == 1) {
+		snprintf(buf, len, "%s (pid %d)", d->core.procs[0].name, d->core.procs[0].pid);
 		return;
 	}
-	snprintf(buf, len, "%d processes", d->n_procs);
+	snprintf(buf, len, "%d processes", d->core.n_procs);
 }
 
 static struct profile *new_profile(struct daemon *d)
@@ -59,11 +59,11 @@ static struct profile *new_profile(struct daemon *d)
 	struct profile *p;
 
 	profile_name(d, name, sizeof(name));
-	p = stack_symbols__new_profile(d->symbols, name);
+	p = stack_symbols__new_profile(d->core.symbols, name);
 	if (!p)
 		return NULL;
 	p->period_ns = 1000000000ULL / (d->freq ? d->freq : 99);
-	p->duration_ns = (d->end_ns ? d->end_ns : lp_now_ns()) - d->start_ns;
+	p->duration_ns = (d->core.end_ns ? d->core.end_ns : lp_now_ns()) - d->core.start_ns;
 	return p;
 }
 
@@ -73,7 +73,7 @@ struct profile *report__build_profile(struct daemon *d, const struct counts *c)
 
 	if (!p)
 		return NULL;
-	if (stack_symbols__add_counts(d->symbols, p, c ? c : &d->total, NULL, 0)) {
+	if (stack_symbols__add_counts(d->core.symbols, p, c ? c : &d->total, NULL, 0)) {
 		profile__free(p);
 		return NULL;
 	}
@@ -108,9 +108,9 @@ static struct profile *build_labelled(struct daemon *d, struct split_result *r)
 					   sc->weight_ns > sw1 + fw1 ? sc->weight_ns - sw1 - fw1
 								     : 0);
 	}
-	err |= stack_symbols__add_counts(d->symbols, p, &rest, NULL, 0);
-	err |= stack_symbols__add_counts(d->symbols, p, &r->slow, slow, 2);
-	err |= stack_symbols__add_counts(d->symbols, p, &r->fast, fast, 2);
+	err |= stack_symbols__add_counts(d->core.symbols, p, &rest, NULL, 0);
+	err |= stack_symbols__add_counts(d->core.symbols, p, &r->slow, slow, 2);
+	err |= stack_symbols__add_counts(d->core.symbols, p, &r->fast, fast, 2);
 	counts__free(&rest);
 	if (err) {
 		profile__free(p);
@@ -126,7 +126,7 @@ static int write_one(struct daemon *d, struct profile *p, const char *path, int 
 	int err;
 
 	if (fmt == OUT_PPROF) {
-		struct pprof_opts po = {.wall = d->opts->offcpu};
+		struct pprof_opts po = {.wall = d->core.opts->offcpu};
 
 		err = write_pprof_file(p, path, &po);
 		if (err)
@@ -139,7 +139,7 @@ static int write_one(struct daemon *d, struct profile *p, const char *path, int 
 		return err;
 	}
 	if (fmt == OUT_FOLDED)
-		err = d->opts->offcpu ? write_folded_weighted(p, af.fp) : write_folded(p, af.fp);
+		err = d->core.opts->offcpu ? write_folded_weighted(p, af.fp) : write_folded(p, af.fp);
 	else
 		err = write_svg(p, af.fp, so);
 	if (err) {
@@ -156,9 +156,9 @@ static int write_one(struct daemon *d, struct profile *p, const char *path, int 
 int report__write_file(struct daemon *d, struct profile *p, const char *path)
 {
 	struct svg_opts so = {
-		.title = d->opts->offcpu ? "On-CPU and off-CPU time" : "CPU flame graph",
+		.title = d->core.opts->offcpu ? "On-CPU and off-CPU time" : "CPU flame graph",
 		.subtitle = p->name,
-		.use_weight = d->opts->offcpu,
+		.use_weight = d->core.opts->offcpu,
 	};
 	int fmt = report__format_of(path);
 
@@ -213,13 +213,13 @@ static int write_split_dir(struct daemon *d, struct split_result *r, const char 
 	snprintf(sub, sizeof(sub), "%s at p%g: slow >= %.1f us", r->function, r->percentile,
 		 r->threshold_ns / 1e3);
 	struct svg_opts so = {
-		.title = "Slow calls", .subtitle = sub, .use_weight = d->opts->offcpu};
+		.title = "Slow calls", .subtitle = sub, .use_weight = d->core.opts->offcpu};
 	struct svg_opts fo = {
-		.title = "Fast calls", .subtitle = sub, .use_weight = d->opts->offcpu};
+		.title = "Fast calls", .subtitle = sub, .use_weight = d->core.opts->offcpu};
 	struct svg_opts dopt = {.title = "Slow vs fast calls (red: more in slow calls)",
 				.subtitle = sub,
-				.use_weight = d->opts->offcpu,
-				.per_call = d->opts->per_call,
+				.use_weight = d->core.opts->offcpu,
+				.per_call = d->core.opts->per_call,
 				.slow_calls = r->slow_calls,
 				.fast_calls = r->fast_calls};
 	struct atomic_file af;
@@ -273,10 +273,10 @@ static bool is_dir_output(const char *p)
 static json_t *summary_json(struct daemon *d, struct profile *p, struct split_result *r)
 {
 	json_t *root = json_object(), *pids = json_array();
-	double dur = ((d->end_ns ? d->end_ns : lp_now_ns()) - d->start_ns) / 1e9;
+	double dur = ((d->core.end_ns ? d->core.end_ns : lp_now_ns()) - d->core.start_ns) / 1e9;
 
-	for (int i = 0; i < d->n_procs; i++)
-		json_array_append_new(pids, json_integer(d->procs[i].pid));
+	for (int i = 0; i < d->core.n_procs; i++)
+		json_array_append_new(pids, json_integer(d->core.procs[i].pid));
 	json_object_set_new(root, "samples", json_integer(d->samples));
 	json_object_set_new(root, "lost", json_integer(d->counters[LP_CNT_LOST]));
 	json_object_set_new(root, "duration_s", json_real(dur));
@@ -287,14 +287,14 @@ static json_t *summary_json(struct daemon *d, struct profile *p, struct split_re
 	json_object_set_new(root, "truncated_stacks", json_integer(d->truncated));
 	json_object_set_new(root, "trampolines_fixed", json_integer(d->tramp_fixed));
 	json_object_set_new(root, "call_graph",
-			    json_string(d->opts->call_graph == CALL_GRAPH_FP	  ? "fp"
-					: d->opts->call_graph == CALL_GRAPH_DWARF ? "dwarf"
+			    json_string(d->core.opts->call_graph == CALL_GRAPH_FP	  ? "fp"
+					: d->core.opts->call_graph == CALL_GRAPH_DWARF ? "dwarf"
 										  : "auto"));
 	json_object_set_new(root, "unwind_ns_per_sample",
 			    json_real(d->samples ? (double)d->unwind_ns / d->samples : 0));
 	json_object_set_new(root, "calls_dropped", json_integer(d->counters[LP_CNT_CALLS_DROPPED]));
 	json_object_set_new(root, "calls_unwound", json_integer(d->counters[LP_CNT_CALLS_UNWOUND]));
-	if (d->child && d->child_exited) {
+	if (d->core.child && d->child_exited) {
 		int st = d->child_status;
 
 		json_object_set_new(
@@ -317,7 +317,7 @@ static int write_json(struct daemon *d, struct profile *p, struct split_result *
 
 	if (!j)
 		return -ENOMEM;
-	err = atomic_file__open(&af, d->opts->json_path);
+	err = atomic_file__open(&af, d->core.opts->json_path);
 	if (!err) {
 		if (json_dumpf(j, af.fp, JSON_INDENT(2) | JSON_REAL_PRECISION(6)) ||
 		    fputc('\n', af.fp) == EOF)
@@ -326,13 +326,13 @@ static int write_json(struct daemon *d, struct profile *p, struct split_result *
 	}
 	json_decref(j);
 	if (err)
-		lp_err("cannot write '%s': %s", d->opts->json_path, strerror(-err));
+		lp_err("cannot write '%s': %s", d->core.opts->json_path, strerror(-err));
 	return err;
 }
 
 static void print_header(struct daemon *d, FILE *f)
 {
-	double dur = ((d->end_ns ? d->end_ns : lp_now_ns()) - d->start_ns) / 1e9;
+	double dur = ((d->core.end_ns ? d->core.end_ns : lp_now_ns()) - d->core.start_ns) / 1e9;
 
 	fprintf(f,
 		"liveprof: %" PRIu64 " samples at %u Hz over %.1f s, %zu distinct stacks, %" PRIu64
@@ -343,7 +343,7 @@ static void print_header(struct daemon *d, FILE *f)
 	if (d->truncated)
 		fprintf(f, ", %" PRIu64 " truncated stacks", d->truncated);
 	fputc('\n', f);
-	if (d->child && d->child_exited) {
+	if (d->core.child && d->child_exited) {
 		int st = d->child_status;
 
 		if (WIFEXITED(st))
@@ -368,18 +368,18 @@ int report__finish(struct daemon *d, FILE *f)
 
 	/* The counters were last read at a tick: take the final values
 	 * (a run shorter than a tick would otherwise report none). */
-	if (d->bpf)
-		bpf_session__counters(d->bpf, d->counters);
+	if (d->core.bpf)
+		bpf_session__counters(d->core.bpf, d->counters);
 	p = report__build_profile(d, NULL);
 
 	if (!p) {
 		lp_err("cannot build the profile: %s", strerror(ENOMEM));
 		return EXIT_RUNTIME;
 	}
-	if (d->split && !split__compute(d->split, false, d->opts->offcpu, &r))
+	if (d->split && !daemon__split_compute(d, false, d->core.opts->offcpu, &r))
 		rp = &r;
-	for (int i = 0; i < d->opts->n_outputs; i++) {
-		const char *path = d->opts->outputs[i];
+	for (int i = 0; i < d->core.opts->n_outputs; i++) {
+		const char *path = d->core.opts->outputs[i];
 		int err;
 
 		if (is_dir_output(path))
@@ -395,20 +395,20 @@ int report__finish(struct daemon *d, FILE *f)
 			rc = EXIT_OUTPUT;
 	}
 	print_header(d, f);
-	if (d->opts->top_rows > 0 && p->total_count) {
+	if (d->core.opts->top_rows > 0 && p->total_count) {
 		fputc('\n', f);
-		write_top(p, f, d->opts->top_rows);
+		write_top(p, f, d->core.opts->top_rows);
 	}
 	if (d->traces)
 		traces__print(d->traces, f, true);
 	if (rp)
 		split__print(rp, f, 15);
-	if (d->opts->json_path && write_json(d, p, rp))
+	if (d->core.opts->json_path && write_json(d, p, rp))
 		rc = EXIT_OUTPUT;
-	for (int i = 0; i < d->opts->n_outputs; i++)
-		fprintf(f, "liveprof: wrote %s\n", d->opts->outputs[i]);
-	if (d->opts->json_path)
-		fprintf(f, "liveprof: wrote %s\n", d->opts->json_path);
+	for (int i = 0; i < d->core.opts->n_outputs; i++)
+		fprintf(f, "liveprof: wrote %s\n", d->core.opts->outputs[i]);
+	if (d->core.opts->json_path)
+		fprintf(f, "liveprof: wrote %s\n", d->core.opts->json_path);
 	if (rp)
 		split_result__fini(rp);
 	profile__free(p);
@@ -417,7 +417,7 @@ int report__finish(struct daemon *d, FILE *f)
 
 void report__print_interval(struct daemon *d, FILE *f)
 {
-	double t = (lp_now_ns() - d->start_ns) / 1e9;
+	double t = (lp_now_ns() - d->core.start_ns) / 1e9;
 
 	fprintf(f, "--- %.1f s: %" PRIu64 " samples, %" PRIu64 " lost\n", t, d->samples,
 		d->counters[LP_CNT_LOST]);
@@ -426,7 +426,7 @@ void report__print_interval(struct daemon *d, FILE *f)
 	if (d->split) {
 		struct split_result r;
 
-		if (!split__compute(d->split, true, d->opts->offcpu, &r)) {
+		if (!daemon__split_compute(d, true, d->core.opts->offcpu, &r)) {
 			split__print(&r, f, 5);
 			split_result__fini(&r);
 		}

@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "user/session/daemon.h"
 #include "user/session/split.h"
+#include "user/profile/stack_symbols.h"
 #include "user/session/traces.h"
 #include "user/util/util.h"
 
@@ -47,7 +47,9 @@ struct done_call {
 };
 
 struct split {
-	struct daemon *d;
+	struct traces *traces;	       /* the split function's trace; not owned */
+	struct stack_symbols *symbols; /* frames of interned stacks; not owned */
+	int window_s;
 	int probe_id;
 	double pct;
 	int when_line;
@@ -61,13 +63,16 @@ struct split {
 	uint64_t orphans, dropped, filtered;
 };
 
-struct split *split__new(struct daemon *d, int probe_id, double pct, int when_line)
+struct split *split__new(struct traces *traces, struct stack_symbols *symbols, int window_s,
+			 int probe_id, double pct, int when_line)
 {
 	struct split *s = calloc(1, sizeof(*s));
 
 	if (!s)
 		return NULL;
-	s->d = d;
+	s->traces = traces;
+	s->symbols = symbols;
+	s->window_s = window_s > 0 ? window_s : 10;
 	s->probe_id = probe_id;
 	s->pct = pct;
 	s->when_line = when_line;
@@ -100,6 +105,12 @@ double split__percentile(const struct split *s)
 int split__probe_id(const struct split *s)
 {
 	return s->probe_id;
+}
+
+void split__set_window(struct split *s, int seconds)
+{
+	if (seconds > 0)
+		s->window_s = seconds;
 }
 
 void split__set_percentile(struct split *s, double pct)
@@ -338,7 +349,7 @@ static int accumulate(struct split *s, struct acc_table *t, const struct counts 
 		uint64_t v = use_weight ? sc->weight_ns : sc->count;
 		bool off = false;
 
-		if (stack_symbols__frames(s->d->symbols, stack_count__id(sc), &frames, &depth))
+		if (stack_symbols__frames(s->symbols, stack_count__id(sc), &frames, &depth))
 			continue;
 		uint32_t first = 0;
 
@@ -404,8 +415,7 @@ static int cmp_rank(const void *a, const void *b)
 
 int split__compute(struct split *s, bool window, bool use_weight, struct split_result *r)
 {
-	struct daemon *d = s->d;
-	int ti = traces__find(d->traces, s->probe_id);
+	int ti = traces__find(s->traces, s->probe_id);
 	uint64_t now = lp_now_ns(), since = 0, *hist;
 	uint64_t slow_v = 0, fast_v = 0;
 	struct acc_table t = {0};
@@ -417,9 +427,8 @@ int split__compute(struct split *s, bool window, bool use_weight, struct split_r
 	counts__init(&r->fast);
 	if (ti < 0)
 		return -ENOENT;
-	daemon__symbolize_new(d);
 	if (window) {
-		since = now - (uint64_t)d->n_slots * 1000000000ULL;
+		since = now - (uint64_t)s->window_s * 1000000000ULL;
 		for (size_t i = 0; i < s->n_done; i++)
 			in_window += s->done[i].end_ns >= since;
 		if (in_window < MIN_WINDOW_CALLS) {
@@ -427,19 +436,19 @@ int split__compute(struct split *s, bool window, bool use_weight, struct split_r
 			since = 0;
 		}
 	}
-	r->function = traces__info(d->traces, ti)->func;
+	r->function = traces__info(s->traces, ti)->func;
 	r->held = s->held_entries;
 	r->orphans = s->orphans;
 	r->dropped = s->dropped;
 	r->filtered = s->filtered;
 	r->percentile = s->pct;
-	r->threshold_ns = traces__percentile(d->traces, ti, s->pct, window);
+	r->threshold_ns = traces__percentile(s->traces, ti, s->pct, window);
 
 	/* Every call, sampled or not, from the histogram. */
 	hist = calloc(LP_HIST_BUCKETS, sizeof(uint64_t));
 	if (!hist)
 		return -ENOMEM;
-	traces__histogram(d->traces, ti, window, hist);
+	traces__histogram(s->traces, ti, window, hist);
 	for (int b = 0; b < LP_HIST_BUCKETS; b++) {
 		if (traces__bucket_value(b) >= r->threshold_ns)
 			r->all_slow_calls += hist[b];
@@ -510,17 +519,16 @@ int split__compute(struct split *s, bool window, bool use_weight, struct split_r
 int split__compute_range(struct split *s, uint64_t since_ns, uint64_t until_ns,
 			 struct split_result *r)
 {
-	struct daemon *d = s->d;
-	int ti = traces__find(d->traces, s->probe_id);
+	int ti = traces__find(s->traces, s->probe_id);
 
 	memset(r, 0, sizeof(*r));
 	counts__init(&r->slow);
 	counts__init(&r->fast);
 	if (ti < 0)
 		return -ENOENT;
-	r->function = traces__info(d->traces, ti)->func;
+	r->function = traces__info(s->traces, ti)->func;
 	r->percentile = s->pct;
-	r->threshold_ns = traces__percentile(d->traces, ti, s->pct, false);
+	r->threshold_ns = traces__percentile(s->traces, ti, s->pct, false);
 	/* Calls end after their samples: any call ending before the range
 	 * starts has none in it, the rest are checked sample by sample. */
 	for (size_t i = 0; i < s->n_done; i++) {

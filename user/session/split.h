@@ -21,7 +21,8 @@
 #include "user/profile/profile.h"
 #include "user/profile/stack_store.h"
 
-struct daemon;
+struct traces;
+struct stack_symbols;
 struct split;
 
 struct split_frame_rank {
@@ -48,11 +49,16 @@ struct split_result {
 
 /**
  * split__new - split the traced function with probe id @probe_id at @pct
+ * @traces: the traces that hold @probe_id's histogram; must outlive the split
+ * @symbols: the frames of interned stacks; must outlive the split
+ * @window_s: the sliding window in seconds, for split__compute(@window)
  * @when_line: probe id of a --when line, or -1
  *
+ * The caller symbolizes new stacks before split__compute() reads frames.
  * Return: the split, or NULL on allocation failure.
  */
-struct split *split__new(struct daemon *d, int probe_id, double pct, int when_line);
+struct split *split__new(struct traces *traces, struct stack_symbols *symbols, int window_s,
+			 int probe_id, double pct, int when_line);
 void split__free(struct split *s);
 
 void split__on_sample(struct split *s, uint32_t stack_id, const struct lp_sample *ev,
@@ -60,6 +66,8 @@ void split__on_sample(struct split *s, uint32_t stack_id, const struct lp_sample
 void split__on_call_end(struct split *s, const struct lp_call_end *e);
 void split__tick(struct split *s, uint64_t now_ns);
 
+/** split__set_window - the sliding window's length in seconds, for split__compute */
+void split__set_window(struct split *s, int seconds);
 /** split__set_percentile - move the threshold, e.g. from p95 to p99 */
 void split__set_percentile(struct split *s, double pct);
 int split__probe_id(const struct split *s);

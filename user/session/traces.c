@@ -25,21 +25,20 @@
 #include "dwarf/probe_resolve.h"
 #include "dwarf/proc_maps.h"
 #include "user/session/bpf_session.h"
-#include "user/session/daemon.h"
+#include "user/session/session_core.h"
 #include "user/util/log.h"
-#include "user/session/split.h"
 #include "user/session/traces.h"
 #include "user/session/traces_internal.h"
 #include "user/util/util.h"
 
-struct traces *traces__new(struct daemon *d)
+struct traces *traces__new(struct session_core *c, int window_s)
 {
 	struct traces *t = calloc(1, sizeof(*t));
 
 	if (!t)
 		return NULL;
-	t->d = d;
-	t->n_slots = d->n_slots ? d->n_slots : 10;
+	t->c = c;
+	t->n_slots = window_s > 0 ? window_s : 10;
 	t->last_tick_ns = lp_now_ns();
 	return t;
 }
@@ -49,9 +48,9 @@ void trace_free(struct traces *t, struct trace *tr)
 	if (!tr)
 		return;
 	for (int i = 0; i < tr->n_links; i++)
-		bpf_session__detach(t->d->bpf, tr->links[i]);
+		bpf_session__detach(t->c->bpf, tr->links[i]);
 	for (int i = 0; i < tr->n_ids; i++) {
-		bpf_session__clear_probe(t->d->bpf, tr->ids[i]);
+		bpf_session__clear_probe(t->c->bpf, tr->ids[i]);
 		t->id_used[tr->ids[i]] = false;
 	}
 	for (int i = 0; i < tr->n_values; i++) {
@@ -82,7 +81,7 @@ int traces_alloc_id(struct traces *t)
 	for (int i = 0; i < LP_MAX_PROBES; i++) {
 		if (!t->id_used[i]) {
 			t->id_used[i] = true;
-			bpf_session__clear_probe(t->d->bpf, i);
+			bpf_session__clear_probe(t->c->bpf, i);
 			return i;
 		}
 	}

@@ -14,7 +14,7 @@
 #include <linux/types.h>
 #include "bpf/liveprof.h"
 
-struct daemon;
+struct session_core;
 struct traces;
 
 enum trace_kind {
@@ -42,8 +42,14 @@ struct trace_info {
 	uint64_t probe_cost_ns;	 /* measured per hit */
 };
 
-/** traces__new - empty trace set for daemon @d; NULL on allocation failure */
-struct traces *traces__new(struct daemon *d);
+/**
+ * traces__new - an empty set of traces
+ * @c: the session's shared state (targets, BPF, options); must outlive the set
+ * @window_s: length of the sliding window in seconds (10 when <= 0)
+ *
+ * Return: the set, or NULL on allocation failure.
+ */
+struct traces *traces__new(struct session_core *c, int window_s);
 void traces__free(struct traces *t);
 
 /**

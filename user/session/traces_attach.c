@@ -18,9 +18,8 @@
 #include "dwarf/probe_resolve.h"
 #include "dwarf/proc_maps.h"
 #include "user/session/bpf_session.h"
-#include "user/session/daemon.h"
+#include "user/session/session_core.h"
 #include "user/util/log.h"
-#include "user/session/split.h"
 #include "user/session/traces.h"
 #include "user/session/traces_internal.h"
 #include "user/util/util.h"
@@ -198,7 +197,7 @@ static int attach_func(struct traces *t, struct trace *tr, struct probe_target *
 		/* A --by value alone is used in BPF, never sent per call. */
 		cfg.flags = tr->user_args ? LP_PCF_EMIT_VALUES : 0;
 		cfg.module_bias = loc->bias;
-		r = bpf_session__set_probe(t->d->bpf, id, &cfg, progs, ne + nr);
+		r = bpf_session__set_probe(t->c->bpf, id, &cfg, progs, ne + nr);
 		if (r) {
 			snprintf(err, errlen, "cannot configure probe: %s", strerror(-r));
 			return r;
@@ -217,20 +216,20 @@ static int attach_func(struct traces *t, struct trace *tr, struct probe_target *
 			return -EOPNOTSUPP;
 		}
 	}
-	h = bpf_session__attach_uprobe(t->d->bpf, PROBE_PROG_ENTRY, pid, loc->attach_path,
+	h = bpf_session__attach_uprobe(t->c->bpf, PROBE_PROG_ENTRY, pid, loc->attach_path,
 				       pt->entry_offset, id);
 	if (h < 0 || add_link(tr, h))
 		goto fail;
 	if (pt->is_go) {
 		for (size_t i = 0; i < pt->n_ret_sites; i++) {
-			h = bpf_session__attach_uprobe(t->d->bpf, PROBE_PROG_RET_INSN, pid,
+			h = bpf_session__attach_uprobe(t->c->bpf, PROBE_PROG_RET_INSN, pid,
 						       loc->attach_path,
 						       pt->ret_sites[i].file_offset, id);
 			if (h < 0 || add_link(tr, h))
 				goto fail;
 		}
 	} else {
-		h = bpf_session__attach_uprobe(t->d->bpf, PROBE_PROG_RETURN, pid, loc->attach_path,
+		h = bpf_session__attach_uprobe(t->c->bpf, PROBE_PROG_RETURN, pid, loc->attach_path,
 					       pt->entry_offset, id);
 		if (h < 0 || add_link(tr, h))
 			goto fail;
@@ -279,14 +278,14 @@ static int attach_line(struct traces *t, struct trace *tr, struct probe_target *
 				cfg.n_values = ne;
 				cfg.flags = LP_PCF_EMIT_VALUES;
 			}
-			r = bpf_session__set_probe(t->d->bpf, id, &cfg, progs, ne);
+			r = bpf_session__set_probe(t->c->bpf, id, &cfg, progs, ne);
 			if (r) {
 				snprintf(err, errlen, "cannot configure probe: %s", strerror(-r));
 				return r;
 			}
 		}
 		id = tr->ids[per_site ? s : 0];
-		h = bpf_session__attach_uprobe(t->d->bpf, PROBE_PROG_LINE, pid, loc->attach_path,
+		h = bpf_session__attach_uprobe(t->c->bpf, PROBE_PROG_LINE, pid, loc->attach_path,
 					       pt->sites[s].file_offset, id);
 		if (h < 0 || add_link(tr, h)) {
 			snprintf(err, errlen, "cannot attach a uprobe to '%s' at 0x%" PRIx64 ": %s",
@@ -338,8 +337,8 @@ static int attach_in(struct traces *t, struct trace *tr, int pid, char *err, siz
 	struct probe_target pt;
 	int r = -ENOENT;
 
-	if (!tr->spec.binary[0] && pid == t->d->child && t->d->opts->command)
-		r = locate_command(pid, t->d->opts->command[0], &loc);
+	if (!tr->spec.binary[0] && pid == t->c->child && t->c->opts->command)
+		r = locate_command(pid, t->c->opts->command[0], &loc);
 	if (r)
 		r = locate_binary(pid, tr->spec.binary, &loc);
 	if (r == -ENOENT && tr->spec.binary[0]) {
@@ -377,7 +376,7 @@ static int attach_in(struct traces *t, struct trace *tr, int pid, char *err, siz
 
 int traces_attach_all(struct traces *t, struct trace *tr, char *err, size_t errlen)
 {
-	struct daemon *d = t->d;
+	const struct session_core *d = t->c;
 	int r = 0, done = 0;
 
 	if (d->opts->all)
@@ -448,7 +447,7 @@ int traces__add_by(struct traces *t, const char *spec, const char *by, char *err
 			}
 		}
 	}
-	if (!r && t->d->opts->all && tr->spec.binary[0] != '/') {
+	if (!r && t->c->opts->all && tr->spec.binary[0] != '/') {
 		snprintf(err, errlen, "with -a, name the binary by path: --trace /path/to/bin:%s",
 			 spec);
 		r = -EINVAL;
@@ -490,8 +489,6 @@ int traces__remove(struct traces *t, const char *spec)
 
 		if (strcmp(tr->spec_text, spec) && (!tr->func_name || strcmp(tr->func_name, spec)))
 			continue;
-		if (t->d->split && split__probe_id(t->d->split) == tr->ids[0])
-			return -EBUSY;
 		trace_free(t, tr);
 		memmove(&t->v[i], &t->v[i + 1], (t->n - i - 1) * sizeof(*t->v));
 		t->n--;
@@ -511,7 +508,7 @@ int traces__set_when(struct traces *t, int func_id, int line_id)
 			.kind = LP_PK_LINE, .by_index = -1, .when_of = (uint32_t)func_id + 1};
 
 		/* Values of a line used as --when are not captured. */
-		bpf_session__set_probe(t->d->bpf, t->v[li]->ids[k], &cfg, NULL, 0);
+		bpf_session__set_probe(t->c->bpf, t->v[li]->ids[k], &cfg, NULL, 0);
 	}
 	return 0;
 }

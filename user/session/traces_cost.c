@@ -18,9 +18,8 @@
 #include "dwarf/probe_resolve.h"
 #include "dwarf/proc_maps.h"
 #include "user/session/bpf_session.h"
-#include "user/session/daemon.h"
+#include "user/session/session_core.h"
 #include "user/util/log.h"
-#include "user/session/split.h"
 #include "user/session/traces.h"
 #include "user/session/traces_internal.h"
 #include "user/util/util.h"
@@ -87,16 +86,16 @@ void traces_measure_cost(struct traces *t)
 		if (id < 0 || self_offset((void *)fns[k], &off))
 			continue;
 		base = time_calls(fns[k], n);
-		h1 = bpf_session__attach_uprobe(t->d->bpf, PROBE_PROG_ENTRY, getpid(),
+		h1 = bpf_session__attach_uprobe(t->c->bpf, PROBE_PROG_ENTRY, getpid(),
 						"/proc/self/exe", off, id);
-		h2 = bpf_session__attach_uprobe(t->d->bpf, PROBE_PROG_RETURN, getpid(),
+		h2 = bpf_session__attach_uprobe(t->c->bpf, PROBE_PROG_RETURN, getpid(),
 						"/proc/self/exe", off, id);
 		if (h1 >= 0 && h2 >= 0) {
 			traced = time_calls(fns[k], n);
 			*out[k] = traced > base ? (traced - base) / n : 0;
 		}
-		bpf_session__detach(t->d->bpf, h1);
-		bpf_session__detach(t->d->bpf, h2);
+		bpf_session__detach(t->c->bpf, h1);
+		bpf_session__detach(t->c->bpf, h2);
 		t->id_used[id] = false;
 	}
 	lp_debug("probe cost: %" PRIu64 " ns per call (emulated), %" PRIu64 " ns (single-stepped)",

@@ -19,9 +19,8 @@
 #include "dwarf/probe_resolve.h"
 #include "dwarf/proc_maps.h"
 #include "user/session/bpf_session.h"
-#include "user/session/daemon.h"
+#include "user/session/session_core.h"
 #include "user/util/log.h"
-#include "user/session/split.h"
 #include "user/session/traces.h"
 #include "user/session/traces_internal.h"
 #include "user/util/util.h"
@@ -70,7 +69,7 @@ int traces__find(struct traces *t, int id)
 
 int traces__histogram(struct traces *t, int i, bool window, uint64_t *out)
 {
-	const volatile uint64_t *h = bpf_session__hist(t->d->bpf);
+	const volatile uint64_t *h = bpf_session__hist(t->c->bpf);
 	struct trace *tr;
 
 	if (i < 0 || i >= t->n)
@@ -124,8 +123,8 @@ uint64_t traces__percentile(struct traces *t, int i, double pct, bool window)
 /* Calls (or line hits) so far. Functions count them in their histogram only. */
 static uint64_t trace_calls(struct traces *t, struct trace *tr)
 {
-	const volatile struct lp_probe_stats_view *st = bpf_session__probe_stats(t->d->bpf);
-	const volatile uint64_t *h = bpf_session__hist(t->d->bpf);
+	const volatile struct lp_probe_stats_view *st = bpf_session__probe_stats(t->c->bpf);
+	const volatile uint64_t *h = bpf_session__hist(t->c->bpf);
 	uint64_t calls = 0;
 
 	for (int k = 0; k < tr->n_ids; k++) {
@@ -141,7 +140,7 @@ static uint64_t trace_calls(struct traces *t, struct trace *tr)
 
 int traces__summary(struct traces *t, int i, bool window, struct trace_summary *out)
 {
-	const volatile struct lp_probe_stats_view *st = bpf_session__probe_stats(t->d->bpf);
+	const volatile struct lp_probe_stats_view *st = bpf_session__probe_stats(t->c->bpf);
 	uint64_t *h, total = 0, sum = 0, maxb = 0;
 	struct trace *tr;
 	double span;
@@ -161,7 +160,7 @@ int traces__summary(struct traces *t, int i, bool window, struct trace_summary *
 			maxb = b;
 	}
 	span = window ? t->n_slots
-		      : ((t->d->end_ns ? t->d->end_ns : lp_now_ns()) - t->d->start_ns) / 1e9;
+		      : ((t->c->end_ns ? t->c->end_ns : lp_now_ns()) - t->c->start_ns) / 1e9;
 	if (tr->info.kind == TRACE_LINE) {
 		/* line probes count hits; no latency */
 		out->calls = window ? 0 : trace_calls(t, tr);
@@ -205,7 +204,7 @@ void traces__set_window(struct traces *t, int seconds)
 
 void traces__tick(struct traces *t, uint64_t now_ns)
 {
-	const volatile uint64_t *h = bpf_session__hist(t->d->bpf);
+	const volatile uint64_t *h = bpf_session__hist(t->c->bpf);
 	double dt = (now_ns - t->last_tick_ns) / 1e9;
 	char err[512];
 
@@ -238,14 +237,14 @@ void traces__tick(struct traces *t, uint64_t now_ns)
 		tr->info.est_overhead_pct = tr->rate * tr->info.probe_cost_ns / 1e9 * 100;
 		if (tr->info.detached)
 			continue;
-		if (t->d->opts->max_overhead_pct > 0 &&
-		    tr->info.est_overhead_pct > t->d->opts->max_overhead_pct) {
+		if (t->c->opts->max_overhead_pct > 0 &&
+		    tr->info.est_overhead_pct > t->c->opts->max_overhead_pct) {
 			lp_warn("detaching '%s': %.0f calls/s x %" PRIu64
 				" ns = %.1f%% of a CPU, above --max-overhead %g%%",
 				tr->spec_text, tr->rate, tr->info.probe_cost_ns,
-				tr->info.est_overhead_pct, t->d->opts->max_overhead_pct);
+				tr->info.est_overhead_pct, t->c->opts->max_overhead_pct);
 			for (int k = 0; k < tr->n_links; k++)
-				bpf_session__detach(t->d->bpf, tr->links[k]);
+				bpf_session__detach(t->c->bpf, tr->links[k]);
 			tr->n_links = 0;
 			tr->info.detached = true;
 		} else if (tr->info.est_overhead_pct > 5 && !tr->warned_overhead) {

@@ -58,7 +58,7 @@ struct trace {
 };
 
 struct traces {
-	struct daemon *d;
+	struct session_core *c; /* shared with the daemon, not owned */
 	struct trace **v;
 	int n;
 	bool id_used[LP_MAX_PROBES];

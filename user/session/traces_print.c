@@ -18,9 +18,8 @@
 #include "dwarf/probe_resolve.h"
 #include "dwarf/proc_maps.h"
 #include "user/session/bpf_session.h"
-#include "user/session/daemon.h"
+#include "user/session/session_core.h"
 #include "user/util/log.h"
-#include "user/session/split.h"
 #include "user/session/traces.h"
 #include "user/session/traces_internal.h"
 #include "user/util/util.h"
@@ -251,9 +250,9 @@ int traces__complete(struct traces *t, const char *prefix, const char **out, int
 	static char *names[256];
 	int n = 0;
 
-	if (!t || !t->d->n_procs)
+	if (!t || !t->c->n_procs)
 		return 0;
-	snprintf(exe, sizeof(exe), "/proc/%d/exe", t->d->procs[0].pid);
+	snprintf(exe, sizeof(exe), "/proc/%d/exe", t->c->procs[0].pid);
 	if (elf_symtab__open_path(exe, &st))
 		return 0;
 	for (int i = 0; i < 256; i++) {

@@ -18,9 +18,8 @@
 #include "dwarf/probe_resolve.h"
 #include "dwarf/proc_maps.h"
 #include "user/session/bpf_session.h"
-#include "user/session/daemon.h"
+#include "user/session/session_core.h"
 #include "user/util/log.h"
-#include "user/session/split.h"
 #include "user/session/traces.h"
 #include "user/session/traces_internal.h"
 
@@ -137,7 +136,7 @@ void traces__on_hit(struct traces *t, const struct lp_hit *h)
 
 int traces_read_by_groups(struct traces *t, struct trace *tr, struct by_group **out)
 {
-	int fd = bpf_session__by_hist_fd(t->d->bpf), n = 0;
+	int fd = bpf_session__by_hist_fd(t->c->bpf), n = 0;
 	struct lp_by_key key, next;
 	struct by_group *g = NULL;
 	void *prev = NULL;
