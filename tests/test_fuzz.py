@@ -28,6 +28,7 @@ HARNESSES = {
     "folded": PROFILE,
     "pprof": PROFILE,
     "scenario": ["user/synth/scenario.c"] + PROFILE + EMIT,
+    "query": ["user/serve/query.c"],
     "elf": ["dwarf/elf_symtab.c", "dwarf/sym_dwarf.c"],
 }
 LIBS = ["-lelf", "-ldw", "-lz", "-lm", "-lpthread"]

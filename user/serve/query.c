@@ -10,7 +10,7 @@
 
 #include "user/serve/query.h"
 
-int query__seconds(const char *v, int def, int max, int *out)
+int query__seconds(const char *v, size_t len, int def, int max, int *out)
 {
 	long n = 0;
 
@@ -18,9 +18,10 @@ int query__seconds(const char *v, int def, int max, int *out)
 		*out = def;
 		return 0;
 	}
-	if (!*v)
+	if (!len)
 		return -EINVAL;
-	for (const char *p = v; *p; p++) {
+	/* By length: a decoded "%00" must not end the value early. */
+	for (const char *p = v; p < v + len; p++) {
 		if (*p < '0' || *p > '9')
 			return -EINVAL;
 		/* Saturate instead of overflowing: "99999999999999" is out of range. */

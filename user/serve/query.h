@@ -16,14 +16,15 @@
 
 /**
  * query__seconds - the value of a "seconds" parameter
- * @v: the raw value, NULL when absent
+ * @v: the decoded value, NULL when absent
+ * @len: its length in bytes (it may hold NUL bytes)
  * @def: the value when absent
  * @out: the number of seconds, 1..@max
  *
  * Only decimal digits are accepted (no sign, space, fraction or exponent).
  * Return: 0, -EINVAL for anything but a positive integer, -ERANGE above @max.
  */
-int query__seconds(const char *v, int def, int max, int *out);
+int query__seconds(const char *v, size_t len, int def, int max, int *out);
 
 /**
  * query__bool - a boolean parameter: "1"/"true" or "0"/"false"; NULL is @def

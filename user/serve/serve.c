@@ -185,12 +185,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		r = calloc(1, sizeof(*r));
 		if (!r)
 			return MHD_NO;
+		*con_cls = r;
+	}
+	if (!r->started) {
+		r->started = true;
 		r->sv = sv;
 		r->conn = conn;
 		r->url = url;
 		r->method = method;
-		*con_cls = r;
 		sv->requests++;
+		serve_conn__request(conn, true);
+		if (r->bad_uri)
+			return serve__error(r, 400, "malformed url");
 		/* POST bodies arrive in the next calls; GETs are answered now. */
 		if (!strcmp(method, "POST"))
 			return MHD_YES;
@@ -239,14 +245,32 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	return serve__error(r, 405, "method not allowed");
 }
 
+/*
+ * The URI as sent, before decoding: libmicrohttpd hands the handler a C
+ * string, in which a "%00" would silently cut the path short.
+ */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+	struct request *r = calloc(1, sizeof(*r));
+
+	(void)cls;
+	(void)conn;
+	if (!r)
+		return NULL;
+	for (const char *p = uri; *p && !r->bad_uri; p++)
+		r->bad_uri = (unsigned char)*p < 0x20 || *p == 0x7f ||
+			     (p[0] == '%' && p[1] == '0' && p[2] == '0');
+	return r;
+}
+
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 			 enum MHD_RequestTerminationCode toe)
 {
 	struct request *r = *con_cls;
 
 	(void)cls;
-	(void)conn;
 	(void)toe;
+	serve_conn__request(conn, false);
 	if (!r)
 		return;
 	serve_pprof__abort(r);
@@ -257,26 +281,34 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	*con_cls = NULL;
 }
 
+/* libmicrohttpd's own refusals (headers too large, connection limit). */
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
+	struct serve *sv = cls;
 	char msg[256];
 	size_t n;
 
-	(void)cls;
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	n = strlen(msg);
 	while (n && (msg[n - 1] == '\n' || msg[n - 1] == '.'))
 		msg[--n] = 0;
 	if (n)
 		msg[0] = (char)(msg[0] >= 'A' && msg[0] <= 'Z' ? msg[0] + 32 : msg[0]);
-	lp_debug("http: %s", msg);
+	log_line(sv, "%s", msg);
 }
 
 static void on_poll(void *ctx)
 {
 	struct serve *sv = ctx;
+	int n;
 
 	MHD_run(sv->mhd);
+	n = serve_conn__reap(sv);
+	if (n) {
+		sv->slow_closed += (unsigned)n;
+		log_line(sv, "closed %d connection%s that sent no complete request in %d s", n,
+			 n > 1 ? "s" : "", SERVE_REQUEST_DEADLINE_S);
+	}
 }
 
 static int read_token(const char *path, char **out)
@@ -320,16 +352,22 @@ static int listen_on(struct serve *sv, const struct sockaddr_storage *ss)
 	const union MHD_DaemonInfo *di;
 	char host[INET6_ADDRSTRLEN];
 	unsigned int flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+	struct MHD_OptionItem opts[] = {
+		{MHD_OPTION_SOCK_ADDR, 0, (void *)ss},
+		{MHD_OPTION_CONNECTION_LIMIT, CONN_LIMIT, NULL},
+		{MHD_OPTION_CONNECTION_TIMEOUT, CONN_TIMEOUT_S, NULL},
+		{MHD_OPTION_CONNECTION_MEMORY_LIMIT, CONN_MEMORY, NULL},
+		{MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, sv},
+		{MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)serve_conn__notify, sv},
+		{MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)on_uri, sv},
+		{MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)on_mhd_log, sv},
+		{MHD_OPTION_LISTENING_ADDRESS_REUSE, 1, NULL},
+		{MHD_OPTION_END, 0, NULL},
+	};
 
 	if (ss->ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
-	sv->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, sv, MHD_OPTION_SOCK_ADDR,
-				   (const struct sockaddr *)ss, MHD_OPTION_CONNECTION_LIMIT,
-				   (unsigned int)CONN_LIMIT, MHD_OPTION_CONNECTION_TIMEOUT,
-				   (unsigned int)CONN_TIMEOUT_S, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-				   (size_t)CONN_MEMORY, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
-				   sv, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, sv,
-				   MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned int)1,
+	sv->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, sv, MHD_OPTION_ARRAY, opts,
 				   MHD_OPTION_END);
 	if (!sv->mhd)
 		return -EADDRINUSE;

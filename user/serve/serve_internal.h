@@ -12,11 +12,13 @@
 
 #include "user/session/daemon.h"
 
-#define SERVE_MAX_WINDOWS 32   /* profile scrapes waiting at once */
-#define SERVE_MAX_BODY	  4096 /* bytes of a POST body */
-#define SERVE_CSRF_HEADER "X-Liveprof-Csrf"
+#define SERVE_MAX_WINDOWS	 32   /* profile scrapes waiting at once */
+#define SERVE_MAX_BODY		 4096 /* bytes of a POST body */
+#define SERVE_CSRF_HEADER	 "X-Liveprof-Csrf"
+#define SERVE_REQUEST_DEADLINE_S 10 /* to send a complete request header */
 
 struct request;
+struct serve_conn;
 
 struct serve {
 	struct daemon *d;
@@ -29,6 +31,8 @@ struct serve {
 	uint64_t log_sec;	   /* rate limit of the request log */
 	unsigned int logged, suppressed;
 	uint64_t requests, rejected;
+	struct serve_conn *conns; /* open connections, see serve_conn.c */
+	uint64_t slow_closed;	  /* connections closed for want of a request */
 };
 
 struct request {
@@ -36,6 +40,8 @@ struct request {
 	struct MHD_Connection *conn;
 	const char *url, *method;
 	struct daemon_window w;
+	bool started;	  /* the access handler has seen it */
+	bool bad_uri;	  /* a NUL or control character in the URI */
 	bool window_open; /* w is subscribed */
 	bool suspended;
 	struct MHD_Response *resp; /* ready to queue once resumed */
@@ -92,6 +98,19 @@ enum MHD_Result serve_metrics__get(struct request *r);
 enum MHD_Result serve_ui__asset(struct request *r, const char *path);
 enum MHD_Result serve_ui__state(struct request *r);
 enum MHD_Result serve_ui__command(struct request *r); /* POST */
+
+/** serve_conn__notify - libmicrohttpd's connection start/close callback */
+void serve_conn__notify(void *cls, struct MHD_Connection *c, void **socket_context,
+			enum MHD_ConnectionNotificationCode toe);
+/** serve_conn__request - a request on @c began (@started) or ended */
+void serve_conn__request(struct MHD_Connection *c, bool started);
+/**
+ * serve_conn__reap - shut down connections that have not sent a complete
+ * request within SERVE_REQUEST_DEADLINE_S
+ *
+ * Return: how many were shut down.
+ */
+int serve_conn__reap(struct serve *sv);
 
 /** serve_pprof__abort - free what a request that never completed still holds */
 void serve_pprof__abort(struct request *r);

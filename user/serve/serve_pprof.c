@@ -193,10 +193,14 @@ static void profile_done(struct daemon_window *w, void *ctx)
 enum MHD_Result serve_pprof__profile(struct request *r)
 {
 	struct serve *sv = r->sv;
-	const char *v = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "seconds");
+	const char *v = NULL;
+	size_t len = 0;
 	int seconds, err;
 
-	err = query__seconds(v, DEFAULT_SECONDS, QUERY_MAX_SECONDS, &seconds);
+	if (MHD_lookup_connection_value_n(r->conn, MHD_GET_ARGUMENT_KIND, "seconds", 7, &v, &len) !=
+	    MHD_YES)
+		v = NULL;
+	err = query__seconds(v, len, DEFAULT_SECONDS, QUERY_MAX_SECONDS, &seconds);
 	if (err == -ERANGE)
 		return serve__error(r, 400, "seconds '%.32s' is over %d", v, QUERY_MAX_SECONDS);
 	if (err)
