@@ -1,7 +1,7 @@
 #!/bin/bash
 # make demo: profile the built-in request-loop workload and split its
 # handler at p95. The workload (tests/workloads/handler.c) runs
-# slow_path() in exactly 5% of the calls of handle(): that is the answer
+# slow_path() in exactly 1 of 32 calls of handle(): that is the answer
 # the split should give.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,7 +15,7 @@ trap 'kill $WL 2>/dev/null || true' EXIT
 sleep 0.3
 
 echo "demo: profiling tests/build/handler (pid $WL) for ${SECONDS_TO_RUN}s at 499 Hz;"
-echo "demo: splitting handle() at p95 (5% of its calls also run slow_path)"
+echo "demo: splitting handle() at p95 (1 call in 32 also runs slow_path)"
 ./liveprof -p "$WL" -F 499 -d "$SECONDS_TO_RUN" --no-tui --top 10 \
 	--split handle@p95 -o "$OUT/split/" -o "$OUT/profile.svg" -o "$OUT/profile.folded" \
 	-o "$OUT/profile.pb.gz" --json "$OUT/summary.json"

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+import stats
+
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "tests" / "build"
 WORKLOADS = ROOT / "tests" / "workloads"
@@ -28,6 +30,38 @@ def pytest_collection_modifyitems(config, items):
         for item in items:
             if "/e2e/" in str(item.fspath):
                 item.add_marker(skip)
+
+
+# ---- statistical checks: which tests run them, at what false-failure rate ----
+
+_STATISTICAL = {}  # nodeid -> [(what, rate)] of the stats.* checks the test ran
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    stats.reset()
+    yield
+    if item.fspath.basename != "test_stats.py" and stats.spent():
+        _STATISTICAL[item.nodeid] = stats.spent()
+    stats.reset()
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Before pytest's last line: each statistical test, its checks and their
+    false-failure rate by design, and the suite's (their sum: a union bound)."""
+    if not _STATISTICAL:
+        return
+    tr = terminalreporter
+    tr.write_sep("-", "statistical checks (H0 and derived bound in each; tests/e2e/stats.py)")
+    total = 0.0
+    for nodeid, checks in _STATISTICAL.items():
+        rate = sum(r for _, r in checks)
+        total += rate
+        tr.write_line(f"  {rate:8.1e}  {len(checks)} check{'s' if len(checks) > 1 else ' '}  "
+                      f"{nodeid}")
+    tr.write_line(f"  {total:8.1e}  in all: {len(_STATISTICAL)} statistical tests; a correct "
+                  f"liveprof fails this run with probability <= {total:.1e} (about 1 run in "
+                  f"{int(1 / total):,})")
 
 
 @pytest.fixture(scope="session")

@@ -1,9 +1,9 @@
 """The terminal UI, driven as a person would: the real binary in tmux
 (send-keys, capture-pane) against tests/workloads/tui_handler.c, a loop that
-calls handle(i); one call in 20 also calls slow_path(), which does 20x the
+calls handle(i); one call in 32 also calls slow_path(), which does 50x the
 work. Every expectation comes from that source: work() is the hot leaf,
-handle() calls work() and slow_path(), and the slow 5% of handle() calls are
-exactly those that call slow_path().
+handle() calls work() and slow_path(), and the slow 5% of handle() calls (p95)
+hold every call that calls slow_path().
 
 Run as root: /usr/bin/python3 -m pytest tests/e2e/test_tui.py
 """

@@ -1,13 +1,19 @@
 /*
  * splitmix.c - split scenarios with known ground truth.
- *   splitmix threads N SEC   N threads run serve(); every 20th call of each
- *                            thread also runs slow_path() (~20x the work)
- *   splitmix recurse SEC     serve_rec(depth 3) recursion; every 20th top
+ *   splitmix threads N SEC   N threads run serve(); every 32nd call of each
+ *                            thread also runs slow_path() (50x the work)
+ *   splitmix recurse SEC     serve_rec(depth 3) recursion; every 32nd top
  *                            call runs slow_path() at the bottom
- *   splitmix nested SEC      serve() calls inner() (also traced); every 20th
+ *   splitmix nested SEC      serve() calls inner() (also traced); every 32nd
  *                            call runs slow_path() inside inner()
  *   splitmix size SEC        serve_sized(size): work proportional to size;
- *                            size is 64 for 95% of calls and 4096 for 5%
+ *                            size is 64 for 31 of 32 calls and 4096 for 1
+ * The tests split at p95: 1 call in 32 (3.1%) is slow, so the threshold lies
+ * in the tail of the fast calls, far below the slow ones (a slow call does
+ * 50x the work of a fast one; calls are 500 us apart so that 8 threads need
+ * about one CPU and preemption rarely stretches a fast call). With exactly
+ * 5% slow calls the p95 threshold sat on the edge of the slow population and
+ * preempted fast calls pushed slow ones below it.
  * Leaves keep a frame (volatile local) and no call is a tail call.
  */
 #include <pthread.h>
@@ -15,6 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#define SLOW_EVERY 32 /* 1 call in 32 is slow */
+#define IS_SLOW(i) ((i) % SLOW_EVERY == SLOW_EVERY - 1)
 
 static volatile unsigned long sink;
 static double seconds = 5;
@@ -40,7 +49,7 @@ __attribute__((noinline)) void slow_path(void)
 {
 	volatile int frame = 0;
 
-	burn(400000);
+	burn(1000000); /* 50x common_work */
 	frame++;
 }
 
@@ -49,7 +58,7 @@ __attribute__((noinline)) void inner(int i)
 	volatile int frame = 0;
 
 	common_work();
-	if (i % 20 == 19)
+	if (IS_SLOW(i))
 		slow_path();
 	frame++;
 }
@@ -59,7 +68,7 @@ __attribute__((noinline)) void serve(int i)
 	volatile int frame = 0;
 
 	common_work();
-	if (i % 20 == 19)
+	if (IS_SLOW(i))
 		slow_path();
 	frame++;
 }
@@ -80,7 +89,7 @@ __attribute__((noinline)) void serve_rec(int depth, int i)
 		serve_rec(depth - 1, i);
 	} else {
 		common_work();
-		if (i % 20 == 19)
+		if (IS_SLOW(i))
 			slow_path();
 	}
 	frame++;
@@ -114,7 +123,7 @@ static const char *mode;
 
 static void *loop(void *arg)
 {
-	struct timespec gap = { 0, 50000 };
+	struct timespec gap = { 0, 500000 };
 	double end = now() + seconds;
 
 	(void)arg;
@@ -126,7 +135,7 @@ static void *loop(void *arg)
 		else if (!strcmp(mode, "nested"))
 			serve_nested(i);
 		else
-			serve_sized(i % 20 == 19 ? 4096 : 64);
+			serve_sized(IS_SLOW(i) ? 4096 : 64);
 		nanosleep(&gap, NULL);
 	}
 	return NULL;
