@@ -170,7 +170,11 @@ def run_lp(liveprof, tmp_path):
     """
     counter = [0]
 
-    def run(args, timeout=30, json_out=True, folded=True, env=None, **kw):
+    def run(args, timeout=30, json_out=True, folded=True, env=None, until_cpu=None, **kw):
+        """until_cpu=(pid, seconds): stop liveprof (SIGINT, which writes every
+        output) once process pid has used that much CPU time since sampling
+        began, so that a statistical test gets the samples it needs however
+        busy the machine is; -d in args is the upper bound."""
         counter[0] += 1
         out = tmp_path / f"run{counter[0]}"
         out.mkdir()
@@ -183,8 +187,17 @@ def run_lp(liveprof, tmp_path):
         t0 = time.monotonic()
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True, cwd=str(out), env=env, **kw)
+        if until_cpu:
+            pid, need = until_cpu
+            if wait_sampling(p, timeout):
+                cpu0 = cpu_seconds(pid)
+                while p.poll() is None and time.monotonic() - t0 < timeout:
+                    if cpu_seconds(pid) - cpu0 >= need:
+                        p.send_signal(signal.SIGINT)
+                        break
+                    time.sleep(0.05)
         try:
-            so, se = p.communicate(timeout=timeout)
+            so, se = p.communicate(timeout=max(1, timeout - (time.monotonic() - t0)))
         except subprocess.TimeoutExpired:
             p.kill()
             so, se = p.communicate()
@@ -225,6 +238,24 @@ def prog_ids_of(pid):
         except OSError:
             pass
     return ids
+
+
+def cpu_seconds(pid):
+    """utime + stime of a process (all its threads), from the kernel; the
+    last value read once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("inf")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_for(need, hz, share=1.0, margin=1.25):
+    """CPU seconds a target must run to give `need` samples at hz when
+    `share` of its CPU time is in what is counted (25% more for the
+    samples lost at the edges)."""
+    return margin * need / (hz * share)
 
 
 def read_rates(path):
@@ -309,7 +340,8 @@ def h():
     """The helpers above, as a fixture (test modules do not import conftest)."""
     import types
     return types.SimpleNamespace(
-        parse_folded=parse_folded, lp_prog_ids=lp_prog_ids, prog_ids_of=prog_ids_of, read_rates=read_rates,
+        parse_folded=parse_folded, lp_prog_ids=lp_prog_ids, cpu_seconds=cpu_seconds,
+        cpu_for=cpu_for, prog_ids_of=prog_ids_of, read_rates=read_rates,
         rate_between=rate_between, wait_for=wait_for, wait_sampling=wait_sampling,
         perf_event_fds=perf_event_fds, frames_of=frames_of,
         percentile=percentile, BUILD=BUILD, ROOT=ROOT, WORKLOADS=WORKLOADS)

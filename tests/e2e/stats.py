@@ -127,21 +127,30 @@ def wilson(k, n, rate=RATE):
     return max(0.0, mid - half), min(1.0, mid + half)
 
 
-def needed(p0, delta, rate=RATE, power=0.99):
+def needed(p0, delta, rate=RATE, power=0.99, sides=2):
     """Samples a share test needs to tell p0 from p0 +- delta.
 
     With this many samples a share that is off by delta (in the direction
-    that is harder to see) fails the two-sided test at `rate` with
-    probability >= power (normal approximation).
+    that is harder to see; sides=1: below p0) fails the test at `rate` with
+    probability >= power (normal approximation). Tests choose their
+    frequency and duration from it.
     """
-    za, zb = z(rate), NormalDist().inv_cdf(power)
+    za = z(rate) if sides == 2 else NormalDist().inv_cdf(1 - rate)
+    zb = NormalDist().inv_cdf(power)
     worst = 0
-    for p1 in (p0 - delta, p0 + delta):
+    for p1 in (p0 - delta, p0 + delta)[:sides]:
         if not 0 < p1 < 1:
             continue
         n = ((za * math.sqrt(p0 * (1 - p0)) + zb * math.sqrt(p1 * (1 - p1))) / delta) ** 2
         worst = max(worst, n)
     return int(math.ceil(worst))
+
+
+def enough(n, need, what):
+    """Too few samples is its own outcome: the check cannot decide, so the test
+    fails as inconclusive (not as wrong) and says how many it needs."""
+    assert n >= need, (f"inconclusive: {what}: {n} samples, the check needs about {need} "
+                       f"to decide (the target got too little CPU?)")
 
 
 def _fmt_rate(rate):
