@@ -8,7 +8,11 @@ perf's samples are turned into folded stacks (root first), and both profiles
 into inclusive shares per function: the percentage of samples whose stack
 contains the function at least once. The top functions of either side are
 compared; the exit status is 1 if any differs by more than the tolerance
-(percentage points). Used by tests/e2e/test_unwind.py, usable by hand:
+(percentage points), or, with --rate R, if any differs by more than the
+sampling noise of the two sample counts allows: Fisher's exact test per
+function (H0: both tools draw from one share), Bonferroni over the functions
+compared, so that two correct profilers disagree with probability <= R.
+Used by tests/e2e/test_unwind.py, usable by hand:
 
     perf record --call-graph dwarf -F 99 -p PID -o perf.data -- sleep 10
     perf script -i perf.data -F comm,tid,time,ip,sym > perf.txt
@@ -22,6 +26,7 @@ name) is left out too.
 """
 import argparse
 import collections
+import os
 import re
 import sys
 
@@ -104,18 +109,23 @@ def read_folded(path):
     return stacks
 
 
-def inclusive_shares(stacks):
-    """Function -> % of samples whose stack contains it (root frame left out)."""
-    total = sum(stacks.values())
+def inclusive_counts(stacks):
+    """Function -> number of samples whose stack contains it (root frame left out)."""
     seen = collections.Counter()
     for stack, count in stacks.items():
         names = {normalize(f) for f in stack.split(";")[1:]}
         names.discard(None)
         for n in names:
             seen[n] += count
+    return seen
+
+
+def inclusive_shares(stacks):
+    """Function -> % of samples whose stack contains it (root frame left out)."""
+    total = sum(stacks.values())
     if not total:
         return {}
-    return {n: 100.0 * c / total for n, c in seen.items()}
+    return {n: 100.0 * c / total for n, c in inclusive_counts(stacks).items()}
 
 
 def top(shares, n):
@@ -138,6 +148,8 @@ def main(argv=None):
     ap.add_argument("perf_script", help="text of `perf script` (- for stdin)")
     ap.add_argument("--top", type=int, default=10)
     ap.add_argument("--tolerance", type=float, default=5.0, help="points")
+    ap.add_argument("--rate", type=float, help="false-failure rate: test against sampling "
+                    "noise (Fisher, Bonferroni) instead of --tolerance")
     args = ap.parse_args(argv)
 
     live_stacks = read_folded(args.folded)
@@ -148,15 +160,30 @@ def main(argv=None):
             text = f.read()
     perf_stacks = perf_script_to_folded(text)
     rows = compare(inclusive_shares(live_stacks), inclusive_shares(perf_stacks), args.top)
-    print(f"liveprof {sum(live_stacks.values())} samples, perf {sum(perf_stacks.values())} samples")
-    print(f"{'function':40s} {'liveprof%':>9s} {'perf%':>7s} {'delta':>7s}")
-    worst = 0.0
+    n_live, n_perf = sum(live_stacks.values()), sum(perf_stacks.values())
+    k_live, k_perf = inclusive_counts(live_stacks), inclusive_counts(perf_stacks)
+    if args.rate:
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "e2e"))
+        import stats
+        each = args.rate / max(1, len(rows))
+    print(f"liveprof {n_live} samples, perf {n_perf} samples")
+    print(f"{'function':40s} {'liveprof%':>9s} {'perf%':>7s} {'delta':>7s}" +
+          (f" {'Fisher p':>9s}" if args.rate else ""))
+    worst, bad = 0.0, 0
     for name, a, b, d in rows:
-        print(f"{name[:40]:40s} {a:9.1f} {b:7.1f} {d:+7.1f}")
+        extra = ""
+        if args.rate:
+            p = stats.fisher_p(k_live[name], n_live, k_perf[name], n_perf)
+            bad += p <= each
+            extra = f" {p:9.1e}{' *' if p <= each else ''}"
+        print(f"{name[:40]:40s} {a:9.1f} {b:7.1f} {d:+7.1f}{extra}")
         worst = max(worst, abs(d))
+    if args.rate:
+        print(f"max |delta| {worst:.1f} points; {bad} of {len(rows)} differ beyond sampling "
+              f"noise (* : Fisher p <= {args.rate:g} / {len(rows)})")
+        return 1 if bad else 0
     print(f"max |delta| {worst:.1f} points (tolerance {args.tolerance})")
     return 0 if worst <= args.tolerance else 1
-
 
 if __name__ == "__main__":
     sys.exit(main())
