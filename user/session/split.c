@@ -16,13 +16,13 @@
 
 #include "user/session/split.h"
 #include "user/profile/stack_symbols.h"
+#include "user/session/split_rank.h"
 #include "user/session/traces.h"
 #include "user/util/util.h"
 
 #define HELD_MAX_ENTRIES (1u << 20) /* bound on samples waiting for their call */
 #define ORPHAN_AFTER_NS	 (60ULL * 1000000000ULL)
 #define MIN_WINDOW_CALLS 20 /* fewer sampled calls in the window: use the whole run */
-#define MIN_SIGNIFICANT	 20 /* samples per class before a frame may be significant */
 
 struct entry {
 	uint32_t stack_id;
@@ -492,7 +492,6 @@ int split__compute(struct split *s, bool window, bool use_weight, struct split_r
 	for (size_t i = 0; i < t.cap; i++) {
 		struct frame_acc *a = &t.v[i];
 		struct split_frame_rank *k;
-		double n1 = (double)r->slow_samples, n2 = (double)r->fast_samples, p1, p2, p, se;
 
 		if (!a->name)
 			continue;
@@ -502,16 +501,14 @@ int split__compute(struct split *s, bool window, bool use_weight, struct split_r
 		k->fast_share = fast_v ? (double)a->fast_v / fast_v : 0;
 		k->delta = k->slow_share - k->fast_share;
 		k->offcpu = a->off_n > a->on_n;
-		/* Two-proportion z test on sample counts: how sure are we that
-		 * the frame's share really differs between the classes. */
-		p1 = n1 ? a->slow_n / n1 : 0;
-		p2 = n2 ? a->fast_n / n2 : 0;
-		p = n1 + n2 ? (a->slow_n + a->fast_n) / (n1 + n2) : 0;
-		se = n1 && n2 ? sqrt(p * (1 - p) * (1 / n1 + 1 / n2)) : 0;
-		k->z = se > 0 ? (p1 - p2) / se : 0;
-		k->significant = fabs(k->z) >= 3 && n1 >= MIN_SIGNIFICANT && n2 >= MIN_SIGNIFICANT;
+		k->slow_n = a->slow_n;
+		k->fast_n = a->fast_n;
 	}
 	free(t.v);
+	/* z tests with Holm's correction over every frame ranked (split_rank.c) */
+	err = split_rank__apply(r->ranks, r->n_ranks, r->slow_samples, r->fast_samples);
+	if (err)
+		return err;
 	qsort(r->ranks, r->n_ranks, sizeof(*r->ranks), cmp_rank);
 	return 0;
 }
@@ -563,8 +560,25 @@ void split_result__fini(struct split_result *r)
 	memset(r, 0, sizeof(*r));
 }
 
+/* The frame that most explains the slow calls: the first ranked with delta > 0. */
+static const struct split_frame_rank *top_frame(const struct split_result *r)
+{
+	return r->n_ranks && r->ranks[0].delta > 0 ? &r->ranks[0] : NULL;
+}
+
+static const char *verdict(const struct split_result *r)
+{
+	const struct split_frame_rank *k = top_frame(r);
+
+	if (!k)
+		return "no difference";
+	return k->significant ? "significant" : "inconclusive";
+}
+
 void split__print(const struct split_result *r, FILE *f, int rows)
 {
+	const struct split_frame_rank *top = top_frame(r);
+
 	fprintf(f,
 		"\nsplit of %s at p%g: slow >= %.1f us; sampled calls: %" PRIu64 " slow, %" PRIu64
 		" fast (of %" PRIu64 " / %" PRIu64 "); samples: %" PRIu64 " slow, %" PRIu64
@@ -576,21 +590,28 @@ void split__print(const struct split_result *r, FILE *f, int rows)
 			"  %" PRIu64 " calls never returned (expired), %" PRIu64
 			" samples dropped, %" PRIu64 " calls filtered out by --when\n",
 			r->orphans, r->dropped, r->filtered);
-	if (r->slow_samples < MIN_SIGNIFICANT || r->fast_samples < MIN_SIGNIFICANT)
-		fprintf(f, "  too few samples in a class to trust the ranking (need %d each)\n",
-			MIN_SIGNIFICANT);
-	fprintf(f, "  %-40s %8s %8s %9s %7s\n", "frame (more in slow calls first)", "slow%",
-		"fast%", "delta", "z");
+	fprintf(f, "  %-40s %8s %8s %9s %7s %9s\n", "frame (more in slow calls first)", "slow%",
+		"fast%", "delta", "z", "p(Holm)");
 	for (int i = 0; i < r->n_ranks && i < rows; i++) {
 		const struct split_frame_rank *k = &r->ranks[i];
 
 		if (k->delta <= 0 && i > 0)
 			break;
-		fprintf(f, "  %-40.40s %7.1f%% %7.1f%% %+8.1f%% %7.1f%s%s\n", k->frame,
-			100 * k->slow_share, 100 * k->fast_share, 100 * k->delta, k->z,
+		fprintf(f, "  %-40.40s %7.1f%% %7.1f%% %+8.1f%% %7.1f %9.1e%s%s\n", k->frame,
+			100 * k->slow_share, 100 * k->fast_share, 100 * k->delta, k->z, k->p_holm,
 			k->significant ? " *" : "", k->offcpu ? " (off-cpu)" : "");
 	}
-	fprintf(f, "  (* significant: |z| >= 3 with >= %d samples per class)\n", MIN_SIGNIFICANT);
+	fprintf(f,
+		"  (* significant: z test per frame, Holm's correction over the %d frames ranked, "
+		"family-wise error rate %g%%)\n",
+		r->n_ranks, 100 * SPLIT_ALPHA);
+	if (!top)
+		fprintf(f, "  no frame is more frequent in slow calls than in fast ones\n");
+	else if (!top->significant && top->needed)
+		fprintf(f,
+			"  inconclusive: needs about %" PRIu64 " samples (have %" PRIu64
+			") to tell whether '%s' explains the slow calls\n",
+			top->needed, r->slow_samples + r->fast_samples, top->frame);
 }
 
 json_t *split__json(const struct split_result *r, int rows)
@@ -613,12 +634,24 @@ json_t *split__json(const struct split_result *r, int rows)
 	for (int i = 0; i < r->n_ranks && i < rows; i++) {
 		const struct split_frame_rank *k = &r->ranks[i];
 
-		json_array_append_new(top, json_pack("{s:s,s:f,s:f,s:f,s:f,s:b,s:b}", "frame",
-						     k->frame, "slow_share", k->slow_share,
-						     "fast_share", k->fast_share, "delta", k->delta,
-						     "z", k->z, "significant", k->significant,
-						     "offcpu", k->offcpu));
+		json_array_append_new(
+			top,
+			json_pack("{s:s,s:f,s:f,s:f,s:f,s:f,s:f,s:b,s:I,s:b}", "frame", k->frame,
+				  "slow_share", k->slow_share, "fast_share", k->fast_share, "delta",
+				  k->delta, "z", k->z, "p", k->p, "p_holm", k->p_holm,
+				  "significant", k->significant, "needed_samples",
+				  (json_int_t)(k->needed > INT64_MAX ? INT64_MAX : k->needed),
+				  "offcpu", k->offcpu));
 	}
 	json_object_set_new(o, "top_frames", top);
+	json_object_set_new(o, "significance",
+			    json_pack("{s:s,s:s,s:f,s:i}", "test", "two-proportion z", "correction",
+				      "holm", "alpha", SPLIT_ALPHA, "frames_tested", r->n_ranks));
+	json_object_set_new(o, "verdict", json_string(verdict(r)));
+	if (top_frame(r) && !top_frame(r)->significant)
+		json_object_set_new(o, "needed_samples",
+				    json_integer((json_int_t)(top_frame(r)->needed > INT64_MAX
+								      ? INT64_MAX
+								      : top_frame(r)->needed)));
 	return o;
 }

@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * test_split_rank.c - the split's significance: normal quantiles, Holm's
+ * correction against a worked example, the samples-needed estimate, and
+ * the family-wise error rate of split_rank__apply by simulation (frames
+ * that do not differ between the classes are called significant in at
+ * most SPLIT_ALPHA of simulated splits).
+ */
+#include <math.h>
+#include "unit.h"
+#include "user/session/split.h"
+#include "user/session/split_rank.h"
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
+
+static double uniform(void)
+{
+	/* xorshift64*: plenty for a simulation */
+	rng_state ^= rng_state >> 12;
+	rng_state ^= rng_state << 25;
+	rng_state ^= rng_state >> 27;
+	return (double)((rng_state * 0x2545F4914F6CDD1DULL) >> 11) / 9007199254740992.0;
+}
+
+static uint64_t binomial(uint64_t n, double p)
+{
+	uint64_t k = 0;
+
+	for (uint64_t i = 0; i < n; i++)
+		k += uniform() < p;
+	return k;
+}
+
+UNIT_TEST(z_quantiles)
+{
+	CHECK(fabs(split_rank__z_two_sided(0.05) - 1.959964) < 1e-5);
+	CHECK(fabs(split_rank__z_two_sided(1e-4) - 3.890592) < 1e-5);
+	CHECK(split_rank__z_two_sided(1) == 0);
+}
+
+UNIT_TEST(holm_worked_example)
+{
+	/* sorted: 0.005*4 = 0.02, 0.01*3 = 0.03, 0.03*2 = 0.06, 0.04*1 = 0.04 -> 0.06 */
+	const double p[4] = {0.01, 0.04, 0.03, 0.005}, want[4] = {0.03, 0.06, 0.06, 0.02};
+	double adj[4];
+
+	CHECK_EQ_INT(split_rank__holm(p, 4, adj, NULL), 0);
+	for (int i = 0; i < 4; i++)
+		CHECK(fabs(adj[i] - want[i]) < 1e-12);
+}
+
+UNIT_TEST(needed_scales_with_z)
+{
+	/* 100 * ((3 + 0.8416) / 2)^2 = 368.95 */
+	CHECK_EQ_INT(split_rank__needed(2, 100, 3, 50), 369);
+	CHECK_EQ_INT(split_rank__needed(0, 100, 3, 50), 0);
+	/* a class below SPLIT_MIN_CLASS: at least enough to fill it */
+	CHECK(split_rank__needed(10, 100, 3, 5) >= 100 * SPLIT_MIN_CLASS / 5);
+}
+
+UNIT_TEST(apply_decides_and_says_what_it_needs)
+{
+	struct split_frame_rank r[3] = {
+		{.frame = "slow_path", .slow_n = 200, .fast_n = 0},
+		{.frame = "same", .slow_n = 100, .fast_n = 1000},
+		{.frame = "slight", .slow_n = 110, .fast_n = 1000},
+	};
+
+	CHECK_EQ_INT(split_rank__apply(r, 3, 200, 2000), 0);
+	CHECK(r[0].significant && r[0].needed == 0);
+	CHECK(!r[1].significant && r[1].p_holm == 1 && r[1].needed == 0);
+	CHECK(!r[2].significant && r[2].needed > 2200);
+	/* too few samples in a class: never significant, however large z */
+	struct split_frame_rank t = {.frame = "x", .slow_n = 10, .fast_n = 0};
+
+	CHECK_EQ_INT(split_rank__apply(&t, 1, 10, 2000), 0);
+	CHECK(!t.significant && t.needed >= 2010 * SPLIT_MIN_CLASS / 10);
+}
+
+UNIT_TEST(family_wise_error_by_simulation)
+{
+	/* 20 frames, none differs between 400 slow and 1,600 fast samples:
+	 * splits with any frame called significant must stay near SPLIT_ALPHA
+	 * (2,000 splits: 1% is 20 +- 4.5; 40 is 4.5 standard deviations). */
+	enum { M = 20, TRIALS = 2000 };
+	const uint64_t n1 = 400, n2 = 1600;
+	struct split_frame_rank r[M];
+	int any = 0;
+
+	for (int t = 0; t < TRIALS; t++) {
+		for (int i = 0; i < M; i++) {
+			double share = 0.05 + 0.9 * i / (M - 1);
+
+			r[i] = (struct split_frame_rank){.frame = "f"};
+			r[i].slow_n = binomial(n1, share);
+			r[i].fast_n = binomial(n2, share);
+		}
+		CHECK_EQ_INT(split_rank__apply(r, M, n1, n2), 0);
+		for (int i = 0; i < M; i++) {
+			if (r[i].significant) {
+				any++;
+				break;
+			}
+		}
+	}
+	printf("  %d of %d null splits had a significant frame (alpha %g)\n", any, TRIALS,
+	       SPLIT_ALPHA);
+	CHECK(any <= 2 * SPLIT_ALPHA * TRIALS);
+}
+
+UNIT_MAIN(UNIT_ENTRY(z_quantiles), UNIT_ENTRY(holm_worked_example),
+	  UNIT_ENTRY(needed_scales_with_z), UNIT_ENTRY(apply_decides_and_says_what_it_needs),
+	  UNIT_ENTRY(family_wise_error_by_simulation))

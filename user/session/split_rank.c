@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * split_rank.c - the significance of a split's ranked frames: two-proportion
+ * z tests, Holm's correction over every frame ranked, and the number of
+ * samples that would decide a frame the counts cannot.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "user/session/split.h"
+#include "user/session/split_rank.h"
+
+double split_rank__z_two_sided(double p)
+{
+	double lo = 0, hi = 40;
+
+	if (p >= 1)
+		return 0;
+	if (p <= 0)
+		return hi;
+	/* erfc(z / sqrt 2) falls monotonically from 1 to 0 */
+	for (int i = 0; i < 100; i++) {
+		double mid = (lo + hi) / 2;
+
+		if (erfc(mid / M_SQRT2) > p)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return (lo + hi) / 2;
+}
+
+static const double *holm_p;
+
+static int cmp_p(const void *a, const void *b)
+{
+	double x = holm_p[*(const size_t *)a], y = holm_p[*(const size_t *)b];
+
+	if (x != y)
+		return x < y ? -1 : 1;
+	return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
+}
+
+int split_rank__holm(const double *p, size_t m, double *adj, size_t *order)
+{
+	size_t *own = NULL;
+	double run = 0;
+
+	if (!m)
+		return 0;
+	if (!order) {
+		own = order = malloc(m * sizeof(*order));
+		if (!order)
+			return -ENOMEM;
+	}
+	for (size_t i = 0; i < m; i++)
+		order[i] = i;
+	holm_p = p;
+	qsort(order, m, sizeof(*order), cmp_p);
+	/* The i-th smallest p is compared with alpha / (m - i); as adjusted
+	 * p-values: (m - i) * p, made monotone so that a frame is never
+	 * significant after a smaller p that is not. */
+	for (size_t i = 0; i < m; i++) {
+		double v = (double)(m - i) * p[order[i]];
+
+		run = fmax(run, fmin(1.0, v));
+		adj[order[i]] = run;
+	}
+	free(own);
+	return 0;
+}
+
+uint64_t split_rank__needed(double z, uint64_t n, double z_crit, uint64_t n_small)
+{
+	/* one-sided quantile of SPLIT_POWER = 0.8 */
+	const double z_power = 0.8416212335729143;
+	double f, need;
+
+	if (z == 0 || !n)
+		return 0;
+	f = (z_crit + z_power) / fabs(z);
+	need = (double)n * f * f;
+	if (n_small < SPLIT_MIN_CLASS)
+		need = fmax(need, (double)n * SPLIT_MIN_CLASS / (n_small ? (double)n_small : 1.0));
+	if (need > 1e15)
+		return UINT64_MAX;
+	return (uint64_t)ceil(need);
+}
+
+int split_rank__apply(struct split_frame_rank *r, size_t m, uint64_t n1, uint64_t n2)
+{
+	double *p, *adj, z_crit;
+	uint64_t small = n1 < n2 ? n1 : n2;
+	int err;
+
+	if (!m)
+		return 0;
+	p = calloc(2 * m, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	adj = p + m;
+	for (size_t i = 0; i < m; i++) {
+		struct split_frame_rank *k = &r[i];
+		double p1 = n1 ? (double)k->slow_n / n1 : 0, p2 = n2 ? (double)k->fast_n / n2 : 0;
+		double pool = n1 + n2 ? (double)(k->slow_n + k->fast_n) / (n1 + n2) : 0;
+		double se = n1 && n2 ? sqrt(pool * (1 - pool) * (1.0 / n1 + 1.0 / n2)) : 0;
+
+		/* Two-proportion z test on sample counts. H0: the frame is in
+		 * the same share of slow and of fast samples. */
+		k->z = se > 0 ? (p1 - p2) / se : 0;
+		p[i] = k->z != 0 ? erfc(fabs(k->z) / M_SQRT2) : 1;
+	}
+	err = split_rank__holm(p, m, adj, NULL);
+	if (err) {
+		free(p);
+		return err;
+	}
+	/* The first (smallest p) step of Holm's method is Bonferroni's alpha/m:
+	 * the bar a frame must clear when more samples come. */
+	z_crit = split_rank__z_two_sided(SPLIT_ALPHA / (double)m);
+	for (size_t i = 0; i < m; i++) {
+		struct split_frame_rank *k = &r[i];
+
+		k->p = p[i];
+		k->p_holm = adj[i];
+		k->significant =
+			adj[i] <= SPLIT_ALPHA && n1 >= SPLIT_MIN_CLASS && n2 >= SPLIT_MIN_CLASS;
+		k->needed = k->significant ? 0 : split_rank__needed(k->z, n1 + n2, z_crit, small);
+	}
+	free(p);
+	return 0;
+}

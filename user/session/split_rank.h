@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * split_rank.h - the significance of a split's ranked frames.
+ *
+ * Each frame gets a two-proportion z test (its share of the slow samples
+ * against its share of the fast samples). Testing many frames at once,
+ * some would pass a per-frame test by chance alone, so the p-values are
+ * corrected with Holm's step-down method over every frame ranked: the
+ * chance that any frame is called significant while no frame differs is at
+ * most SPLIT_ALPHA (the family-wise error rate). A frame that is not
+ * significant gets the number of samples that would likely decide it.
+ */
+#ifndef LP_USER_SESSION_SPLIT_RANK_H
+#define LP_USER_SESSION_SPLIT_RANK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SPLIT_ALPHA	0.01 /* family-wise error rate of the ranking */
+#define SPLIT_POWER	0.8  /* "needs about N samples": to decide with this power */
+#define SPLIT_MIN_CLASS 20   /* samples per class before the normal approximation holds */
+
+struct split_frame_rank;
+
+/**
+ * split_rank__z_two_sided - the z with P(|N(0,1)| >= z) = @p
+ *
+ * Return: z >= 0 (bisection on erfc; 0 for @p >= 1, 40 for @p <= 0).
+ */
+double split_rank__z_two_sided(double p);
+
+/**
+ * split_rank__holm - Holm's step-down correction of @m p-values
+ * @p: raw p-values
+ * @adj: out, the adjusted p-values (same order as @p): a frame is
+ *       significant at family-wise level a when adj <= a
+ * @order: scratch of @m indices, or NULL to allocate one
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int split_rank__holm(const double *p, size_t m, double *adj, size_t *order);
+
+/**
+ * split_rank__needed - samples (both classes) that would likely decide a frame
+ * @z: the frame's z with @n samples now
+ * @n: slow + fast samples now
+ * @z_crit: the critical z it must reach
+ * @n_small: the smaller class's samples now
+ *
+ * At the same shares z grows with the square root of the samples: about
+ * n * ((z_crit + z_power) / z)^2 give power SPLIT_POWER, and never fewer
+ * than SPLIT_MIN_CLASS in the smaller class.
+ *
+ * Return: the count, or 0 when @z is 0 (no difference seen to decide on).
+ */
+uint64_t split_rank__needed(double z, uint64_t n, double z_crit, uint64_t n_small);
+
+/**
+ * split_rank__apply - z, p, Holm-adjusted p, significance and samples needed
+ * @r: frames with slow_n / fast_n filled in
+ * @m: number of frames (all of them are tested)
+ * @n1: slow samples, @n2: fast samples
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int split_rank__apply(struct split_frame_rank *r, size_t m, uint64_t n1, uint64_t n2);
+
+#endif
