@@ -95,14 +95,11 @@ struct lp_sample {
 	 * Bytes of user stack copied after this struct, starting at regs.sp
 	 * (0: none). When non-zero, the struct is followed by LP_REDZONE
 	 * bytes from regs.sp - LP_REDZONE (zeros if unreadable), then by
-	 * the stack_len bytes. hdr.size covers both. reserved2 is the old
-	 * name, still written as 0 by samples that never copy (off-CPU).
+	 * the stack_len bytes. hdr.size covers both.
 	 */
-	union {
-		__u32 stack_len;
-		__u32 reserved2;
-	};
+	__u32 stack_len;
 	char comm[LP_COMM_LEN];
+	__u32 pad; /* explicit, so regs is 8-byte aligned the same on both sides */
 	struct lp_uregs regs;
 	struct lp_call_tag calls[LP_MAX_CALLS];
 	__u64 ustack[LP_MAX_USTACK];
@@ -162,12 +159,23 @@ struct lp_probe_cfg {
 	__u32 flags;	    /* LP_PCF_* */
 	__u32 n_values;	    /* entry fetch programs, in "fetch" at probe_id * LP_MAX_VALUES */
 	__s32 by_index;	    /* entry value index grouped by --by, -1 for none */
-	__u32 when_of;	    /* line probes: mark calls of probe (when_of - 1) as LINE_HIT */
+	__u32 when_of;	    /* with LP_PCF_WHEN: mark in-flight calls of this probe LINE_HIT */
 	__u32 n_ret_values; /* fetch programs run at return, after the entry ones */
 	__u64 module_bias;  /* load bias of the probed module in the target */
 };
 
 #define LP_PCF_EMIT_VALUES (1u << 0) /* send an LP_EV_HIT with the values of every hit */
+#define LP_PCF_WHEN	   (1u << 1) /* a --when line: when_of names the split function */
+
+/*
+ * Per probe, in the mmap'ed array map "probe_stats": line probes count
+ * their hits here; functions keep their count in the histogram and only
+ * the exact maximum latency here.
+ */
+struct lp_probe_stats {
+	__u64 calls;
+	__u64 max_ns;
+};
 
 enum lp_probe_kind {
 	LP_PK_NONE = 0,
@@ -242,5 +250,30 @@ static inline __u32 lp_hist_bucket(__u64 v)
 		return b < LP_HIST_BUCKETS ? b : LP_HIST_BUCKETS - 1;
 	}
 }
+
+/*
+ * The layouts both compilers must agree on (clang -target bpf and gcc):
+ * a change that moves a field fails the build on both sides.
+ */
+#define LP_ASSERT_SIZE(t, n) _Static_assert(sizeof(t) == (n), "size of " #t)
+#define LP_ASSERT_AT(t, f, n) \
+	_Static_assert(__builtin_offsetof(t, f) == (n), "offset of " #t "." #f)
+LP_ASSERT_SIZE(struct lp_event_hdr, 8);
+LP_ASSERT_SIZE(struct lp_call_tag, 32);
+LP_ASSERT_SIZE(struct lp_uregs, 24);
+LP_ASSERT_AT(struct lp_sample, time_ns, 24);
+LP_ASSERT_AT(struct lp_sample, n_ustack, 40);
+LP_ASSERT_AT(struct lp_sample, stack_len, 48);
+LP_ASSERT_AT(struct lp_sample, comm, 52);
+LP_ASSERT_AT(struct lp_sample, regs, 72);
+LP_ASSERT_AT(struct lp_sample, ustack, 96 + 32 * LP_MAX_CALLS);
+LP_ASSERT_SIZE(struct lp_call_end, 56);
+LP_ASSERT_SIZE(struct lp_fetch_op, 16);
+LP_ASSERT_SIZE(struct lp_fetch_prog, 8 + 16 * LP_MAX_FETCH_OPS);
+LP_ASSERT_SIZE(struct lp_probe_cfg, 32);
+LP_ASSERT_SIZE(struct lp_probe_stats, 16);
+LP_ASSERT_SIZE(struct lp_value, 8 + LP_STR_LEN);
+LP_ASSERT_AT(struct lp_hit, values, 56);
+LP_ASSERT_SIZE(struct lp_by_key, 16);
 
 #endif /* LIVEPROF_H */

@@ -109,14 +109,6 @@ struct {
 	__type(value, __u64);
 } hist SEC(".maps");
 
-/* Per probe: line hits, or a function's maximum latency. */
-/* Line probes count hits in calls; functions keep their count in the
- * histogram and only the exact maximum latency here. */
-struct lp_probe_stats {
-	__u64 calls;
-	__u64 max_ns;
-};
-
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(map_flags, BPF_F_MMAPABLE);

@@ -85,7 +85,8 @@ static __always_inline void emit_switch_in(struct task_struct *next, __u32 tgid,
 	s->time_ns = now;
 	s->weight_ns = delta;
 	s->reserved = 0;
-	s->reserved2 = 0;
+	s->stack_len = 0;
+	s->pad = 0;
 	BPF_CORE_READ_STR_INTO(&s->comm, next, comm);
 	s->regs.ip = st->ip;
 	s->regs.sp = st->sp;

@@ -68,6 +68,7 @@ static __always_inline void fill_sample(void *ctx, struct lp_sample *s, __u32 tg
 	s->flags = 0;
 	s->reserved = 0;
 	s->stack_len = 0;
+	s->pad = 0;
 	bpf_get_current_comm(s->comm, sizeof(s->comm));
 
 	/* The registers user space had when it last entered the kernel (or

@@ -293,14 +293,14 @@ int BPF_KPROBE(lp_line_hit)
 	st = bpf_map_lookup_elem(&probe_stats, &probe_id);
 	if (st)
 		__sync_fetch_and_add(&st->calls, 1);
-	if (cfg->when_of) {
+	if (cfg->flags & LP_PCF_WHEN) {
 		struct lp_thread_calls *tc = get_thread_calls(tid, false);
 
 		if (tc) {
 			for (k = 0; k < LP_MAX_DEPTH; k++) {
 				if (k >= tc->depth)
 					break;
-				if (tc->f[k].probe_id == cfg->when_of - 1)
+				if (tc->f[k].probe_id == cfg->when_of)
 					tc->f[k].flags |= LP_FS_LINE_HIT;
 			}
 		}

@@ -325,7 +325,7 @@ int bpf_session__clear_probe(struct bpf_session *s, uint32_t id)
 {
 	struct lp_probe_cfg none = {0};
 	volatile uint64_t *h = s->hist_mem;
-	volatile struct lp_probe_stats_view *st = s->stats_mem;
+	volatile struct lp_probe_stats *st = s->stats_mem;
 
 	if (id >= LP_MAX_PROBES)
 		return -EINVAL;
@@ -359,7 +359,7 @@ const volatile uint64_t *bpf_session__hist(struct bpf_session *s)
 	return s->hist_mem;
 }
 
-const volatile struct lp_probe_stats_view *bpf_session__probe_stats(struct bpf_session *s)
+const volatile struct lp_probe_stats *bpf_session__probe_stats(struct bpf_session *s)
 {
 	return s->stats_mem;
 }

@@ -96,11 +96,8 @@ int bpf_session__counters(struct bpf_session *s, uint64_t *out);
 /** bpf_session__hist - the mmap'ed histogram: LP_MAX_PROBES * LP_HIST_BUCKETS counters */
 const volatile uint64_t *bpf_session__hist(struct bpf_session *s);
 
-struct lp_probe_stats_view {
-	uint64_t calls, max_ns; /* layout of struct lp_probe_stats */
-};
 /** bpf_session__probe_stats - the mmap'ed per-probe stats, LP_MAX_PROBES entries */
-const volatile struct lp_probe_stats_view *bpf_session__probe_stats(struct bpf_session *s);
+const volatile struct lp_probe_stats *bpf_session__probe_stats(struct bpf_session *s);
 
 /** bpf_session__by_hist_fd - fd of the --by (probe, value, bucket) -> count map */
 int bpf_session__by_hist_fd(struct bpf_session *s);

@@ -505,7 +505,10 @@ int traces__set_when(struct traces *t, int func_id, int line_id)
 		return -ENOENT;
 	for (int k = 0; k < t->v[li]->n_ids; k++) {
 		struct lp_probe_cfg cfg = {
-			.kind = LP_PK_LINE, .by_index = -1, .when_of = (uint32_t)func_id + 1};
+			.kind = LP_PK_LINE,
+			.flags = LP_PCF_WHEN,
+			.by_index = -1,
+			.when_of = (uint32_t)func_id};
 
 		/* Values of a line used as --when are not captured. */
 		bpf_session__set_probe(t->c->bpf, t->v[li]->ids[k], &cfg, NULL, 0);

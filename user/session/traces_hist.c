@@ -123,7 +123,7 @@ uint64_t traces__percentile(struct traces *t, int i, double pct, bool window)
 /* Calls (or line hits) so far. Functions count them in their histogram only. */
 static uint64_t trace_calls(struct traces *t, struct trace *tr)
 {
-	const volatile struct lp_probe_stats_view *st = bpf_session__probe_stats(t->c->bpf);
+	const volatile struct lp_probe_stats *st = bpf_session__probe_stats(t->c->bpf);
 	const volatile uint64_t *h = bpf_session__hist(t->c->bpf);
 	uint64_t calls = 0;
 
@@ -140,7 +140,7 @@ static uint64_t trace_calls(struct traces *t, struct trace *tr)
 
 int traces__summary(struct traces *t, int i, bool window, struct trace_summary *out)
 {
-	const volatile struct lp_probe_stats_view *st = bpf_session__probe_stats(t->c->bpf);
+	const volatile struct lp_probe_stats *st = bpf_session__probe_stats(t->c->bpf);
 	uint64_t *h, total = 0, sum = 0, maxb = 0;
 	struct trace *tr;
 	double span;
