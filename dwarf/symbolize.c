@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/sysmacros.h>
 
 #include "elf_symtab.h"
 #include "kallsyms.h"
@@ -39,6 +40,7 @@ struct sym_obj {
 
 struct sym_map {
 	uint64_t start, end, offset;
+	uint64_t dev, ino;     /* st_dev encoding (makedev), 0 for no file */
 	const char *path;      /* interned */
 	const char *module;    /* interned basename, or "[anon]"/"[vsyscall]"... */
 	struct elf_symtab *et; /* NULL: anonymous, or the file did not open */
@@ -400,6 +402,8 @@ static int proc_refresh(struct symbolizer *s, struct sym_proc *p)
 		m->start = e[i].start;
 		m->end = e[i].end;
 		m->offset = e[i].offset;
+		m->dev = makedev(e[i].dev_major, e[i].dev_minor);
+		m->ino = e[i].inode;
 		if (name[0] == '/') {
 			m->et = open_file_map(s, p->pid, &e[i]);
 			m->path = intern(s, name);
@@ -566,17 +570,12 @@ static void unknown_frame(struct sym_frame *f, const char *module, const char *p
 	f->inlined = false;
 }
 
-int symbolizer__resolve(struct symbolizer *s, int pid, uint64_t addr, struct sym_frame *out,
-			int max)
+/* The mapping of @pid holding @addr, re-reading the maps once on a miss. */
+static int find_map(struct symbolizer *s, int pid, uint64_t addr, const struct sym_map **out)
 {
 	const struct sym_map *m;
 	struct sym_proc *p;
-	struct rentry *r;
-	uint64_t fo, off;
-	int n, skip;
 
-	if (max < 1)
-		return -EINVAL;
 	p = proc_find(s, pid);
 	if (!p) {
 		int err = symbolizer__add_pid(s, pid);
@@ -593,6 +592,70 @@ int symbolizer__resolve(struct symbolizer *s, int pid, uint64_t addr, struct sym
 		if (proc_refresh(s, p) == 0)
 			m = map_find(p, addr);
 	}
+	*out = m;
+	return 0;
+}
+
+enum sym_addr_kind symbolizer__addr_kind(struct symbolizer *s, int pid, uint64_t addr)
+{
+	const struct sym_map *m;
+
+	if (find_map(s, pid, addr, &m) || !m)
+		return SYM_ADDR_NONE;
+	if (m->path[0] == '/' || !strcmp(m->path, "[vdso]") || !strcmp(m->path, "[vsyscall]"))
+		return SYM_ADDR_CODE;
+	if (!m->path[0])
+		return SYM_ADDR_ANON;
+	if (!strcmp(m->path, "[uprobes]"))
+		return SYM_ADDR_UPROBES;
+	/* [stack], [stack:TID], [heap] mapped executable (execstack): data all the same */
+	return SYM_ADDR_DATA;
+}
+
+int symbolizer__file_pos(struct symbolizer *s, int pid, uint64_t addr, uint64_t *dev, uint64_t *ino,
+			 uint64_t *file_offset)
+{
+	const struct sym_map *m;
+	int err = find_map(s, pid, addr, &m);
+
+	if (err)
+		return err;
+	if (!m || !m->ino)
+		return -ENOENT;
+	*dev = m->dev;
+	*ino = m->ino;
+	*file_offset = addr - m->start + m->offset;
+	return 0;
+}
+
+uint64_t symbolizer__addr_of(struct symbolizer *s, int pid, uint64_t dev, uint64_t ino,
+			     uint64_t file_offset)
+{
+	struct sym_proc *p = proc_find(s, pid);
+
+	for (size_t i = 0; p && i < p->nmaps; i++) {
+		const struct sym_map *m = &p->maps[i];
+
+		if (m->ino == ino && m->dev == dev && file_offset >= m->offset &&
+		    file_offset - m->offset < m->end - m->start)
+			return m->start + (file_offset - m->offset);
+	}
+	return 0;
+}
+
+int symbolizer__resolve(struct symbolizer *s, int pid, uint64_t addr, struct sym_frame *out,
+			int max)
+{
+	const struct sym_map *m;
+	struct rentry *r;
+	uint64_t fo, off;
+	int n, skip, err;
+
+	if (max < 1)
+		return -EINVAL;
+	err = find_map(s, pid, addr, &m);
+	if (err)
+		return err;
 	if (!m) {
 		unknown_frame(out, "[unknown]", "", addr);
 		return 1;

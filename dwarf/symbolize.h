@@ -83,6 +83,44 @@ int symbolizer__add_pid(struct symbolizer *s, int pid);
 int symbolizer__resolve(struct symbolizer *s, int pid, uint64_t addr, struct sym_frame *out,
 			int max);
 
+/* What a user address points into, for telling a return address from data. */
+enum sym_addr_kind {
+	SYM_ADDR_NONE = 0, /* no executable mapping: data, a stack, a heap, nothing */
+	SYM_ADDR_CODE,	   /* an executable mapping of a file, the vdso or vsyscall */
+	SYM_ADDR_ANON,	   /* executable anonymous memory (JIT code) */
+	SYM_ADDR_UPROBES,  /* the kernel's [uprobes] page (trampoline, XOL slots) */
+	SYM_ADDR_DATA,	   /* an executable [stack] or [heap]: still data */
+};
+
+/**
+ * symbolizer__addr_kind - which kind of executable mapping holds @addr
+ * @pid: the process; its maps are read if unknown, and re-read (at most
+ *       every 50 ms) when @addr is in none of them, as for resolve
+ *
+ * Return: the kind, SYM_ADDR_NONE also when the maps cannot be read.
+ */
+enum sym_addr_kind symbolizer__addr_kind(struct symbolizer *s, int pid, uint64_t addr);
+
+/**
+ * symbolizer__file_pos - the file behind @addr of @pid and its offset in it
+ * @dev, @ino: set to the file's st_dev (makedev encoding) and st_ino
+ * @file_offset: set to the offset of @addr in that file
+ *
+ * Return: 0, -ENOENT if @addr is in no file-backed executable mapping, or
+ * a negative errno.
+ */
+int symbolizer__file_pos(struct symbolizer *s, int pid, uint64_t addr, uint64_t *dev,
+			 uint64_t *ino, uint64_t *file_offset);
+
+/**
+ * symbolizer__addr_of - the address where @pid maps @file_offset of the
+ * file (@dev, @ino), in its executable mappings known so far
+ *
+ * Return: the address, or 0 if no known mapping holds it.
+ */
+uint64_t symbolizer__addr_of(struct symbolizer *s, int pid, uint64_t dev, uint64_t ino,
+			     uint64_t file_offset);
+
 /**
  * symbolizer__resolve_kernel - symbolize a kernel address from /proc/kallsyms
  *

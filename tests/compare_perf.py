@@ -82,8 +82,7 @@ def perf_script_to_folded(text):
             continue
         # perf lists the inline chain of an address before the function
         # that contains it, all at the same address: keep one frame per
-        # address, the outermost, since liveprof shows no inlined frames
-        # without --lines. Its "(inlined)" tag goes, for when perf found
+        # address, the outermost, as liveprof shows them with --no-inline. Its "(inlined)" tag goes, for when perf found
         # only inlined entries there.
         addr = m.group(1)
         name = re.sub(r"\s*\(inlined\)$", "", m.group(2) or "[unknown]")

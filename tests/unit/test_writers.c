@@ -170,7 +170,8 @@ UNIT_TEST(folded_sort_and_sanitize)
 	CHECK_EQ_INT(profile__add(p, s4, 3, 4, 0, NULL, 0), 0);
 	s = capture(write_folded, p);
 	/* Byte order of whole lines: '-' (0x2d) < ' ' no; "r;a " < "r;a-x" < "r;a;..." */
-	CHECK_STR(s, "r;a 3\nr;a-x 2\nr;a;inl 4\nr;a;x:y?z 1\n");
+	/* an inlined frame is marked as stackcollapse-perf.pl --inline marks it */
+	CHECK_STR(s, "r;a 3\nr;a-x 2\nr;a;inl_[i] 4\nr;a;x:y?z 1\n");
 	free(s);
 	profile__free(p);
 }
@@ -388,7 +389,8 @@ UNIT_TEST(pprof_roundtrip)
 	}
 	CHECK(n_strs > 0 && strs[0][0] == '\0');
 	CHECK_EQ_INT(n_samples, 4);
-	CHECK_EQ_INT(n_labels, 3);
+	/* class/function labels, and the process root as a label on each sample */
+	CHECK_EQ_INT(n_labels, 3 + 4);
 	/* Samples in profile order: b x3 w300, b x2 w200, c x4 w400, k x1 w100. */
 	CHECK_EQ_INT(values[0][0], 3);
 	CHECK_EQ_INT(values[0][1], 300);
@@ -401,15 +403,21 @@ UNIT_TEST(pprof_roundtrip)
 		CHECK_STR(strs[fn_name[loc_fn[leaf[2]]]], "c");
 		CHECK_STR(strs[fn_name[loc_fn[leaf[3]]]], "k");
 	}
-	bool have_kernel = false, have_slow = false, have_cpu = false;
+	bool have_kernel = false, have_slow = false, have_cpu = false, have_process = false;
+
+	/* Go's convention: the process is a label, never a function */
+	for (int i = 1; i < 32; i++)
+		CHECK(!fn_name[i] || fn_name[i] >= (uint64_t)n_strs ||
+		      strcmp(strs[fn_name[i]], "app") != 0);
 
 	for (int i = 0; i < n_strs; i++) {
 		have_kernel |= !strcmp(strs[i], "[kernel]");
 		have_slow |= !strcmp(strs[i], "slow");
 		have_cpu |= !strcmp(strs[i], "cpu");
+		have_process |= !strcmp(strs[i], "process");
 		free((void *)strs[i]);
 	}
-	CHECK(have_kernel && have_slow && have_cpu);
+	CHECK(have_kernel && have_slow && have_cpu && have_process);
 	free(gz);
 	free(raw);
 	profile__free(p);

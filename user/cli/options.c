@@ -16,6 +16,7 @@ enum {
 	OPT_JSON = 256,
 	OPT_KERNEL,
 	OPT_LINES,
+	OPT_NO_INLINE,
 	OPT_NO_TUI,
 	OPT_TRACE,
 	OPT_BY,
@@ -46,6 +47,7 @@ static const struct option long_opts[] = {
 	{"json", required_argument, NULL, OPT_JSON},
 	{"kernel", no_argument, NULL, OPT_KERNEL},
 	{"lines", no_argument, NULL, OPT_LINES},
+	{"no-inline", no_argument, NULL, OPT_NO_INLINE},
 	{"no-tui", no_argument, NULL, OPT_NO_TUI},
 	{"trace", required_argument, NULL, OPT_TRACE},
 	{"by", required_argument, NULL, OPT_BY},
@@ -81,7 +83,8 @@ void options_usage(FILE *f)
 	      "  -F, --freq HZ         samples per second per CPU (default 99)\n"
 	      "  -d, --duration SEC    stop after SEC seconds (default: Ctrl-C or target exit)\n"
 	      "      --kernel          add kernel frames\n"
-	      "      --lines           add file:line and inlined frames (DWARF)\n"
+	      "      --lines           add file:line to frame names (DWARF)\n"
+	      "      --no-inline       no inlined frames (shown by default, from DWARF)\n"
 	      "      --per-thread      put the thread id under the process root frame\n"
 	      "      --call-graph M    fp, dwarf or auto (default auto)\n"
 	      "      --stack-size KIB  user stack copied per sample for dwarf unwinding (16)\n"
@@ -208,6 +211,9 @@ int options_parse(int argc, char **argv, struct options *o)
 			break;
 		case OPT_KERNEL:
 			o->kernel = true;
+			break;
+		case OPT_NO_INLINE:
+			o->no_inline = true;
 			break;
 		case OPT_LINES:
 			o->lines = true;

@@ -107,17 +107,26 @@ static int push_user_addr(struct stack_symbols *ss, struct symbolizer *sym, uint
 			.inlined = sf[i].inlined,
 		};
 
-		if (f.name && ss->opts.lines && (f.file || f.inlined)) {
+		/* --no-inline: the function that holds the address, and the
+		 * line of the innermost code there, as without DWARF */
+		if (sf[i].inlined && (!ss->opts.inline_frames || !sf[i].func))
+			continue;
+		if (!ss->opts.inline_frames && n > 1) {
+			f.file = sf[0].file;
+			f.line = sf[0].line;
+		}
+		if (!ss->opts.lines) {
+			/* one frame per function: a line apart is no new frame */
+			f.file = NULL;
+			f.line = 0;
+		} else if (f.name && f.file) {
 			/* A per-line profile: the line is part of the frame's name,
-			 * so folded stacks, SVGs and the top table all show it. */
-			const char *base = f.file ? strrchr(f.file, '/') : NULL;
+			 * so folded stacks, SVGs and the top table all show it.
+			 * Inlined frames are marked by the writers (frame.inlined). */
+			const char *base = strrchr(f.file, '/');
 
-			if (f.file)
-				snprintf(name, sizeof(name), "%s (%s:%d)%s", f.name,
-					 base ? base + 1 : f.file, f.line,
-					 f.inlined ? " [inlined]" : "");
-			else
-				snprintf(name, sizeof(name), "%s [inlined]", f.name);
+			snprintf(name, sizeof(name), "%s (%s:%d)", f.name, base ? base + 1 : f.file,
+				 f.line);
 			f.name = name;
 		}
 		if (!f.name && f.module && !strcmp(f.module, "[uprobes]")) {
@@ -161,7 +170,8 @@ static int symbolize_one(struct stack_symbols *ss, const struct raw_stack *rs,
 			 struct symbolizer *sym, const char *root, struct sym_stack *out)
 {
 	uint32_t ids[MAX_FRAMES], depth = 0;
-	struct frame f = {.name = root, .kind = FRAME_ROOT};
+	/* the pid rides in the root's addr: pprof makes a "pid" label of it */
+	struct frame f = {.name = root, .kind = FRAME_ROOT, .addr = rs->pid};
 	char thread[48];
 	int err;
 
@@ -172,9 +182,12 @@ static int symbolize_one(struct stack_symbols *ss, const struct raw_stack *rs,
 		snprintf(thread, sizeof(thread), "%.16s-%u", rs->comm, rs->tid);
 		err = push(ss, ids, &depth, &t);
 	}
-	if (!err && (rs->flags & STACK_F_TRUNCATED))
+	/* an unwind error is also a truncation: one marker, the more telling */
+	if (!err && (rs->flags & STACK_F_UNWIND_ERROR))
+		err = push_marker(ss, ids, &depth, "[unwind-error]");
+	else if (!err && (rs->flags & STACK_F_TRUNCATED))
 		err = push_marker(ss, ids, &depth, "[truncated]");
-	if (!err && rs->n_user == 0 && rs->n_kernel == 0)
+	if (!err && rs->n_user == 0 && rs->n_kernel == 0 && !(rs->flags & STACK_F_UNWIND_ERROR))
 		err = push_marker(ss, ids, &depth, "[no stack]");
 	for (int i = (int)rs->n_user - 1; i >= 0 && !err; i--) {
 		/* Return addresses point after the call: look up addr - 1 so a

@@ -16,7 +16,8 @@ struct stack_symbols;
 
 struct stack_symbols_opts {
 	bool per_thread; /* add "comm-tid" under the process root */
-	bool lines;	 /* name frames "func (file.c:12)", inlined ones "[inlined]" */
+	bool lines;	    /* name frames "func (file.c:12)" */
+	bool inline_frames; /* inlined functions as frames of their own (frame.inlined) */
 };
 
 /** stack_symbols__new - empty cache; NULL on allocation failure */

@@ -13,6 +13,7 @@
 #include "user/profile/writers.h"
 
 #define KERNEL_SUFFIX "_[k]"
+#define INLINE_SUFFIX "_[i]" /* as stackcollapse-perf.pl --inline; flamegraph.pl colours it */
 
 bool writer__sample_offcpu(const struct profile *p, const struct profile_sample *s)
 {
@@ -33,7 +34,9 @@ bool writer__sample_offcpu(const struct profile *p, const struct profile_sample 
 size_t writer__frame_name(const struct frame *f, char *buf, size_t size)
 {
 	const char *name = *f->name ? f->name : "[unknown]";
-	const char *suffix = f->kind == FRAME_KERNEL ? KERNEL_SUFFIX : "";
+	const char *suffix = f->kind == FRAME_KERNEL ? KERNEL_SUFFIX
+			     : f->inlined	     ? INLINE_SUFFIX
+						     : "";
 	size_t n = 0;
 
 	for (const char *s = name; *s; s++, n++) {

@@ -38,6 +38,7 @@ enum {
 	SAMPLE_LABEL = 3,
 	LABEL_KEY = 1,
 	LABEL_STR = 2,
+	LABEL_NUM = 3,
 	MAPPING_ID = 1,
 	MAPPING_MEMORY_START = 2,
 	MAPPING_MEMORY_LIMIT = 3,
@@ -285,6 +286,9 @@ static int add_mapping_and_function(struct pprof *pp, uint32_t fid, bool any_inl
 	uint32_t key[2], id;
 	bool added;
 
+	/* the process (and thread) roots become labels, not frames */
+	if (f->kind == FRAME_ROOT)
+		return 0;
 	name = str_idx(pp, f->name);
 	file = str_idx(pp, f->file);
 	if (name < 0 || file < 0)
@@ -393,6 +397,51 @@ static void value_type(struct pprof *pp, unsigned field, int64_t type, int64_t u
 	pb_msg(&pp->out, field, b);
 }
 
+/* Whether @f is the main function of a program (C's main, Go's main.main). */
+static bool is_main_frame(const struct frame *f)
+{
+	return f->kind == FRAME_USER && !f->inlined && f->path &&
+	       (!strcmp(f->name, "main") || !strcmp(f->name, "main.main"));
+}
+
+/*
+ * Go's convention: what a stack ran in is a label, not a frame. The
+ * process root (name, and pid in its addr) becomes "process" and "pid",
+ * a per-thread root ("comm-tid") "thread". Written into @sb, emptied first.
+ */
+static int root_labels(struct pprof *pp, const struct profile_sample *s, struct pbuf *sb)
+{
+	struct pbuf *b = &pp->tmp;
+	int roots = 0;
+
+	sb->len = 0;
+	for (uint32_t d = 0; d < s->depth && roots < 2; d++) {
+		const struct frame *f = &pp->p->frames[s->frames[d]];
+		int64_t k, v;
+
+		if (f->kind != FRAME_ROOT)
+			continue;
+		k = str_idx(pp, roots++ ? "thread" : "process");
+		v = str_idx(pp, f->name);
+		if (k < 0 || v < 0)
+			return -ENOMEM;
+		b->len = 0;
+		pb_uint(b, LABEL_KEY, k);
+		pb_uint(b, LABEL_STR, v);
+		pb_msg(sb, SAMPLE_LABEL, b);
+		if (roots == 1 && f->addr) {
+			k = str_idx(pp, "pid");
+			if (k < 0)
+				return -ENOMEM;
+			b->len = 0;
+			pb_uint(b, LABEL_KEY, k);
+			pb_uint(b, LABEL_NUM, f->addr);
+			pb_msg(sb, SAMPLE_LABEL, b);
+		}
+	}
+	return b->oom || sb->oom ? -ENOMEM : 0;
+}
+
 static int encode(struct pprof *pp, const struct pprof_opts *o)
 {
 	const struct profile *p = pp->p;
@@ -417,6 +466,19 @@ static int encode(struct pprof *pp, const struct pprof_opts *o)
 
 	for (size_t i = 0; i < p->n_frames; i++)
 		any_inlined |= p->frames[i].inlined;
+	/*
+	 * go tool pprof takes the first mapping for the main binary (the
+	 * file it names, the binary -symbolize looks at): the one holding
+	 * main, if any, goes first.
+	 */
+	for (size_t i = 0; i < p->n_frames; i++) {
+		if (is_main_frame(&p->frames[i])) {
+			err = add_mapping_and_function(pp, i, any_inlined);
+			if (err)
+				goto out;
+			break;
+		}
+	}
 	for (size_t i = 0; i < p->n_frames; i++) {
 		err = add_mapping_and_function(pp, i, any_inlined);
 		if (err)
@@ -438,7 +500,14 @@ static int encode(struct pprof *pp, const struct pprof_opts *o)
 			locs = n;
 			locs_cap = s->depth;
 		}
+		err = root_labels(pp, s, &sb);
+		if (err)
+			goto out;
 		for (uint32_t d = 0, e; d < s->depth; d = e) {
+			if (p->frames[s->frames[d]].kind == FRAME_ROOT) {
+				e = d + 1;
+				continue;
+			}
 			for (e = d + 1; e < s->depth && same_location(&p->frames[s->frames[d]],
 								      &p->frames[s->frames[e]]);
 			     e++)
@@ -449,7 +518,6 @@ static int encode(struct pprof *pp, const struct pprof_opts *o)
 				goto out;
 			}
 		}
-		sb.len = 0;
 		packed.len = 0;
 		/* pprof lists locations leaf first; ours are root first. */
 		for (size_t j = nl; j-- > 0;)

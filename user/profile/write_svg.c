@@ -32,6 +32,7 @@ struct node {
 	uint32_t parent;
 	uint32_t depth;
 	enum frame_kind kind;
+	bool inlined; /* an inlined function: drawn in aqua, as flamegraph.pl draws "_[i]" */
 	uint64_t value;
 	uint64_t offcpu; /* part of value from off-CPU samples */
 	uint64_t other;	 /* diff: value of the same path in the fast profile */
@@ -90,8 +91,8 @@ static int tree_rehash(struct tree *t)
  * Return: the child of @parent called @name, created when @create, NO_NODE
  * when absent, or NO_NODE - 1 when out of memory.
  */
-static uint32_t tree_child(struct tree *t, uint32_t parent, const char *name, uint64_t nh,
-			   enum frame_kind kind, bool create)
+static uint32_t tree_child(struct tree *t, uint32_t parent, const struct frame *f, uint64_t nh,
+			   bool create)
 {
 	size_t mask, i;
 	struct node *nd;
@@ -99,10 +100,10 @@ static uint32_t tree_child(struct tree *t, uint32_t parent, const char *name, ui
 	if (create && (t->n + 1) * 2 > t->n_slots && tree_rehash(t))
 		return NO_NODE - 1;
 	mask = t->n_slots - 1;
-	for (i = node_key(parent, nh, kind) & mask; t->slots[i]; i = (i + 1) & mask) {
+	for (i = node_key(parent, nh, f->kind) & mask; t->slots[i]; i = (i + 1) & mask) {
 		nd = &t->nodes[t->slots[i] - 1];
-		if (nd->parent == parent && nd->kind == kind && nd->name_hash == nh &&
-		    strcmp(nd->name, name) == 0)
+		if (nd->parent == parent && nd->kind == f->kind && nd->inlined == f->inlined &&
+		    nd->name_hash == nh && strcmp(nd->name, f->name) == 0)
 			return t->slots[i] - 1;
 	}
 	if (!create)
@@ -118,11 +119,12 @@ static uint32_t tree_child(struct tree *t, uint32_t parent, const char *name, ui
 	}
 	nd = &t->nodes[t->n];
 	memset(nd, 0, sizeof(*nd));
-	nd->name = name;
+	nd->name = f->name;
 	nd->name_hash = nh;
 	nd->parent = parent;
 	nd->depth = parent == NO_NODE ? 0 : t->nodes[parent].depth + 1;
-	nd->kind = kind;
+	nd->kind = f->kind;
+	nd->inlined = f->inlined;
 	t->slots[i] = ++t->n;
 	return t->n - 1;
 }
@@ -143,6 +145,8 @@ static uint64_t *frame_hashes(const struct profile *p)
 	return h;
 }
 
+static const struct frame root_frame = {.name = ROOT_NAME, .kind = FRAME_ROOT};
+
 static int tree_build(struct tree *t, const struct profile *p, bool weight)
 {
 	uint64_t *fh = frame_hashes(p);
@@ -152,7 +156,7 @@ static int tree_build(struct tree *t, const struct profile *p, bool weight)
 	memset(t, 0, sizeof(*t));
 	if (!fh)
 		return -ENOMEM;
-	root = tree_child(t, NO_NODE, ROOT_NAME, 0, FRAME_ROOT, true);
+	root = tree_child(t, NO_NODE, &root_frame, 0, true);
 	if (root != 0) {
 		err = -ENOMEM;
 		goto out;
@@ -171,7 +175,7 @@ static int tree_build(struct tree *t, const struct profile *p, bool weight)
 		for (uint32_t d = 0; d < s->depth; d++) {
 			const struct frame *f = &p->frames[s->frames[d]];
 
-			n = tree_child(t, n, f->name, fh[s->frames[d]], f->kind, true);
+			n = tree_child(t, n, f, fh[s->frames[d]], true);
 			if (n >= NO_NODE - 1) {
 				err = -ENOMEM;
 				goto out;
@@ -207,7 +211,7 @@ static int tree_overlay(struct tree *t, const struct profile *p, bool weight, ui
 			const struct frame *f = &p->frames[s->frames[d]];
 
 			/* Paths the slow profile never took have no frame to colour. */
-			n = tree_child(t, n, f->name, fh[s->frames[d]], f->kind, false);
+			n = tree_child(t, n, f, fh[s->frames[d]], false);
 			if (n == NO_NODE)
 				break;
 			t->nodes[n].other += v;
@@ -302,6 +306,8 @@ static struct rgb frame_colour(const struct node *n)
 
 	if (n->offcpu * 2 > n->value)
 		return (struct rgb){60 + 60 * v1, 110 + 60 * v2, 220 + 35 * v3};
+	if (n->inlined)
+		return (struct rgb){50 + 60 * v1, 165 + 55 * v1, 165 + 55 * v1};
 	switch (n->kind) {
 	case FRAME_KERNEL:
 		return (struct rgb){60 + 60 * v1, 180 + 50 * v2, 180 + 50 * v2};
@@ -447,6 +453,8 @@ static void draw_frame(struct svg *g, uint32_t i, uint64_t x_value)
 	xml_clean_text(out, n->name, 0, &g->err);
 	if (n->kind == FRAME_KERNEL)
 		fputs(" [kernel]", out);
+	if (n->inlined)
+		fputs(" [inlined]", out);
 	if (g->diff) {
 		double so = g->other_total ? 100.0 * n->other / g->other_total : 0;
 

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <linux/perf_event.h>
 #include <bpf/libbpf.h>
@@ -27,6 +28,13 @@ struct bpf_session {
 	int *perf_fds;
 	struct bpf_link **perf_links;
 	struct bpf_link *uprobe_links[MAX_UPROBE_LINKS];
+	/* where each entry-type link put its breakpoint (ino 0: a return probe) */
+	struct {
+		uint64_t dev, ino, offset;
+		uint32_t cookie;
+		bool entry;
+	} sites[MAX_UPROBE_LINKS];
+	int sites_hw; /* slots below this may hold a site */
 	void *hist_mem;
 	size_t hist_len;
 	void *stats_mem;
@@ -257,7 +265,47 @@ int bpf_session__attach_uprobe(struct bpf_session *s, enum bpf_probe_prog which,
 		s->uprobe_links[slot] = NULL;
 		return err ? err : -EINVAL;
 	}
+	s->sites[slot].ino = 0;
+	if (which != PROBE_PROG_RETURN) {
+		struct stat st;
+
+		if (!stat(path, &st)) {
+			s->sites[slot].dev = st.st_dev;
+			s->sites[slot].ino = st.st_ino;
+			s->sites[slot].offset = offset;
+			s->sites[slot].cookie = cookie;
+			s->sites[slot].entry = which == PROBE_PROG_ENTRY;
+			if (slot >= s->sites_hw)
+				s->sites_hw = slot + 1;
+		}
+	}
 	return slot;
+}
+
+int bpf_session__entry_sites(struct bpf_session *s, uint32_t cookie, struct bpf_probe_site *out,
+			     int max)
+{
+	int n = 0;
+
+	for (int i = 0; i < s->sites_hw && n < max; i++) {
+		if (!s->uprobe_links[i] || !s->sites[i].ino || !s->sites[i].entry ||
+		    s->sites[i].cookie != cookie)
+			continue;
+		out[n].dev = s->sites[i].dev;
+		out[n].ino = s->sites[i].ino;
+		out[n].offset = s->sites[i].offset;
+		n++;
+	}
+	return n;
+}
+
+bool bpf_session__probe_site(struct bpf_session *s, uint64_t dev, uint64_t ino, uint64_t offset)
+{
+	for (int i = 0; i < s->sites_hw; i++)
+		if (s->uprobe_links[i] && s->sites[i].ino == ino && s->sites[i].offset == offset &&
+		    s->sites[i].dev == dev)
+			return true;
+	return false;
 }
 
 void bpf_session__detach(struct bpf_session *s, int handle)

@@ -71,6 +71,26 @@ int bpf_session__attach_uprobe(struct bpf_session *s, enum bpf_probe_prog prog, 
 			       const char *path, uint64_t offset, uint32_t cookie);
 void bpf_session__detach(struct bpf_session *s, int handle);
 
+/**
+ * bpf_session__probe_site - whether an attached entry, line or ret-insn
+ * probe has its breakpoint at @offset of the file (@dev, @ino) (st_dev,
+ * st_ino)
+ */
+bool bpf_session__probe_site(struct bpf_session *s, uint64_t dev, uint64_t ino, uint64_t offset);
+
+struct bpf_probe_site {
+	uint64_t dev, ino, offset;
+};
+
+/**
+ * bpf_session__entry_sites - where the entry probes with cookie @cookie are
+ * @out: up to @max sites (file st_dev, st_ino, file offset)
+ *
+ * Return: the number of sites written.
+ */
+int bpf_session__entry_sites(struct bpf_session *s, uint32_t cookie, struct bpf_probe_site *out,
+			     int max);
+
 /** bpf_session__set_probe - write the configuration of probe @id */
 int bpf_session__set_probe(struct bpf_session *s, uint32_t id, const struct lp_probe_cfg *cfg,
 			   const struct fetch_prog *progs, unsigned int n_progs);

@@ -23,6 +23,7 @@ _Static_assert(UNWIND_TRAMP_LO == LP_UPROBE_TRAMP_LO && UNWIND_TRAMP_HI == LP_UP
 #include "user/session/daemon.h"
 #include "user/util/log.h"
 #include "user/session/split.h"
+#include "user/session/stack_fixup.h"
 #include "user/session/traces.h"
 #include "user/util/util.h"
 
@@ -83,14 +84,17 @@ int daemon__add_target(struct daemon *d, int pid)
 /*
  * A pending uretprobe replaced its frame's return address with the
  * trampoline. Walking leaf to root, the k-th trampoline address belongs
- * to the k-th innermost call in flight; put the saved address back.
+ * to the k-th innermost call in flight above @sp; put the saved address
+ * back (calls whose slot is below @sp have returned already).
  */
 static unsigned int fix_trampolines(struct daemon *d, uint64_t *us, unsigned int n,
-				    const struct lp_sample *s)
+				    const struct lp_sample *s, uint64_t sp)
 {
-	int call = (int)s->n_calls - 1;
+	int call = (int)(s->n_calls < LP_MAX_CALLS ? s->n_calls : LP_MAX_CALLS) - 1;
 	unsigned int out = 0;
 
+	while (call >= 0 && s->calls[call].ret_slot < sp)
+		call--;
 	for (unsigned int i = 0; i < n; i++) {
 		if (us[i] >= LP_UPROBE_TRAMP_LO && us[i] < LP_UPROBE_TRAMP_HI) {
 			/* No saved address left (a uretprobe that is not ours):
@@ -145,72 +149,94 @@ static unsigned int cut_fp_loop(struct daemon *d, uint32_t pid, uint64_t *us, un
  * fp takes the kernel's frame-pointer walk and, from a small copy, puts
  * back with CFI the caller a frameless leaf hides.
  */
-static unsigned int unwind_user(struct daemon *d, const struct lp_sample *s, const void *stack,
-				uint64_t *us, uint32_t *flags)
+/* Whether a probe's breakpoint is at @addr of @pid (see stack_fixup__state). */
+static bool at_probe_site(void *ctx, uint32_t pid, uint64_t addr)
 {
-	struct unwind_fixup fx[LP_MAX_CALLS + LP_REDZONE / 8];
-	struct unwind_regs regs = {.ip = s->regs.ip, .sp = s->regs.sp, .bp = s->regs.bp};
-	struct unwind_input in = {
-		.regs = &regs,
-		.stack = stack,
-		.stack_len = s->stack_len,
-		.fixups = fx,
-	};
+	struct daemon *d = ctx;
+	uint64_t dev, ino, off;
+
+	if (!d->traces || symbolizer__file_pos(d->sym, (int)pid, addr, &dev, &ino, &off))
+		return false;
+	return bpf_session__probe_site(d->core.bpf, dev, ino, off);
+}
+
+/* The address in @pid of the function entry probe @probe_id sits on, or 0. */
+static uint64_t probe_entry_pc(struct daemon *d, uint32_t pid, uint32_t probe_id)
+{
+	struct bpf_probe_site site[4];
+	int n = bpf_session__entry_sites(d->core.bpf, probe_id, site, 4);
+
+	for (int i = 0; i < n; i++) {
+		uint64_t a = symbolizer__addr_of(d->sym, (int)pid, site[i].dev, site[i].ino,
+						 site[i].offset);
+
+		if (a)
+			return a;
+	}
+	return 0;
+}
+
+/*
+ * What the unwinder reads besides the copy: the slots a pending uretprobe
+ * overwrote, with what was there before, and the red zone below sp,
+ * served as fix-ups since the unwinder reads memory from sp upwards only:
+ * an epilogue's CFI finds the registers it just popped there, and without
+ * them the step is refused.
+ */
+static void fill_input(const struct lp_sample *s, const struct ustate *st, struct unwind_input *in,
+		       struct unwind_regs *regs, struct unwind_fixup *fx)
+{
+	regs->ip = st->regs.ip;
+	regs->sp = st->regs.sp;
+	regs->bp = st->regs.bp;
+	in->fixups = fx;
+	in->regs = regs;
+	in->stack = st->stack;
+	in->stack_len = st->stack_len;
+	in->nr_fixups = 0;
+	for (unsigned int i = 0; i < s->n_calls && i < LP_MAX_CALLS; i++) {
+		fx[in->nr_fixups].slot = s->calls[i].ret_slot;
+		fx[in->nr_fixups].ret = s->calls[i].ret_addr;
+		in->nr_fixups++;
+	}
+	if (!st->redzone)
+		return;
+	for (unsigned int i = 0; i < LP_REDZONE / 8; i++) {
+		fx[in->nr_fixups].slot = st->regs.sp - LP_REDZONE + 8 * i;
+		memcpy(&fx[in->nr_fixups].ret, st->redzone + 8 * i, 8);
+		in->nr_fixups++;
+	}
+}
+
+/*
+ * The kernel's frame-pointer walk, mended. It walked from the sampled ip:
+ * in the trampoline the caller is running again (its ip replaces the
+ * trampoline's); at a traced function's entry the frame pointer is still
+ * the caller's, so the leaf, then the caller's own pc, come before the
+ * chain. @lead: the @n_lead leaf pcs of USTATE_ENTRY.
+ */
+static unsigned int fp_user(struct daemon *d, const struct lp_sample *s, const struct ustate *st,
+			    const struct unwind_input *in, const uint64_t *lead,
+			    unsigned int n_lead, uint64_t *us, uint32_t *flags)
+{
 	unsigned int nu = s->n_ustack < LP_MAX_USTACK ? s->n_ustack : LP_MAX_USTACK;
-	bool truncated = false;
 	uint64_t t0;
 	int n;
 
-	/* Slots a pending uretprobe overwrote, with what was there before. */
-	for (unsigned int i = 0; i < s->n_calls && i < LP_MAX_CALLS; i++) {
-		fx[i].slot = s->calls[i].ret_slot;
-		fx[i].ret = s->calls[i].ret_addr;
-		in.nr_fixups++;
-	}
-	/*
-	 * The red zone below sp, served as fix-ups since the unwinder reads
-	 * memory from sp upwards only: an epilogue's CFI finds the registers
-	 * it just popped there, and without them the step is refused.
-	 */
-	if (s->stack_len) {
-		const uint64_t *rz = stack;
-
-		for (unsigned int i = 0; i < LP_REDZONE / 8; i++) {
-			fx[in.nr_fixups].slot = s->regs.sp - LP_REDZONE + 8 * i;
-			fx[in.nr_fixups].ret = rz[i];
-			in.nr_fixups++;
-		}
-		in.stack = (const char *)stack + LP_REDZONE;
-	}
-	if (d->core.opts->call_graph != CALL_GRAPH_FP && s->stack_len && !(s->flags & LP_SF_OFFCPU)) {
-		t0 = lp_now_ns();
-		n = unwinder__unwind_input(d->unwind, s->pid, &in, us, MAX_USER_FRAMES, &truncated);
-		d->unwind_ns += lp_now_ns() - t0;
-		/*
-		 * Only the ip, yet frame pointers know more, and not for want
-		 * of stack: CFI found nothing to go on. The frame-pointer chain
-		 * is better only where the leaf's module keeps frame pointers;
-		 * elsewhere rbp is data and the chain garbage (seen with
-		 * python3.11), so keep the one true frame and say it is cut.
-		 */
-		if (n == 1 && !truncated && nu > 1 &&
-		    unwinder__module_has_fp(d->unwind, s->pid, s->regs.ip) >= 50)
-			n = 0;
-		if (n > 0) {
-			/* A full buffer also means the outermost frame is missing. */
-			if (truncated || (n == 1 && nu > 1) || n == MAX_USER_FRAMES)
-				*flags |= STACK_F_TRUNCATED;
-			d->unwound_dwarf++;
-			return (unsigned int)n;
-		}
-	}
-
 	memcpy(us, s->ustack, nu * sizeof(uint64_t));
-	nu = fix_trampolines(d, us, nu, s);
+	if (nu && (st->kind == USTATE_RETURNED || st->kind == USTATE_TRAPPED)) {
+		us[0] = st->regs.ip;
+	} else if (nu && st->kind == USTATE_ENTRY) {
+		memmove(&us[n_lead + 1], &us[1], (nu - 1) * sizeof(uint64_t));
+		memcpy(us, lead, n_lead * sizeof(uint64_t));
+		us[n_lead] = st->regs.ip;
+		nu += n_lead;
+	}
+	nu = fix_trampolines(d, us, nu, s, st->regs.sp);
 	nu = cut_fp_loop(d, s->pid, us, nu, flags);
-	if (s->stack_len && nu) {
+	if (st->stack_len && nu && (st->kind == USTATE_PLAIN || st->kind == USTATE_TRAPPED)) {
 		t0 = lp_now_ns();
-		n = unwinder__fix_leaf_input(d->unwind, s->pid, &in, us, (int)nu, MAX_USER_FRAMES);
+		n = unwinder__fix_leaf_input(d->unwind, s->pid, in, us, (int)nu, MAX_USER_FRAMES);
 		d->unwind_ns += lp_now_ns() - t0;
 		if (n > (int)nu)
 			d->leaf_fixed++;
@@ -224,10 +250,70 @@ static unsigned int unwind_user(struct daemon *d, const struct lp_sample *s, con
 	return nu;
 }
 
+static unsigned int unwind_user(struct daemon *d, const struct lp_sample *s, const void *mem,
+				uint64_t *us, uint32_t *flags)
+{
+	struct unwind_fixup fx[LP_MAX_CALLS + LP_REDZONE / 8];
+	struct unwind_regs regs;
+	struct unwind_input in;
+	unsigned int nu = s->n_ustack < LP_MAX_USTACK ? s->n_ustack : LP_MAX_USTACK, lead = 0;
+	uint64_t lead_pcs[2];
+	struct ustate st;
+	bool truncated = false;
+	uint64_t t0;
+	int n;
+
+	stack_fixup__state(s, mem, at_probe_site, d, &st);
+	if (st.kind == USTATE_LOST && s->regs.ip - LP_UPROBE_TRAMP_LO < UPROBE_XOL_SLOT_BYTES) {
+		/* in the trampoline, with no return address to go back to */
+		*flags |= STACK_F_UNWIND_ERROR;
+		return 0;
+	}
+	if (st.kind != USTATE_PLAIN && st.kind != USTATE_LOST)
+		d->uprobe_page_fixed++;
+	if (st.kind == USTATE_ENTRY) {
+		uint64_t fn = probe_entry_pc(d, s->pid, st.probe_id);
+
+		lead_pcs[lead++] = st.leaf_pc;
+		/* single-stepping the function's first instruction: name it
+		 * (+ 1, since callers' pcs are looked up at pc - 1) */
+		if (fn && st.leaf_pc != fn)
+			lead_pcs[lead++] = fn + 1;
+	}
+	fill_input(s, &st, &in, &regs, fx);
+	if (d->core.opts->call_graph != CALL_GRAPH_FP && st.stack_len &&
+	    !(s->flags & LP_SF_OFFCPU) && st.kind != USTATE_LOST) {
+		memcpy(us, lead_pcs, lead * sizeof(uint64_t));
+		t0 = lp_now_ns();
+		n = unwinder__unwind_input(d->unwind, s->pid, &in, us + lead,
+					   MAX_USER_FRAMES - lead, &truncated);
+		d->unwind_ns += lp_now_ns() - t0;
+		/*
+		 * Only the ip, yet frame pointers know more, and not for want
+		 * of stack: CFI found nothing to go on. The frame-pointer chain
+		 * is better only where the leaf's module keeps frame pointers;
+		 * elsewhere rbp is data and the chain garbage (seen with
+		 * python3.11), so keep the one true frame and say it is cut.
+		 */
+		if (n == 1 && !truncated && nu > 1 &&
+		    unwinder__module_has_fp(d->unwind, s->pid, st.regs.ip) >= 50)
+			n = 0;
+		if (n > 0) {
+			n += (int)lead;
+			/* A full buffer also means the outermost frame is missing. */
+			if (truncated || (n == 1 && nu > 1) || n == MAX_USER_FRAMES)
+				*flags |= STACK_F_TRUNCATED;
+			d->unwound_dwarf++;
+			return (unsigned int)n;
+		}
+	}
+	return fp_user(d, s, &st, &in, lead_pcs, lead, us, flags);
+}
+
 static int on_sample(struct daemon *d, const struct lp_sample *s, size_t size)
 {
 	uint64_t us[MAX_USER_FRAMES];
-	unsigned int nu, nk;
+	unsigned int nu, nk, cut;
 	struct raw_stack rs = {0};
 	uint32_t flags;
 	int64_t id;
@@ -239,6 +325,14 @@ static int on_sample(struct daemon *d, const struct lp_sample *s, size_t size)
 	}
 	flags = (s->flags & LP_SF_OFFCPU) ? STACK_F_OFFCPU : 0;
 	nu = unwind_user(d, s, s + 1, us, &flags);
+	/* whatever the unwinder said, a caller must be code */
+	cut = stack_fixup__cut(d->sym, s->pid, us, nu);
+	if (cut < nu) {
+		nu = cut;
+		flags |= STACK_F_UNWIND_ERROR;
+	}
+	if (flags & STACK_F_UNWIND_ERROR)
+		d->unwind_errors++;
 	nk = s->n_kstack < LP_MAX_KSTACK ? s->n_kstack : LP_MAX_KSTACK;
 	if (flags & STACK_F_TRUNCATED)
 		d->truncated++;
@@ -301,14 +395,19 @@ static int on_event(void *ctx, void *data, size_t size)
 
 int daemon__init(struct daemon *d, struct options *o, struct bpf_session *bpf)
 {
-	struct stack_symbols_opts so = {.per_thread = o->per_thread, .lines = o->lines};
+	struct stack_symbols_opts so = {
+		.per_thread = o->per_thread,
+		.lines = o->lines,
+		.inline_frames = !o->no_inline,
+	};
 	int err;
 
 	memset(d, 0, sizeof(*d));
 	d->core.opts = o;
 	d->core.bpf = bpf;
 	d->freq = o->freq;
-	d->sym = symbolizer__new(o->lines);
+	/* DWARF for inline chains by default, as perf does; cached per address */
+	d->sym = symbolizer__new(o->lines || !o->no_inline);
 	d->stacks = stack_store__new(o->per_thread);
 	d->core.symbols = stack_symbols__new(&so);
 	d->unwind = unwinder__new();

@@ -79,13 +79,15 @@ struct daemon {
 	bool paused;
 	uint64_t last_tick_ns;
 	uint64_t samples, offcpu_events, events_bad;
-	uint64_t counters[16];	/* LP_CNT_* from BPF, summed over CPUs */
-	uint64_t truncated;	/* stacks marked truncated */
-	uint64_t unwound_dwarf; /* user stacks unwound with CFI */
-	uint64_t unwound_fp;	/* user stacks from frame pointers */
-	uint64_t leaf_fixed;	/* frame-pointer stacks given back a skipped caller */
-	uint64_t unwind_ns;	/* time spent in the unwinder */
-	uint64_t tramp_fixed;	/* uretprobe trampoline addresses put back */
+	uint64_t counters[16];	    /* LP_CNT_* from BPF, summed over CPUs */
+	uint64_t truncated;	    /* stacks marked truncated */
+	uint64_t unwound_dwarf;	    /* user stacks unwound with CFI */
+	uint64_t unwound_fp;	    /* user stacks from frame pointers */
+	uint64_t leaf_fixed;	    /* frame-pointer stacks given back a skipped caller */
+	uint64_t unwind_ns;	    /* time spent in the unwinder */
+	uint64_t tramp_fixed;	    /* uretprobe trampoline addresses put back */
+	uint64_t uprobe_page_fixed; /* samples in the [uprobes] page given their function */
+	uint64_t unwind_errors;	    /* stacks cut where a caller was not code */
 	bool stop;
 	struct daemon_window *windows; /* window subscriptions, see daemon__window_open */
 	struct daemon_poller pollers[MAX_POLLERS];

@@ -31,6 +31,7 @@ struct options {
 	const char *json_path;
 	bool kernel;
 	bool lines;
+	bool no_inline; /* --no-inline: only the function that holds each address */
 	bool verbose;
 	bool no_tui;
 	bool per_thread;

@@ -286,6 +286,8 @@ static json_t *summary_json(struct daemon *d, struct profile *p, struct split_re
 	json_object_set_new(root, "offcpu_events", json_integer(d->offcpu_events));
 	json_object_set_new(root, "truncated_stacks", json_integer(d->truncated));
 	json_object_set_new(root, "trampolines_fixed", json_integer(d->tramp_fixed));
+	json_object_set_new(root, "uprobe_page_fixed", json_integer(d->uprobe_page_fixed));
+	json_object_set_new(root, "unwind_errors", json_integer(d->unwind_errors));
 	json_object_set_new(root, "call_graph",
 			    json_string(d->core.opts->call_graph == CALL_GRAPH_FP	  ? "fp"
 					: d->core.opts->call_graph == CALL_GRAPH_DWARF ? "dwarf"
@@ -342,6 +344,8 @@ static void print_header(struct daemon *d, FILE *f)
 		fprintf(f, ", %" PRIu64 " off-CPU events", d->offcpu_events);
 	if (d->truncated)
 		fprintf(f, ", %" PRIu64 " truncated stacks", d->truncated);
+	if (d->unwind_errors)
+		fprintf(f, ", %" PRIu64 " stacks cut at an unwind error", d->unwind_errors);
 	fputc('\n', f);
 	if (d->core.child && d->child_exited) {
 		int st = d->child_status;

@@ -174,6 +174,8 @@ static int profile_pid(const struct vopts *vo, pid_t pid, const char *out, const
 	argv[n++] = "-o";
 	argv[n++] = (char *)out;
 	argv[n++] = "--no-tui";
+	/* emitted programs inline their spin loop: its samples are the caller's */
+	argv[n++] = "--no-inline";
 	argv[n] = NULL;
 	/* Its report goes to stdout; ours is the comparison. Errors still show. */
 	lp = spawn(argv, NULL, true);

@@ -1,0 +1,60 @@
+/*
+ * frames_inline.c - ground truth for inlined frames (issue 11, item 5).
+ * hot() is a real function; everything it runs is inlined into it:
+ *   inl_a(U)               -> spin(U)      1/4 of hot's work
+ *   inl_b(3U) -> inl_c(3U) -> spin(3U)     3/4, two inlined levels deep
+ * spin() is the one loop, inlined at both sites, so a unit of work costs
+ * the same on either path. A profile with inlined frames shows
+ * hot;inl_a;spin in 25% and hot;inl_b;inl_c;spin in 75% of hot's samples.
+ */
+#include <stdlib.h>
+#include <time.h>
+
+#define UNIT 1000000
+
+static volatile unsigned long sink;
+
+static inline __attribute__((always_inline)) void spin(unsigned long n)
+{
+	for (unsigned long i = 0; i < n; i++)
+		sink += i;
+}
+
+static inline __attribute__((always_inline)) void inl_a(unsigned long n)
+{
+	spin(n);
+}
+
+static inline __attribute__((always_inline)) void inl_c(unsigned long n)
+{
+	spin(n);
+}
+
+static inline __attribute__((always_inline)) void inl_b(unsigned long n)
+{
+	inl_c(n);
+}
+
+__attribute__((noinline)) void hot(unsigned long u)
+{
+	volatile int frame = 0;
+
+	inl_a(u);
+	inl_b(3 * u);
+	frame++;
+}
+
+int main(int argc, char **argv)
+{
+	double seconds = argc > 1 ? atof(argv[1]) : 1e9;
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		hot(UNIT);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if ((t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) / 1e9 >= seconds)
+			break;
+	}
+	return 0;
+}
