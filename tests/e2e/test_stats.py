@@ -130,7 +130,7 @@ def test_tvd_bound_rate():
     rng = random.Random(17)
     probs = {f"f{i}": 1.0 + (i % 5) for i in range(30)}
     n, rate = 2000, 0.01
-    bound = stats.tvd_bound(probs, n, rate, boot=200)
+    bound = stats.tvd_bound(probs, n, rate)
     keys, cum = stats._sampler(probs)
     total = sum(probs.values())
     over = 0
@@ -141,7 +141,15 @@ def test_tvd_bound_rate():
         d = 0.5 * sum(abs(c[i] / n - probs[keys[i]] / total) for i in range(len(keys)))
         over += d > bound
     assert over <= 5, (over, bound)  # McDiarmid is conservative: expect none
-    # and the bound still tells a distribution 0.1 away from the truth
-    mean, _ = stats.tvd_noise(probs, n, boot=50)
+    # the exact mean agrees with a bootstrap's, and the bound still tells a
+    # distribution 0.1 away from the truth
+    mean, sd = stats.tvd_noise(probs, n, boot=200)
+    assert abs(stats.tvd_mean(probs, n) - mean) <= 4 * sd / math.sqrt(200), (mean, sd)
     assert bound < mean + 0.1, (bound, mean)
-    assert math.isfinite(bound)
+
+
+def test_binomial_mad_exact():
+    for n, p in ((10, 0.3), (57, 0.5), (400, 0.02)):
+        pmf = stats.binom_pmf(n, p)
+        direct = sum(pmf[k] * abs(k - n * p) for k in range(n + 1))
+        assert abs(stats.binom_mad(n, p) - direct) < 1e-9, (n, p)
