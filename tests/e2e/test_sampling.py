@@ -83,8 +83,8 @@ def test_fastslow_shares(fastslow_run, h):
     # FASTSLOW_HZ per CPU-second the target actually ran (other load may preempt it)
     assert total >= 0.75 * FASTSLOW_HZ * cpu, \
         f"only {total} samples in main for {cpu:.2f} CPU-s: {folded}"
-    print(f"\nfastslow: {total} samples in main ({cpu:.2f} CPU-s), fast {100.0 * fast / total:.1f}% "
-          f"slow {100.0 * slow / total:.1f}%")
+    print(f"\nfastslow: {total} samples in main ({cpu:.2f} CPU-s), "
+          f"fast {100.0 * fast / total:.1f}% slow {100.0 * slow / total:.1f}%")
     # H0: each sample in fast() or slow() is in fast() with probability 0.2
     # (slow() does exactly 4x fast()'s work); exact binomial, rate 1e-4.
     # slow's share is the complement: one check covers both.

@@ -9,7 +9,6 @@ from liveprof's output; the statistical checks derive their bounds in
 tests/e2e/stats.py.
 """
 
-import json
 import os
 import re
 import subprocess
