@@ -176,4 +176,13 @@ int diff_layout(struct tui *t);
 void draw_split(struct tui *t, int y0, int h);
 int split_key(struct tui *t, int ch);
 
+/* model_tree.c, for model.c */
+uint64_t model_hash_str(uint64_t h, const char *s);
+uint64_t model_path_of(uint64_t parent_path, uint64_t name_hash);
+uint64_t model_sample_value(const struct profile_sample *s, bool weight);
+int tree_add_profile(struct tree *tr, const struct profile *p, int cls, bool weight);
+void tree_free(struct tree *tr);
+void tree_reset(struct tree *tr);
+int tree_sort(struct tree *tr);
+
 #endif
