@@ -21,7 +21,8 @@ FUZZ = ROOT / "tests" / "fuzz"
 SECONDS = int(os.environ.get("LIVEPROF_FUZZ_SECONDS", "10"))
 CLANG = shutil.which("clang")
 
-PROFILE = ["user/profile/read_folded.c", "user/profile/read_pprof.c", "user/profile/profile.c"]
+PROFILE = ["user/profile/read_folded.c", "user/profile/read_pprof.c", "user/profile/pb_read.c",
+           "user/profile/profile.c"]
 EMIT = ["user/synth/emit.c", "user/synth/emit_c.c", "user/synth/emit_go.c", "user/synth/emit_python.c",
         "user/synth/emit_ruby.c", "user/synth/emit_tree.c", "user/util/atomic_file.c"]
 HARNESSES = {
