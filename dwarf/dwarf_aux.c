@@ -34,14 +34,3 @@ int dwarf_aux__phys_scopes(Dwarf *dbg, Dwarf_Addr addr, Dwarf_Die **out)
 	free(scopes);
 	return n;
 }
-
-void dwarf_aux__errf(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}

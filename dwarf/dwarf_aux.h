@@ -28,10 +28,5 @@ const char *dwarf_aux__die_name(Dwarf_Die *die);
  */
 int dwarf_aux__phys_scopes(Dwarf *dbg, Dwarf_Addr addr, Dwarf_Die **out);
 
-/**
- * dwarf_aux__errf - format a message for the user into @err (may be NULL)
- */
-void dwarf_aux__errf(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
 
 #endif

@@ -24,6 +24,7 @@
 #include "dwarf/dwarf_aux.h"
 #include "dwarf/fetch_compile.h"
 #include "dwarf/fetch_internal.h"
+#include "user/util/util.h"
 
 const char *fetch_op_name(unsigned atom)
 {
@@ -51,8 +52,8 @@ int fetch_emit(struct fc *c, unsigned op, unsigned reg, int64_t arg)
 		return 0;
 	/* one slot stays free for FETCH_OP_END */
 	if (c->prog->n_ops + 1 >= FETCH_MAX_OPS) {
-		dwarf_aux__errf(c->err, c->errlen, "'%s' needs more than %d fetch ops", c->what,
-				FETCH_MAX_OPS);
+		lp_errf(c->err, c->errlen, "'%s' needs more than %d fetch ops", c->what,
+			FETCH_MAX_OPS);
 		return -E2BIG;
 	}
 	c->prog->ops[c->prog->n_ops] = (struct fetch_op){
@@ -67,8 +68,7 @@ int fetch_emit(struct fc *c, unsigned op, unsigned reg, int64_t arg)
 int fetch_emit_reg(struct fc *c, unsigned reg)
 {
 	if (reg > X86_DWARF_MAX) {
-		dwarf_aux__errf(
-			c->err, c->errlen,
+		lp_errf(c->err, c->errlen,
 			"'%s' lives in DWARF register %u at 0x%llx (not a general register); "
 			"unsupported",
 			c->what, reg, (unsigned long long)c->addr);
@@ -117,8 +117,8 @@ static int compile(struct fc *c, const struct probe_expr *e, struct fetch_type *
 
 	n = dwarf_aux__phys_scopes(c->dbg, c->addr, &scopes);
 	if (n <= 0) {
-		dwarf_aux__errf(c->err, c->errlen, "no DWARF scope covers 0x%llx",
-				(unsigned long long)c->addr);
+		lp_errf(c->err, c->errlen, "no DWARF scope covers 0x%llx",
+			(unsigned long long)c->addr);
 		return -ENODATA;
 	}
 	for (k = 0; k < n; k++) {
@@ -132,10 +132,9 @@ static int compile(struct fc *c, const struct probe_expr *e, struct fetch_type *
 
 	if (e->is_ret) {
 		if (!func || !fetch_die_type(func, &type)) {
-			dwarf_aux__errf(c->err, c->errlen, "'%s' returns nothing",
-					func && dwarf_aux__die_name(func)
-						? dwarf_aux__die_name(func)
-						: "the function");
+			lp_errf(c->err, c->errlen, "'%s' returns nothing",
+				func && dwarf_aux__die_name(func) ? dwarf_aux__die_name(func)
+								  : "the function");
 			ret = -EINVAL;
 			goto out;
 		}
@@ -143,30 +142,28 @@ static int compile(struct fc *c, const struct probe_expr *e, struct fetch_type *
 		c->mode = ACC_VALUE;
 	} else {
 		if (!find_var(scopes, n, e->base, &var)) {
-			dwarf_aux__errf(
-				c->err, c->errlen, "no variable '%s' in scope at 0x%llx%s%s",
+			lp_errf(c->err, c->errlen, "no variable '%s' in scope at 0x%llx%s%s",
 				e->base, (unsigned long long)c->addr, func ? " in " : "",
 				func && dwarf_aux__die_name(func) ? dwarf_aux__die_name(func) : "");
 			ret = -ENOENT;
 			goto out;
 		}
 		if (!fetch_die_type(&var, &type)) {
-			dwarf_aux__errf(c->err, c->errlen, "'%s' has no type", e->base);
+			lp_errf(c->err, c->errlen, "'%s' has no type", e->base);
 			ret = -EOPNOTSUPP;
 			goto out;
 		}
 		if (!dwarf_attr(&var, DW_AT_location, &a)) {
-			dwarf_aux__errf(c->err, c->errlen, "'%s' is optimized out%s", e->base,
-					dwarf_hasattr(&var, DW_AT_const_value) ? " (a constant)"
-									       : "");
+			lp_errf(c->err, c->errlen, "'%s' is optimized out%s", e->base,
+				dwarf_hasattr(&var, DW_AT_const_value) ? " (a constant)" : "");
 			ret = -ENODATA;
 			goto out;
 		}
 		ret = dwarf_getlocation_addr(&a, c->addr, &ops, &nops, 1);
 		if (ret <= 0 || !nops) {
-			dwarf_aux__errf(c->err, c->errlen,
-					"'%s' is optimized out at 0x%llx; try another line",
-					e->base, (unsigned long long)c->addr);
+			lp_errf(c->err, c->errlen,
+				"'%s' is optimized out at 0x%llx; try another line", e->base,
+				(unsigned long long)c->addr);
 			ret = -ENODATA;
 			goto out;
 		}
@@ -210,26 +207,26 @@ int fetch_compile(const char *binary_path, uint64_t probe_vaddr, const struct pr
 	memset(out, 0, sizeof(*out));
 	memset(ty, 0, sizeof(*ty));
 	if (!binary_path || !e) {
-		dwarf_aux__errf(err, errlen, "no binary or expression");
+		lp_errf(err, errlen, "no binary or expression");
 		return -EINVAL;
 	}
 	fd = open(binary_path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		ret = -errno;
-		dwarf_aux__errf(err, errlen, "cannot open '%s': %s", binary_path, strerror(errno));
+		lp_errf(err, errlen, "cannot open '%s': %s", binary_path, strerror(errno));
 		return ret;
 	}
 	elf_version(EV_CURRENT);
 	c.elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!c.elf || elf_kind(c.elf) != ELF_K_ELF) {
-		dwarf_aux__errf(err, errlen, "'%s' is not an ELF file", binary_path);
+		lp_errf(err, errlen, "'%s' is not an ELF file", binary_path);
 		ret = -ENOEXEC;
 		goto out;
 	}
 	c.dbg = dwarf_begin_elf(c.elf, DWARF_C_READ, NULL);
 	if (!c.dbg) {
-		dwarf_aux__errf(err, errlen, "'%s' has no DWARF; build with -g to read '%s'",
-				binary_path, e->text);
+		lp_errf(err, errlen, "'%s' has no DWARF; build with -g to read '%s'", binary_path,
+			e->text);
 		ret = -ENODATA;
 		goto out;
 	}

@@ -17,6 +17,7 @@
 #include "dwarf/dwarf_aux.h"
 #include "dwarf/fetch_compile.h"
 #include "dwarf/fetch_internal.h"
+#include "user/util/util.h"
 
 /* ---- locations ------------------------------------------------------ */
 
@@ -60,8 +61,7 @@ static int emit_cfa(struct fc *c, bool at_entry)
 	if (cfis[0])
 		dwarf_cfi_end(cfis[0]);
 	if (ret == -EOPNOTSUPP)
-		dwarf_aux__errf(
-			c->err, c->errlen,
+		lp_errf(c->err, c->errlen,
 			"no usable CFA rule at 0x%llx for '%s' (needs .eh_frame or .debug_frame)",
 			(unsigned long long)c->addr, c->what);
 	return ret;
@@ -69,8 +69,7 @@ static int emit_cfa(struct fc *c, bool at_entry)
 
 static int unsupported_op(struct fc *c, const char *var, unsigned atom)
 {
-	dwarf_aux__errf(
-		c->err, c->errlen,
+	lp_errf(c->err, c->errlen,
 		"unsupported DWARF location (%s) for '%s' at 0x%llx; try a line probe where it "
 		"lives in a register",
 		fetch_op_name(atom), var, (unsigned long long)c->addr);
@@ -86,14 +85,14 @@ static int emit_frame_base(struct fc *c, Dwarf_Die *func, bool at_entry, const c
 	int ret;
 
 	if (!func || depth > 1 || !dwarf_attr(func, DW_AT_frame_base, &a)) {
-		dwarf_aux__errf(c->err, c->errlen, "no frame base for '%s' at 0x%llx", var,
-				(unsigned long long)c->addr);
+		lp_errf(c->err, c->errlen, "no frame base for '%s' at 0x%llx", var,
+			(unsigned long long)c->addr);
 		return -EOPNOTSUPP;
 	}
 	ret = dwarf_getlocation_addr(&a, c->addr, &ops, &n, 1);
 	if (ret <= 0 || !n) {
-		dwarf_aux__errf(c->err, c->errlen, "no frame base for '%s' at 0x%llx", var,
-				(unsigned long long)c->addr);
+		lp_errf(c->err, c->errlen, "no frame base for '%s' at 0x%llx", var,
+			(unsigned long long)c->addr);
 		return -EOPNOTSUPP;
 	}
 	ret = fetch_emit_location(c, ops, n, func, at_entry, var, depth + 1);

@@ -17,6 +17,7 @@
 #include "dwarf/dwarf_aux.h"
 #include "dwarf/fetch_compile.h"
 #include "dwarf/fetch_internal.h"
+#include "user/util/util.h"
 
 bool fetch_die_type(Dwarf_Die *die, Dwarf_Die *type)
 {
@@ -190,12 +191,11 @@ int fetch_step_deref(struct fc *c, Dwarf_Die *t, const char *what)
 	Dwarf_Die p = *t;
 
 	if (!peel(&p) || dwarf_tag(&p) != DW_TAG_pointer_type) {
-		dwarf_aux__errf(c->err, c->errlen, "'%s' is not a pointer in '%s'", what, c->what);
+		lp_errf(c->err, c->errlen, "'%s' is not a pointer in '%s'", what, c->what);
 		return -EINVAL;
 	}
 	if (!fetch_die_type(&p, t)) {
-		dwarf_aux__errf(c->err, c->errlen, "cannot dereference a void pointer in '%s'",
-				c->what);
+		lp_errf(c->err, c->errlen, "cannot dereference a void pointer in '%s'", c->what);
 		return -EOPNOTSUPP;
 	}
 	return load_pointer(c);
@@ -218,29 +218,26 @@ int fetch_apply_step(struct fc *c, const struct probe_step *st, Dwarf_Die *t, co
 		if (!peel(&p) ||
 		    (dwarf_tag(&p) != DW_TAG_structure_type && dwarf_tag(&p) != DW_TAG_union_type &&
 		     dwarf_tag(&p) != DW_TAG_class_type)) {
-			dwarf_aux__errf(
-				c->err, c->errlen, "'%s' is not a struct in '%s'%s", prev, c->what,
+			lp_errf(c->err, c->errlen, "'%s' is not a struct in '%s'%s", prev, c->what,
 				st->kind == PROBE_STEP_DOT && dwarf_tag(&p) == DW_TAG_pointer_type
 					? "; use ->"
 					: "");
 			return -EINVAL;
 		}
 		if (c->mode != ACC_ADDR) {
-			dwarf_aux__errf(
-				c->err, c->errlen,
+			lp_errf(c->err, c->errlen,
 				"'%s' is held in registers at 0x%llx; cannot take member '%s'",
 				prev, (unsigned long long)c->addr, st->field);
 			return -EOPNOTSUPP;
 		}
 		ret = find_member(&p, st->field, &off, &mtype, 0);
 		if (ret == -EOPNOTSUPP) {
-			dwarf_aux__errf(c->err, c->errlen, "'%s' is a bitfield; unsupported",
-					st->field);
+			lp_errf(c->err, c->errlen, "'%s' is a bitfield; unsupported", st->field);
 			return ret;
 		}
 		if (ret) {
-			dwarf_aux__errf(c->err, c->errlen, "no member '%s' in '%s' of '%s'",
-					st->field, prev, c->what);
+			lp_errf(c->err, c->errlen, "no member '%s' in '%s' of '%s'", st->field,
+				prev, c->what);
 			return -ENOENT;
 		}
 		*t = mtype;
@@ -258,8 +255,7 @@ int fetch_apply_step(struct fc *c, const struct probe_step *st, Dwarf_Die *t, co
 				} while (dwarf_siblingof(&sub, &sub) == 0);
 			}
 			if (nsub > 1) {
-				dwarf_aux__errf(
-					c->err, c->errlen,
+				lp_errf(c->err, c->errlen,
 					"multi-dimensional array '%s' is unsupported in '%s'", prev,
 					c->what);
 				return -EOPNOTSUPP;
@@ -274,15 +270,14 @@ int fetch_apply_step(struct fc *c, const struct probe_step *st, Dwarf_Die *t, co
 			goto bad_index;
 		}
 		if (!fetch_die_type(&p, t) || !type_size(t, &esize) || !esize) {
-			dwarf_aux__errf(c->err, c->errlen, "element of '%s' has no size in '%s'",
-					prev, c->what);
+			lp_errf(c->err, c->errlen, "element of '%s' has no size in '%s'", prev,
+				c->what);
 			return -EOPNOTSUPP;
 		}
 		return fetch_emit(c, FETCH_OP_ADD, 0, st->index * esize);
 	}
 bad_index:
-	dwarf_aux__errf(c->err, c->errlen, "'%s' is not an array or pointer in '%s'", prev,
-			c->what);
+	lp_errf(c->err, c->errlen, "'%s' is not an array or pointer in '%s'", prev, c->what);
 	return -EINVAL;
 }
 
@@ -340,7 +335,7 @@ int fetch_finish(struct fc *c, Dwarf_Die *t, struct fetch_type *ty)
 
 	type_name(t, ty->name, sizeof(ty->name), 0);
 	if (!peel(&p)) {
-		dwarf_aux__errf(c->err, c->errlen, "'%s' has type void", c->what);
+		lp_errf(c->err, c->errlen, "'%s' has type void", c->what);
 		return -EOPNOTSUPP;
 	}
 	tag = dwarf_tag(&p);
@@ -352,8 +347,7 @@ int fetch_finish(struct fc *c, Dwarf_Die *t, struct fetch_type *ty)
 	}
 	if (tag == DW_TAG_array_type && fetch_die_type(&p, &sub) && is_char_type(&sub)) {
 		if (c->mode != ACC_ADDR) {
-			dwarf_aux__errf(c->err, c->errlen, "char array '%s' is not in memory",
-					c->what);
+			lp_errf(c->err, c->errlen, "char array '%s' is not in memory", c->what);
 			return -EOPNOTSUPP;
 		}
 		ty->kind = FETCH_STRING;
@@ -380,7 +374,7 @@ int fetch_finish(struct fc *c, Dwarf_Die *t, struct fetch_type *ty)
 	case DW_TAG_base_type:
 		if (!dwarf_attr(&p, DW_AT_encoding, &a) || dwarf_formudata(&a, &enc) ||
 		    dwarf_aggregate_size(&p, &size)) {
-			dwarf_aux__errf(c->err, c->errlen, "broken base type for '%s'", c->what);
+			lp_errf(c->err, c->errlen, "broken base type for '%s'", c->what);
 			return -EOPNOTSUPP;
 		}
 		switch (enc) {
@@ -403,32 +397,29 @@ int fetch_finish(struct fc *c, Dwarf_Die *t, struct fetch_type *ty)
 			ty->kind = FETCH_BOOL;
 			break;
 		default:
-			dwarf_aux__errf(c->err, c->errlen,
-					"'%s' has type '%s' (floating point or other); "
-					"unsupported",
-					c->what, ty->name);
+			lp_errf(c->err, c->errlen,
+				"'%s' has type '%s' (floating point or other); "
+				"unsupported",
+				c->what, ty->name);
 			return -EOPNOTSUPP;
 		}
 		break;
 	case DW_TAG_structure_type:
 	case DW_TAG_union_type:
 	case DW_TAG_class_type:
-		dwarf_aux__errf(c->err, c->errlen, "'%s' is a %s; pick a member with -> or .",
-				c->what, ty->name);
+		lp_errf(c->err, c->errlen, "'%s' is a %s; pick a member with -> or .", c->what,
+			ty->name);
 		return -EOPNOTSUPP;
 	case DW_TAG_array_type:
-		dwarf_aux__errf(c->err, c->errlen, "'%s' is an array; pick an element with [N]",
-				c->what);
+		lp_errf(c->err, c->errlen, "'%s' is an array; pick an element with [N]", c->what);
 		return -EOPNOTSUPP;
 	default:
-		dwarf_aux__errf(c->err, c->errlen, "'%s' has unsupported type '%s'", c->what,
-				ty->name);
+		lp_errf(c->err, c->errlen, "'%s' has unsupported type '%s'", c->what, ty->name);
 		return -EOPNOTSUPP;
 	}
 	if (size != 1 && size != 2 && size != 4 && size != 8) {
-		dwarf_aux__errf(c->err, c->errlen,
-				"'%s' is %llu bytes; only 1, 2, 4 or 8 can be fetched", c->what,
-				(unsigned long long)size);
+		lp_errf(c->err, c->errlen, "'%s' is %llu bytes; only 1, 2, 4 or 8 can be fetched",
+			c->what, (unsigned long long)size);
 		return -EOPNOTSUPP;
 	}
 	ty->size = (unsigned)size;

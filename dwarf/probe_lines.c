@@ -17,6 +17,7 @@
 #include "dwarf/dwarf_aux.h"
 #include "dwarf/probe_resolve.h"
 #include "dwarf/probe_internal.h"
+#include "user/util/util.h"
 
 static bool file_matches(const char *path, const char *want)
 {
@@ -192,8 +193,7 @@ int probe_resolve_line(struct ctx *c, const struct probe_spec *spec, struct prob
 
 	t->is_line = true;
 	if (!c->dbg) {
-		dwarf_aux__errf(c->err, c->errlen, "'%s' has no DWARF line info; build with -g",
-				c->path);
+		lp_errf(c->err, c->errlen, "'%s' has no DWARF line info; build with -g", c->path);
 		return -ENODATA;
 	}
 	while (dwarf_nextcu(c->dbg, off, &next, &hsize, NULL, NULL, NULL) == 0) {
@@ -207,8 +207,7 @@ int probe_resolve_line(struct ctx *c, const struct probe_spec *spec, struct prob
 		off = next;
 	}
 	if (!ls.any_lines) {
-		dwarf_aux__errf(c->err, c->errlen, "'%s' has no DWARF line info; build with -g",
-				c->path);
+		lp_errf(c->err, c->errlen, "'%s' has no DWARF line info; build with -g", c->path);
 		ret = -ENODATA;
 		goto out;
 	}
@@ -216,8 +215,8 @@ int probe_resolve_line(struct ctx *c, const struct probe_spec *spec, struct prob
 		char sugg[3 * PROBE_NAME_MAX + 64];
 
 		probe_near_format(&ls.near_files, sugg, sizeof(sugg));
-		dwarf_aux__errf(c->err, c->errlen, "no source file '%s' in the line info of '%s'%s",
-				spec->file, c->path, sugg);
+		lp_errf(c->err, c->errlen, "no source file '%s' in the line info of '%s'%s",
+			spec->file, c->path, sugg);
 		ret = -ENOENT;
 		goto out;
 	}
@@ -225,22 +224,20 @@ int probe_resolve_line(struct ctx *c, const struct probe_spec *spec, struct prob
 		const char *f = probe_base_name(ls.matched_file);
 
 		if (ls.merged)
-			dwarf_aux__errf(
-				c->err, c->errlen,
+			lp_errf(c->err, c->errlen,
 				"%s:%d has no instruction of its own (the compiler merged it into "
 				"neighbouring lines); nearest lines with code: %s:%d, %s:%d",
 				spec->file, spec->line, f, ls.below, f, ls.above);
 		else if (ls.below && ls.above)
-			dwarf_aux__errf(c->err, c->errlen,
-					"no code at %s:%d; nearest lines with code: %s:%d, %s:%d",
-					spec->file, spec->line, f, ls.below, f, ls.above);
+			lp_errf(c->err, c->errlen,
+				"no code at %s:%d; nearest lines with code: %s:%d, %s:%d",
+				spec->file, spec->line, f, ls.below, f, ls.above);
 		else if (ls.below || ls.above)
-			dwarf_aux__errf(c->err, c->errlen,
-					"no code at %s:%d; nearest line with code: %s:%d",
-					spec->file, spec->line, f, ls.below ? ls.below : ls.above);
+			lp_errf(c->err, c->errlen,
+				"no code at %s:%d; nearest line with code: %s:%d", spec->file,
+				spec->line, f, ls.below ? ls.below : ls.above);
 		else
-			dwarf_aux__errf(c->err, c->errlen, "no code at %s:%d", spec->file,
-					spec->line);
+			lp_errf(c->err, c->errlen, "no code at %s:%d", spec->file, spec->line);
 		ret = -ENOENT;
 		goto out;
 	}
@@ -265,9 +262,8 @@ int probe_resolve_line(struct ctx *c, const struct probe_spec *spec, struct prob
 			goto out;
 	}
 	if (!k) {
-		dwarf_aux__errf(c->err, c->errlen,
-				"%s:%d has no address in a loaded segment of '%s'", spec->file,
-				spec->line, c->path);
+		lp_errf(c->err, c->errlen, "%s:%d has no address in a loaded segment of '%s'",
+			spec->file, spec->line, c->path);
 		ret = -ENOENT;
 	}
 out:

@@ -20,6 +20,7 @@
 #include "dwarf/dwarf_aux.h"
 #include "dwarf/probe_resolve.h"
 #include "dwarf/probe_internal.h"
+#include "user/util/util.h"
 
 /* ---- closest names -------------------------------------------------- */
 
@@ -253,13 +254,13 @@ static int ctx_open(struct ctx *c, const char *path, char *err, size_t errlen)
 	c->fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (c->fd < 0) {
 		ret = -errno;
-		dwarf_aux__errf(err, errlen, "cannot open '%s': %s", path, strerror(errno));
+		lp_errf(err, errlen, "cannot open '%s': %s", path, strerror(errno));
 		return ret;
 	}
 	elf_version(EV_CURRENT);
 	c->elf = elf_begin(c->fd, ELF_C_READ_MMAP, NULL);
 	if (!c->elf || elf_kind(c->elf) != ELF_K_ELF) {
-		dwarf_aux__errf(err, errlen, "'%s' is not an ELF file", path);
+		lp_errf(err, errlen, "'%s' is not an ELF file", path);
 		if (c->elf)
 			elf_end(c->elf);
 		close(c->fd);
@@ -392,9 +393,9 @@ static int resolve_func(struct ctx *c, const struct probe_spec *spec, struct pro
 						func_cu_name(c->dbg, st.syms[j].value),
 						(unsigned long long)st.syms[j].value);
 			}
-			dwarf_aux__errf(c->err, c->errlen,
-					"'%s' is ambiguous in '%s': %s; probe a line instead",
-					spec->func, c->path, list);
+			lp_errf(c->err, c->errlen,
+				"'%s' is ambiguous in '%s': %s; probe a line instead", spec->func,
+				c->path, list);
 			ret = -EINVAL;
 			goto out;
 		}
@@ -438,11 +439,11 @@ static int resolve_func(struct ctx *c, const struct probe_spec *spec, struct pro
 			if (sc.n_inst > MAX_INLINE_REPORT)
 				snprintf(list + off, sizeof(list) - off, ", and %zu more",
 					 sc.n_inst - MAX_INLINE_REPORT);
-			dwarf_aux__errf(c->err, c->errlen,
-					"'%s' is only inlined (into %s); probe a line instead, "
-					"e.g. --trace "
-					"%s",
-					spec->func, list, sc.first_site);
+			lp_errf(c->err, c->errlen,
+				"'%s' is only inlined (into %s); probe a line instead, "
+				"e.g. --trace "
+				"%s",
+				spec->func, list, sc.first_site);
 			ret = -EINVAL;
 			goto out;
 		} else {
@@ -452,19 +453,17 @@ static int resolve_func(struct ctx *c, const struct probe_spec *spec, struct pro
 			for (i = 0; i < st.n; i++)
 				probe_near_offer(&nr, spec->func, st.syms[i].name);
 			probe_near_format(&nr, sugg, sizeof(sugg));
-			dwarf_aux__errf(c->err, c->errlen, "no function '%s' in '%s'%s%s",
-					spec->func, c->path,
-					sc.found_any ? " (declared in DWARF, but has no code)" : "",
-					sugg);
+			lp_errf(c->err, c->errlen, "no function '%s' in '%s'%s%s", spec->func,
+				c->path,
+				sc.found_any ? " (declared in DWARF, but has no code)" : "", sugg);
 			ret = -ENOENT;
 			goto out;
 		}
 	}
 
 	if (spec->has_offset && (spec->offset >= size && !(size == 0 && spec->offset == 0))) {
-		dwarf_aux__errf(c->err, c->errlen, "offset %llu is outside '%s' (size %llu)",
-				(unsigned long long)spec->offset, spec->func,
-				(unsigned long long)size);
+		lp_errf(c->err, c->errlen, "offset %llu is outside '%s' (size %llu)",
+			(unsigned long long)spec->offset, spec->func, (unsigned long long)size);
 		ret = -EINVAL;
 		goto out;
 	}
@@ -477,9 +476,8 @@ static int resolve_func(struct ctx *c, const struct probe_spec *spec, struct pro
 	t->func_size = size;
 	t->entry_vaddr = entry;
 	if (elf_vaddr_to_offset(c->elf, entry, &t->entry_offset)) {
-		dwarf_aux__errf(c->err, c->errlen,
-				"'%s' at 0x%llx is not in a loaded segment of '%s'", spec->func,
-				(unsigned long long)entry, c->path);
+		lp_errf(c->err, c->errlen, "'%s' at 0x%llx is not in a loaded segment of '%s'",
+			spec->func, (unsigned long long)entry, c->path);
 		ret = -ENOENT;
 		goto out;
 	}
@@ -515,7 +513,7 @@ int probe_resolve(const char *binary_path, const struct probe_spec *spec, struct
 
 	memset(out, 0, sizeof(*out));
 	if (!binary_path || !spec) {
-		dwarf_aux__errf(err, errlen, "no binary or spec");
+		lp_errf(err, errlen, "no binary or spec");
 		return -EINVAL;
 	}
 	ret = ctx_open(&c, binary_path, err, errlen);
@@ -535,7 +533,7 @@ int probe_resolve(const char *binary_path, const struct probe_spec *spec, struct
 		ret = -EINVAL;
 out:
 	if (ret == -ENOMEM)
-		dwarf_aux__errf(err, errlen, "out of memory resolving probe in '%s'", binary_path);
+		lp_errf(err, errlen, "out of memory resolving probe in '%s'", binary_path);
 	if (ret)
 		probe_target_free(out);
 	ctx_close(&c);

@@ -17,6 +17,7 @@
 #include "dwarf/dwarf_aux.h"
 #include "dwarf/probe_resolve.h"
 #include "dwarf/probe_internal.h"
+#include "user/util/util.h"
 
 const char *probe_base_name(const char *path)
 {
@@ -60,8 +61,7 @@ int probe_expr_parse(const char *text, struct probe_expr *out, char *err, size_t
 	while (len && isspace((unsigned char)s[len - 1]))
 		len--;
 	if (!len || len >= sizeof(out->text)) {
-		dwarf_aux__errf(err, errlen, "bad expression '%s': %s", text,
-				len ? "too long" : "empty");
+		lp_errf(err, errlen, "bad expression '%s': %s", text, len ? "too long" : "empty");
 		return -EINVAL;
 	}
 	memcpy(out->text, s, len);
@@ -75,9 +75,8 @@ int probe_expr_parse(const char *text, struct probe_expr *out, char *err, size_t
 	}
 	n = parse_ident(s, out->base, sizeof(out->base));
 	if (!n) {
-		dwarf_aux__errf(err, errlen,
-				"bad expression '%s': expected a variable name at '%s'", out->text,
-				s);
+		lp_errf(err, errlen, "bad expression '%s': expected a variable name at '%s'",
+			out->text, s);
 		return -EINVAL;
 	}
 	s = skip_ws(s + n);
@@ -85,8 +84,8 @@ int probe_expr_parse(const char *text, struct probe_expr *out, char *err, size_t
 		struct probe_step *st;
 
 		if (out->n_steps >= PROBE_EXPR_MAX) {
-			dwarf_aux__errf(err, errlen, "bad expression '%s': more than %d steps",
-					out->text, PROBE_EXPR_MAX);
+			lp_errf(err, errlen, "bad expression '%s': more than %d steps", out->text,
+				PROBE_EXPR_MAX);
 			return -EINVAL;
 		}
 		st = &out->steps[out->n_steps];
@@ -104,9 +103,8 @@ int probe_expr_parse(const char *text, struct probe_expr *out, char *err, size_t
 			v = strtoll(skip_ws(s + 1), &end, 0);
 			end = (char *)skip_ws(end);
 			if (errno || end == skip_ws(s + 1) || *end != ']') {
-				dwarf_aux__errf(err, errlen,
-						"bad expression '%s': bad index at '%s'", out->text,
-						s);
+				lp_errf(err, errlen, "bad expression '%s': bad index at '%s'",
+					out->text, s);
 				return -EINVAL;
 			}
 			st->kind = PROBE_STEP_INDEX;
@@ -115,15 +113,13 @@ int probe_expr_parse(const char *text, struct probe_expr *out, char *err, size_t
 			s = skip_ws(end + 1);
 			continue;
 		} else {
-			dwarf_aux__errf(err, errlen, "bad expression '%s': unexpected '%s'",
-					out->text, s);
+			lp_errf(err, errlen, "bad expression '%s': unexpected '%s'", out->text, s);
 			return -EINVAL;
 		}
 		n = parse_ident(s, st->field, sizeof(st->field));
 		if (!n) {
-			dwarf_aux__errf(err, errlen,
-					"bad expression '%s': expected a field name at '%s'",
-					out->text, s);
+			lp_errf(err, errlen, "bad expression '%s': expected a field name at '%s'",
+				out->text, s);
 			return -EINVAL;
 		}
 		out->n_steps++;
@@ -159,7 +155,7 @@ static int parse_args(char *list, struct probe_spec *out, char *err, size_t errl
 		if (*p && (*p != ',' || depth))
 			continue;
 		if (out->n_args >= PROBE_MAX_ARGS) {
-			dwarf_aux__errf(err, errlen, "too many values: at most %d", PROBE_MAX_ARGS);
+			lp_errf(err, errlen, "too many values: at most %d", PROBE_MAX_ARGS);
 			return -EINVAL;
 		}
 		{
@@ -201,11 +197,11 @@ int probe_spec_parse(const char *text, struct probe_spec *out, char *err, size_t
 	while (len && isspace((unsigned char)text[len - 1]))
 		len--;
 	if (!len) {
-		dwarf_aux__errf(err, errlen, "empty probe spec");
+		lp_errf(err, errlen, "empty probe spec");
 		return -EINVAL;
 	}
 	if (len >= sizeof(buf)) {
-		dwarf_aux__errf(err, errlen, "probe spec too long");
+		lp_errf(err, errlen, "probe spec too long");
 		return -EINVAL;
 	}
 	memcpy(buf, text, len);
@@ -228,8 +224,7 @@ int probe_spec_parse(const char *text, struct probe_spec *out, char *err, size_t
 				break;
 		}
 		if (depth != 0 || i == (size_t)-1) {
-			dwarf_aux__errf(err, errlen, "bad probe spec '%s': unbalanced parentheses",
-					buf);
+			lp_errf(err, errlen, "bad probe spec '%s': unbalanced parentheses", buf);
 			return -EINVAL;
 		}
 		/* "main.(*T)" alone is a name, not an argument list */
@@ -252,13 +247,11 @@ int probe_spec_parse(const char *text, struct probe_spec *out, char *err, size_t
 			long line = strtol(colon + 1, NULL, 10);
 
 			if (line <= 0 || line > INT_MAX) {
-				dwarf_aux__errf(err, errlen, "bad line number in '%s:%s'", head,
-						colon + 1);
+				lp_errf(err, errlen, "bad line number in '%s:%s'", head, colon + 1);
 				return -EINVAL;
 			}
 			if (!*head || copy_str(out->file, sizeof(out->file), head, strlen(head))) {
-				dwarf_aux__errf(err, errlen, "bad file name in '%s:%s'", head,
-						colon + 1);
+				lp_errf(err, errlen, "bad file name in '%s:%s'", head, colon + 1);
 				return -EINVAL;
 			}
 			out->kind = PROBE_SPEC_LINE;
@@ -266,7 +259,7 @@ int probe_spec_parse(const char *text, struct probe_spec *out, char *err, size_t
 			return 0;
 		}
 		if (!*head || copy_str(out->binary, sizeof(out->binary), head, strlen(head))) {
-			dwarf_aux__errf(err, errlen, "bad binary name in probe spec '%s'", text);
+			lp_errf(err, errlen, "bad binary name in probe spec '%s'", text);
 			return -EINVAL;
 		}
 		func = colon + 1;
@@ -281,20 +274,18 @@ int probe_spec_parse(const char *text, struct probe_spec *out, char *err, size_t
 		errno = 0;
 		out->offset = strtoull(plus + 1, &end, 0);
 		if (errno || end == plus + 1 || *end || plus[1] == '-') {
-			dwarf_aux__errf(err, errlen, "bad offset '%s' in probe spec '%s'", plus + 1,
-					text);
+			lp_errf(err, errlen, "bad offset '%s' in probe spec '%s'", plus + 1, text);
 			return -EINVAL;
 		}
 		out->has_offset = true;
 		*plus = '\0';
 	}
 	if (!*func || strpbrk(func, " \t,")) {
-		dwarf_aux__errf(err, errlen, "bad function name '%s' in probe spec '%s'", func,
-				text);
+		lp_errf(err, errlen, "bad function name '%s' in probe spec '%s'", func, text);
 		return -EINVAL;
 	}
 	if (copy_str(out->func, sizeof(out->func), func, strlen(func))) {
-		dwarf_aux__errf(err, errlen, "function name too long in probe spec '%s'", text);
+		lp_errf(err, errlen, "function name too long in probe spec '%s'", text);
 		return -EINVAL;
 	}
 	out->kind = PROBE_SPEC_FUNC;

@@ -567,8 +567,8 @@ int unwinder__fix_leaf_input(struct unwinder *u, int pid, const struct unwind_in
  *
  * Return: as unwinder__fix_leaf_input().
  */
-int unwinder__fix_leaf(struct unwinder *u, int pid, const struct unwind_regs *regs, const void *stack,
-		       size_t stack_len, uint64_t *pcs, int n, int max)
+int unwinder__fix_leaf(struct unwinder *u, int pid, const struct unwind_regs *regs,
+		       const void *stack, size_t stack_len, uint64_t *pcs, int n, int max)
 {
 	struct unwind_input in = {
 		.regs = regs,

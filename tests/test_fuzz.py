@@ -22,7 +22,7 @@ SECONDS = int(os.environ.get("LIVEPROF_FUZZ_SECONDS", "10"))
 CLANG = shutil.which("clang")
 
 PROFILE = ["user/profile/read_folded.c", "user/profile/read_pprof.c", "user/profile/pb_read.c",
-           "user/profile/profile.c"]
+           "user/profile/profile.c", "user/util/util.c"]
 EMIT = ["user/synth/emit.c", "user/synth/emit_c.c", "user/synth/emit_go.c", "user/synth/emit_python.c",
         "user/synth/emit_ruby.c", "user/synth/emit_tree.c", "user/util/atomic_file.c"]
 HARNESSES = {
@@ -30,7 +30,7 @@ HARNESSES = {
     "pprof": PROFILE,
     "scenario": ["user/synth/scenario.c"] + PROFILE + EMIT,
     "query": ["user/serve/query.c"],
-    "elf": ["dwarf/elf_symtab.c", "dwarf/sym_dwarf.c"],
+    "elf": ["dwarf/elf_symtab.c", "dwarf/sym_dwarf.c", "user/util/util.c"],
 }
 LIBS = ["-lelf", "-ldw", "-lz", "-lm", "-lpthread"]
 

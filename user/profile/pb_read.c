@@ -12,20 +12,7 @@
 
 #include "user/profile/pb_read.h"
 #include "user/profile/profile_read.h" /* PPROF_MAX_INFLATED */
-
-static void set_err(char *err, size_t errsz, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errsz, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errsz)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errsz, fmt, ap);
-	va_end(ap);
-}
+#include "user/util/util.h"
 
 int pb_varint(struct pb *b, uint64_t *v)
 {
@@ -97,20 +84,20 @@ int pb_inflate(const uint8_t *in, size_t len, uint8_t **out, size_t *out_len, ch
 	int zr, ret = 0;
 
 	if (len < 2 || in[0] != 0x1f || in[1] != 0x8b) {
-		set_err(err, errsz, "not a pprof file: it is not gzip-compressed");
+		lp_errf(err, errsz, "not a pprof file: it is not gzip-compressed");
 		return -EINVAL;
 	}
 	if (cap > PPROF_MAX_INFLATED)
 		cap = PPROF_MAX_INFLATED;
 	buf = malloc(cap);
 	if (!buf) {
-		set_err(err, errsz, "out of memory");
+		lp_errf(err, errsz, "out of memory");
 		return -ENOMEM;
 	}
 	/* 16 + MAX_WBITS: accept the gzip wrapper only. */
 	if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) {
 		free(buf);
-		set_err(err, errsz, "cannot initialise zlib");
+		lp_errf(err, errsz, "cannot initialise zlib");
 		return -ENOMEM;
 	}
 	zs.next_in = (Bytef *)in;
@@ -120,7 +107,7 @@ int pb_inflate(const uint8_t *in, size_t len, uint8_t **out, size_t *out_len, ch
 			uint8_t *nb;
 
 			if (cap >= PPROF_MAX_INFLATED) {
-				set_err(err, errsz, "not a pprof file: it inflates beyond %lu MiB",
+				lp_errf(err, errsz, "not a pprof file: it inflates beyond %lu MiB",
 					PPROF_MAX_INFLATED >> 20);
 				ret = -EFBIG;
 				break;
@@ -128,7 +115,7 @@ int pb_inflate(const uint8_t *in, size_t len, uint8_t **out, size_t *out_len, ch
 			cap = cap * 2 > PPROF_MAX_INFLATED ? PPROF_MAX_INFLATED : cap * 2;
 			nb = realloc(buf, cap);
 			if (!nb) {
-				set_err(err, errsz, "out of memory");
+				lp_errf(err, errsz, "out of memory");
 				ret = -ENOMEM;
 				break;
 			}
@@ -143,12 +130,12 @@ int pb_inflate(const uint8_t *in, size_t len, uint8_t **out, size_t *out_len, ch
 		if (zr == Z_OK)
 			continue;
 		if (zr == Z_BUF_ERROR && zs.avail_out != 0) {
-			set_err(err, errsz, "not a pprof file: the gzip data is truncated");
+			lp_errf(err, errsz, "not a pprof file: the gzip data is truncated");
 			ret = -EINVAL;
 		} else if (zr == Z_BUF_ERROR) {
 			continue;
 		} else {
-			set_err(err, errsz, "not a pprof file: corrupt gzip data (%s)",
+			lp_errf(err, errsz, "not a pprof file: corrupt gzip data (%s)",
 				zs.msg ? zs.msg : "unknown error");
 			ret = zr == Z_MEM_ERROR ? -ENOMEM : -EINVAL;
 		}

@@ -15,23 +15,10 @@
 #include <string.h>
 
 #include "user/profile/profile_read.h"
+#include "user/util/util.h"
 
 /* A profile file larger than this is certainly not something we should emit. */
 #define PROFILE_MAX_FILE (1UL << 30)
-
-static void set_err(char *err, size_t errsz, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errsz, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errsz)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errsz, fmt, ap);
-	va_end(ap);
-}
 
 /* Frame ids of the line being parsed; grows with the deepest stack seen. */
 struct stack_buf {
@@ -98,7 +85,7 @@ int read_folded(struct profile *p, const char *buf, size_t len, char *err, size_
 		/* A NUL means binary data: most likely a pprof that was not gzipped. */
 		z = memchr(line, '\0', n);
 		if (z) {
-			set_err(err, errsz,
+			lp_errf(err, errsz,
 				"bad folded line %zu, column %zu: unexpected NUL byte (binary "
 				"data? "
 				"a pprof file must be gzip-compressed)",
@@ -114,7 +101,7 @@ int read_folded(struct profile *p, const char *buf, size_t len, char *err, size_
 		for (sp = n; sp > 0 && line[sp - 1] != ' '; sp--)
 			;
 		if (sp == 0 || sp == n) {
-			set_err(err, errsz,
+			lp_errf(err, errsz,
 				"bad folded line %zu, column %zu: expected a count after the last "
 				"space",
 				lineno, n + 1);
@@ -125,7 +112,7 @@ int read_folded(struct profile *p, const char *buf, size_t len, char *err, size_
 			unsigned d = (unsigned char)line[i] - '0';
 
 			if (d > 9) {
-				set_err(err, errsz,
+				lp_errf(err, errsz,
 					"bad folded line %zu, column %zu: the count '%.*s' is not "
 					"a "
 					"number",
@@ -134,7 +121,7 @@ int read_folded(struct profile *p, const char *buf, size_t len, char *err, size_
 				goto out;
 			}
 			if (count > (UINT64_MAX - d) / 10) {
-				set_err(err, errsz,
+				lp_errf(err, errsz,
 					"bad folded line %zu, column %zu: the count is too large",
 					lineno, sp + 1);
 				ret = -EINVAL;
@@ -148,7 +135,7 @@ int read_folded(struct profile *p, const char *buf, size_t len, char *err, size_
 		while (n > 0 && (line[n - 1] == ' ' || line[n - 1] == '\t'))
 			n--;
 		if (n == 0) {
-			set_err(err, errsz,
+			lp_errf(err, errsz,
 				"bad folded line %zu, column 1: no frames before the count",
 				lineno);
 			ret = -EINVAL;
@@ -162,7 +149,7 @@ int read_folded(struct profile *p, const char *buf, size_t len, char *err, size_
 			if (i < n && line[i] != ';')
 				continue;
 			if (i == start) {
-				set_err(err, errsz,
+				lp_errf(err, errsz,
 					"bad folded line %zu, column %zu: empty frame name", lineno,
 					i + 1);
 				ret = -EINVAL;
@@ -171,18 +158,18 @@ int read_folded(struct profile *p, const char *buf, size_t len, char *err, size_
 			id = intern_name(p, line + start, i - start, &tmp, &tmpcap);
 			if (id < 0) {
 				ret = (int)id;
-				set_err(err, errsz, "cannot add a frame: %s", strerror(-ret));
+				lp_errf(err, errsz, "cannot add a frame: %s", strerror(-ret));
 				goto out;
 			}
 			ret = stack_push(&st, (uint32_t)id);
 			if (ret) {
-				set_err(err, errsz, "out of memory");
+				lp_errf(err, errsz, "out of memory");
 				goto out;
 			}
 			start = i + 1;
 		}
 		if (st.len > UINT32_MAX) {
-			set_err(err, errsz, "bad folded line %zu: stack too deep", lineno);
+			lp_errf(err, errsz, "bad folded line %zu: stack too deep", lineno);
 			ret = -EINVAL;
 			goto out;
 		}
@@ -191,7 +178,7 @@ int read_folded(struct profile *p, const char *buf, size_t len, char *err, size_
 			continue;
 		ret = profile__add(p, st.ids, (uint32_t)st.len, count, 0, NULL, 0);
 		if (ret) {
-			set_err(err, errsz, "cannot add a stack: %s", strerror(-ret));
+			lp_errf(err, errsz, "cannot add a stack: %s", strerror(-ret));
 			goto out;
 		}
 	}
@@ -210,13 +197,13 @@ static int slurp(const char *path, char **out, size_t *len, char *err, size_t er
 	int ret = 0;
 
 	if (!buf) {
-		set_err(err, errsz, "out of memory");
+		lp_errf(err, errsz, "out of memory");
 		return -ENOMEM;
 	}
 	f = fopen(path, "rb");
 	if (!f) {
 		ret = -errno;
-		set_err(err, errsz, "cannot open '%s': %s", path, strerror(-ret));
+		lp_errf(err, errsz, "cannot open '%s': %s", path, strerror(-ret));
 		free(buf);
 		return ret;
 	}
@@ -227,7 +214,7 @@ static int slurp(const char *path, char **out, size_t *len, char *err, size_t er
 			char *nb;
 
 			if (cap >= PROFILE_MAX_FILE) {
-				set_err(err, errsz, "'%s' is larger than %lu MiB", path,
+				lp_errf(err, errsz, "'%s' is larger than %lu MiB", path,
 					PROFILE_MAX_FILE >> 20);
 				ret = -EFBIG;
 				break;
@@ -235,7 +222,7 @@ static int slurp(const char *path, char **out, size_t *len, char *err, size_t er
 			cap *= 2;
 			nb = realloc(buf, cap + 1);
 			if (!nb) {
-				set_err(err, errsz, "out of memory reading '%s'", path);
+				lp_errf(err, errsz, "out of memory reading '%s'", path);
 				ret = -ENOMEM;
 				break;
 			}
@@ -246,7 +233,7 @@ static int slurp(const char *path, char **out, size_t *len, char *err, size_t er
 		if (got == 0) {
 			if (ferror(f)) {
 				ret = -EIO;
-				set_err(err, errsz, "cannot read '%s': %s", path, strerror(EIO));
+				lp_errf(err, errsz, "cannot read '%s': %s", path, strerror(EIO));
 			}
 			break;
 		}
@@ -276,7 +263,7 @@ int profile_read_file(const char *path, struct profile **out, char *err, size_t 
 	p = profile__new(path);
 	if (!p) {
 		free(buf);
-		set_err(err, errsz, "out of memory");
+		lp_errf(err, errsz, "out of memory");
 		return -ENOMEM;
 	}
 	msg[0] = '\0';
@@ -291,7 +278,7 @@ int profile_read_file(const char *path, struct profile **out, char *err, size_t 
 		ret = -EINVAL;
 	}
 	if (ret) {
-		set_err(err, errsz, "'%s': %s", path, msg);
+		lp_errf(err, errsz, "'%s': %s", path, msg);
 		profile__free(p);
 		return ret;
 	}

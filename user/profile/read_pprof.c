@@ -26,6 +26,7 @@
 #include "user/profile/profile_read.h"
 
 #include "user/profile/pb_read.h"
+#include "user/util/util.h"
 
 struct pp_str {
 	const char *s;
@@ -55,20 +56,6 @@ struct pp_ctx {
 	char *err;
 	size_t errsz;
 };
-
-static void set_err(char *err, size_t errsz, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errsz, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errsz)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errsz, fmt, ap);
-	va_end(ap);
-}
 
 static int grow(void **arr, size_t *cap, size_t n, size_t elem)
 {
@@ -242,7 +229,7 @@ static int add_location(struct pp_ctx *c, struct profile *p, struct frames_buf *
 	int wt, ret;
 
 	if (!l) {
-		set_err(c->err, c->errsz, "a sample refers to location %llu, which is not defined",
+		lp_errf(c->err, c->errsz, "a sample refers to location %llu, which is not defined",
 			(unsigned long long)id);
 		return -EINVAL;
 	}
@@ -265,12 +252,12 @@ static int add_location(struct pp_ctx *c, struct profile *p, struct frames_buf *
 				f = find_func(c, v);
 		}
 		if (!f) {
-			set_err(c->err, c->errsz, "location %llu refers to an undefined function",
+			lp_errf(c->err, c->errsz, "location %llu refers to an undefined function",
 				(unsigned long long)id);
 			return -EINVAL;
 		}
 		if (f->name >= c->n_strs) {
-			set_err(c->err, c->errsz, "function %llu: name index %llu is out of range",
+			lp_errf(c->err, c->errsz, "function %llu: name index %llu is out of range",
 				(unsigned long long)f->id, (unsigned long long)f->name);
 			return -EINVAL;
 		}
@@ -398,7 +385,7 @@ int read_pprof(struct profile *p, const void *data, size_t len, char *err, size_
 	b.end = raw + raw_len;
 	while (b.p < b.end) {
 		if (pb_field(&b, &field, &wt, &v, &sub)) {
-			set_err(err, errsz,
+			lp_errf(err, errsz,
 				"not a pprof file: malformed protobuf at byte %zu of the inflated "
 				"data",
 				(size_t)(b.p - raw));
@@ -432,15 +419,15 @@ int read_pprof(struct profile *p, const void *data, size_t len, char *err, size_
 		}
 		if (ret) {
 			if (ret == -EINVAL)
-				set_err(err, errsz,
+				lp_errf(err, errsz,
 					"not a pprof file: malformed message (field %u)", field);
 			else
-				set_err(err, errsz, "out of memory");
+				lp_errf(err, errsz, "out of memory");
 			goto out;
 		}
 	}
 	if (!n_samples) {
-		set_err(err, errsz, "not a pprof file, or an empty one: no samples");
+		lp_errf(err, errsz, "not a pprof file, or an empty one: no samples");
 		ret = -EINVAL;
 		goto out;
 	}
@@ -470,9 +457,9 @@ int read_pprof(struct profile *p, const void *data, size_t len, char *err, size_
 		ret = parse_sample(&c, p, sub, value_idx, &fb);
 		if (ret) {
 			if (ret == -ENOMEM)
-				set_err(err, errsz, "out of memory");
+				lp_errf(err, errsz, "out of memory");
 			else if (err && errsz && !err[0])
-				set_err(err, errsz, "not a pprof file: malformed sample");
+				lp_errf(err, errsz, "not a pprof file: malformed sample");
 			goto out;
 		}
 	}

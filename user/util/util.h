@@ -81,4 +81,13 @@ char *lp_fmt_ns(double ns, char *buf, size_t len);
  */
 int lp_path_search(const char *cmd, char *buf, size_t len);
 
+/**
+ * lp_errf - format a one-line message for the user into @err
+ * @err: the caller's buffer; NULL (or @errlen 0) means "not wanted"
+ *
+ * Engines fill a buffer and return a negative errno; the front end
+ * decides where the message goes.
+ */
+void lp_errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 #endif
