@@ -61,130 +61,156 @@ static int64_t intern_name(struct profile *p, const char *s, size_t n, char **tm
 	return profile__intern_frame(p, &f);
 }
 
+/* Scratch space shared by the lines of one file. */
+struct folded_ctx {
+	struct profile *p;
+	struct stack_buf st;
+	char *tmp;
+	size_t tmpcap;
+	size_t lineno;
+	char *err;
+	size_t errsz;
+};
+
+/*
+ * The count after the last space of @line[0..n): its value in @count and
+ * where it starts in @sp. Return: 0 or -EINVAL with the message set.
+ */
+static int parse_count(struct folded_ctx *c, const char *line, size_t n, size_t *sp,
+		       uint64_t *count)
+{
+	size_t s;
+
+	for (s = n; s > 0 && line[s - 1] != ' '; s--)
+		;
+	if (s == 0 || s == n) {
+		lp_errf(c->err, c->errsz,
+			"bad folded line %zu, column %zu: expected a count after the last space",
+			c->lineno, n + 1);
+		return -EINVAL;
+	}
+	*count = 0;
+	for (size_t i = s; i < n; i++) {
+		unsigned d = (unsigned char)line[i] - '0';
+
+		if (d > 9) {
+			lp_errf(c->err, c->errsz,
+				"bad folded line %zu, column %zu: the count '%.*s' is not a number",
+				c->lineno, i + 1, (int)(n - s > 40 ? 40 : n - s), line + s);
+			return -EINVAL;
+		}
+		if (*count > (UINT64_MAX - d) / 10) {
+			lp_errf(c->err, c->errsz,
+				"bad folded line %zu, column %zu: the count is too large",
+				c->lineno, s + 1);
+			return -EINVAL;
+		}
+		*count = *count * 10 + d;
+	}
+	*sp = s;
+	return 0;
+}
+
+/* The frames of @line[0..n), ';'-separated, interned into c->st. */
+static int parse_frames(struct folded_ctx *c, const char *line, size_t n)
+{
+	size_t start = 0;
+	int ret;
+
+	c->st.len = 0;
+	for (size_t i = 0; i <= n; i++) {
+		int64_t id;
+
+		if (i < n && line[i] != ';')
+			continue;
+		if (i == start) {
+			lp_errf(c->err, c->errsz,
+				"bad folded line %zu, column %zu: empty frame name", c->lineno,
+				i + 1);
+			return -EINVAL;
+		}
+		id = intern_name(c->p, line + start, i - start, &c->tmp, &c->tmpcap);
+		if (id < 0) {
+			lp_errf(c->err, c->errsz, "cannot add a frame: %s", strerror((int)-id));
+			return (int)id;
+		}
+		ret = stack_push(&c->st, (uint32_t)id);
+		if (ret) {
+			lp_errf(c->err, c->errsz, "out of memory");
+			return ret;
+		}
+		start = i + 1;
+	}
+	if (c->st.len > UINT32_MAX) {
+		lp_errf(c->err, c->errsz, "bad folded line %zu: stack too deep", c->lineno);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* One line, without its newline; blank lines add nothing. */
+static int parse_line(struct folded_ctx *c, const char *line, size_t n)
+{
+	const char *z;
+	uint64_t count;
+	size_t i, sp;
+	int ret;
+
+	/* Tolerate CRLF files and editors that leave trailing blanks. */
+	while (n && (line[n - 1] == '\r' || line[n - 1] == ' ' || line[n - 1] == '\t'))
+		n--;
+	/* A NUL means binary data: most likely a pprof that was not gzipped. */
+	z = memchr(line, '\0', n);
+	if (z) {
+		lp_errf(c->err, c->errsz,
+			"bad folded line %zu, column %zu: unexpected NUL byte (binary data? a "
+			"pprof file must be gzip-compressed)",
+			c->lineno, (size_t)(z - line) + 1);
+		return -EINVAL;
+	}
+	for (i = 0; i < n && (line[i] == ' ' || line[i] == '\t'); i++)
+		;
+	if (i == n)
+		return 0;
+	ret = parse_count(c, line, n, &sp, &count);
+	if (ret)
+		return ret;
+	/* Trailing blanks before the count belong to no frame. */
+	n = sp - 1;
+	while (n > 0 && (line[n - 1] == ' ' || line[n - 1] == '\t'))
+		n--;
+	if (n == 0) {
+		lp_errf(c->err, c->errsz,
+			"bad folded line %zu, column 1: no frames before the count", c->lineno);
+		return -EINVAL;
+	}
+	ret = parse_frames(c, line, n);
+	/* A zero count is legal (diff tools write them) and adds nothing. */
+	if (ret || !count)
+		return ret;
+	ret = profile__add(c->p, c->st.ids, (uint32_t)c->st.len, count, 0, NULL, 0);
+	if (ret)
+		lp_errf(c->err, c->errsz, "cannot add a stack: %s", strerror(-ret));
+	return ret;
+}
+
 int read_folded(struct profile *p, const char *buf, size_t len, char *err, size_t errsz)
 {
-	struct stack_buf st = {0};
-	char *tmp = NULL;
-	size_t tmpcap = 0;
-	size_t pos = 0, lineno = 0;
+	struct folded_ctx c = {.p = p, .err = err, .errsz = errsz};
+	size_t pos = 0;
 	int ret = 0;
 
-	while (pos < len) {
+	while (pos < len && !ret) {
 		const char *line = buf + pos;
 		const char *nl = memchr(line, '\n', len - pos);
 		size_t n = nl ? (size_t)(nl - line) : len - pos;
-		size_t sp, i, start;
-		uint64_t count = 0;
-		const char *z;
 
 		pos += n + (nl ? 1 : 0);
-		lineno++;
-		/* Tolerate CRLF files and editors that leave trailing blanks. */
-		while (n && (line[n - 1] == '\r' || line[n - 1] == ' ' || line[n - 1] == '\t'))
-			n--;
-		/* A NUL means binary data: most likely a pprof that was not gzipped. */
-		z = memchr(line, '\0', n);
-		if (z) {
-			lp_errf(err, errsz,
-				"bad folded line %zu, column %zu: unexpected NUL byte (binary "
-				"data? "
-				"a pprof file must be gzip-compressed)",
-				lineno, (size_t)(z - line) + 1);
-			ret = -EINVAL;
-			goto out;
-		}
-		for (i = 0; i < n && (line[i] == ' ' || line[i] == '\t'); i++)
-			;
-		if (i == n)
-			continue;
-
-		for (sp = n; sp > 0 && line[sp - 1] != ' '; sp--)
-			;
-		if (sp == 0 || sp == n) {
-			lp_errf(err, errsz,
-				"bad folded line %zu, column %zu: expected a count after the last "
-				"space",
-				lineno, n + 1);
-			ret = -EINVAL;
-			goto out;
-		}
-		for (i = sp; i < n; i++) {
-			unsigned d = (unsigned char)line[i] - '0';
-
-			if (d > 9) {
-				lp_errf(err, errsz,
-					"bad folded line %zu, column %zu: the count '%.*s' is not "
-					"a "
-					"number",
-					lineno, i + 1, (int)(n - sp > 40 ? 40 : n - sp), line + sp);
-				ret = -EINVAL;
-				goto out;
-			}
-			if (count > (UINT64_MAX - d) / 10) {
-				lp_errf(err, errsz,
-					"bad folded line %zu, column %zu: the count is too large",
-					lineno, sp + 1);
-				ret = -EINVAL;
-				goto out;
-			}
-			count = count * 10 + d;
-		}
-
-		/* Trailing blanks before the count belong to no frame. */
-		n = sp - 1;
-		while (n > 0 && (line[n - 1] == ' ' || line[n - 1] == '\t'))
-			n--;
-		if (n == 0) {
-			lp_errf(err, errsz,
-				"bad folded line %zu, column 1: no frames before the count",
-				lineno);
-			ret = -EINVAL;
-			goto out;
-		}
-		st.len = 0;
-		start = 0;
-		for (i = 0; i <= n; i++) {
-			int64_t id;
-
-			if (i < n && line[i] != ';')
-				continue;
-			if (i == start) {
-				lp_errf(err, errsz,
-					"bad folded line %zu, column %zu: empty frame name", lineno,
-					i + 1);
-				ret = -EINVAL;
-				goto out;
-			}
-			id = intern_name(p, line + start, i - start, &tmp, &tmpcap);
-			if (id < 0) {
-				ret = (int)id;
-				lp_errf(err, errsz, "cannot add a frame: %s", strerror(-ret));
-				goto out;
-			}
-			ret = stack_push(&st, (uint32_t)id);
-			if (ret) {
-				lp_errf(err, errsz, "out of memory");
-				goto out;
-			}
-			start = i + 1;
-		}
-		if (st.len > UINT32_MAX) {
-			lp_errf(err, errsz, "bad folded line %zu: stack too deep", lineno);
-			ret = -EINVAL;
-			goto out;
-		}
-		/* A zero count is legal (diff tools write them) and adds nothing. */
-		if (!count)
-			continue;
-		ret = profile__add(p, st.ids, (uint32_t)st.len, count, 0, NULL, 0);
-		if (ret) {
-			lp_errf(err, errsz, "cannot add a stack: %s", strerror(-ret));
-			goto out;
-		}
+		c.lineno++;
+		ret = parse_line(&c, line, n);
 	}
-out:
-	free(st.ids);
-	free(tmp);
+	free(c.st.ids);
+	free(c.tmp);
 	return ret;
 }
 
