@@ -241,20 +241,11 @@ static bool will_tui(const struct options *o)
 	return !o->no_tui && isatty(STDOUT_FILENO) && isatty(STDIN_FILENO);
 }
 
-static int run(struct options *o)
+/* Checks that need nothing attached: outputs, privileges, the pids. */
+static int preflight(const struct options *o)
 {
-	struct serve *http = NULL;
-	struct daemon d;
-	int go_fd = -1, status_fd = -1, rc, err;
-	pid_t child = 0;
-	char child_exe[4096];
-	bool tui;
+	int rc = check_outputs(o);
 
-	memset(&d, 0, sizeof(d));
-	/* First: a Ctrl-C while BPF loads must end the run cleanly, with the
-	 * profile written, and an inherited SIG_IGN must not stop it. */
-	install_signals();
-	rc = check_outputs(o);
 	if (rc)
 		return rc;
 	if (check_privileges())
@@ -265,6 +256,75 @@ static int run(struct options *o)
 			return EXIT_NO_TARGET;
 		}
 	}
+	return EXIT_OK;
+}
+
+/* Follow every target (the launched command too); an EXIT_* status. */
+static int add_targets(struct daemon *d, struct options *o, pid_t child, char *exe, size_t exelen)
+{
+	d->core.child = child;
+	if (child) {
+		d->child_exe = resolve_command(o->command[0], exe, exelen);
+		o->pids[o->n_pids++] = child;
+	}
+	for (int i = 0; i < o->n_pids; i++) {
+		int err = daemon__add_target(d, o->pids[i]);
+
+		if (err) {
+			lp_err("cannot follow process '%d': %s", o->pids[i], strerror(-err));
+			return EXIT_RUNTIME;
+		}
+	}
+	return EXIT_OK;
+}
+
+/* --http: the server runs in the daemon's loop until serve__stop(). */
+static int start_http(struct daemon *d, const struct options *o, struct serve **http)
+{
+	struct serve_opts so = {.addr = o->http_addr, .token_file = o->http_token};
+	int err;
+
+	if (!o->http_addr)
+		return EXIT_OK;
+	err = serve__start(http, d, &so);
+	if (err)
+		return err == -EINVAL || err == -EACCES ? EXIT_USAGE : EXIT_RUNTIME;
+	return EXIT_OK;
+}
+
+/*
+ * A launched command waits on a pipe until everything is attached; the
+ * gate is @go_fd. Ends it (like timeout(1) would) when the run ends before
+ * it did, also on failure.
+ */
+static void end_child(struct daemon *d, pid_t child, int *go_fd, int *status_fd)
+{
+	if (*go_fd >= 0)
+		close(*go_fd); /* the gated child reads EOF and exits */
+	if (*status_fd >= 0)
+		close(*status_fd);
+	*go_fd = *status_fd = -1;
+	if (child && !d->child_exited) {
+		kill(child, SIGTERM);
+		waitpid(child, NULL, 0);
+	}
+}
+
+static int run(struct options *o)
+{
+	struct serve *http = NULL;
+	struct daemon d;
+	int go_fd = -1, status_fd = -1, rc;
+	pid_t child = 0;
+	char child_exe[4096];
+
+	memset(&d, 0, sizeof(d));
+	/* First: a Ctrl-C while BPF loads must end the run cleanly, with the
+	 * profile written, and an inherited SIG_IGN must not stop it. */
+	install_signals();
+	rc = preflight(o);
+	if (rc)
+		return rc;
 	if (o->command) {
 		status_fd = launch(o->command, &go_fd, &child);
 		if (status_fd < 0) {
@@ -272,68 +332,31 @@ static int run(struct options *o)
 			return EXIT_NO_TARGET;
 		}
 	}
-
 	/* The TUI and the HTTP server may add traces at any time. */
 	rc = daemon__open(&d, o, will_tui(o) || o->http_addr);
-	if (rc)
-		goto out;
-	d.core.child = child;
-	if (child)
-		d.child_exe = resolve_command(o->command[0], child_exe, sizeof(child_exe));
-	if (child)
-		o->pids[o->n_pids++] = child;
-	for (int i = 0; i < o->n_pids; i++) {
-		err = daemon__add_target(&d, o->pids[i]);
-		if (err) {
-			lp_err("cannot follow process '%d': %s", o->pids[i], strerror(-err));
-			rc = EXIT_RUNTIME;
-			goto out;
-		}
-	}
-	rc = daemon__start(&d);
-	if (rc)
-		goto out;
-	rc = setup_traces(&d, o);
-	if (rc)
-		goto out;
-	if (child) {
-		if (release(go_fd, status_fd, child, o->command[0])) {
-			go_fd = status_fd = -1;
-			child = 0;
-			d.core.child = 0;
-			rc = EXIT_NO_TARGET;
-			goto out;
-		}
+	if (!rc)
+		rc = add_targets(&d, o, child, child_exe, sizeof(child_exe));
+	if (!rc)
+		rc = daemon__start(&d);
+	if (!rc)
+		rc = setup_traces(&d, o);
+	if (!rc && child) {
+		rc = release(go_fd, status_fd, child, o->command[0]) ? EXIT_NO_TARGET : EXIT_OK;
 		go_fd = status_fd = -1;
+		if (rc)
+			child = d.core.child = 0;
 	}
-	if (o->http_addr) {
-		struct serve_opts so = {.addr = o->http_addr, .token_file = o->http_token};
-
-		err = serve__start(&http, &d, &so);
-		if (err) {
-			rc = err == -EINVAL || err == -EACCES ? EXIT_USAGE : EXIT_RUNTIME;
-			goto out;
-		}
+	if (!rc)
+		rc = start_http(&d, o, &http);
+	if (!rc) {
+		if (!will_tui(o) || tui_run(&d, &g_stop) == -ENOTTY)
+			batch_loop(&d, o);
+		serve__stop(http);
+		http = NULL;
+		daemon__finish(&d);
+		rc = report__finish(&d, stdout);
 	}
-	tui = will_tui(o);
-	if (!tui || tui_run(&d, &g_stop) == -ENOTTY)
-		batch_loop(&d, o);
-
-	serve__stop(http);
-	http = NULL;
-	daemon__finish(&d);
-	rc = report__finish(&d, stdout);
-out:
-	if (go_fd >= 0)
-		close(go_fd); /* the gated child reads EOF and exits */
-	if (status_fd >= 0)
-		close(status_fd);
-	/* A launched command outlives neither a failure nor the end of the
-	 * run (-d, Ctrl-C): stop it like timeout(1) would. */
-	if (child && !d.child_exited) {
-		kill(child, SIGTERM);
-		waitpid(child, NULL, 0);
-	}
+	end_child(&d, child, &go_fd, &status_fd);
 	serve__stop(http);
 	daemon__close(&d);
 	return rc;
