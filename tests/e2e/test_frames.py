@@ -283,3 +283,59 @@ def test_no_inline_restores_old_output(tmp_path):
     stacks = read_folded(out / "all.folded")
     marked = [st for st in stacks if re.search(r";inl_c \(frames_inline\.c:\d+\)_\[i\];", st)]
     assert marked, stacks
+
+
+# ---------------------------------------------------------------- small lies (item 7)
+
+def test_wrote_only_after_rename(tmp_path):
+    """An output whose rename fails (an immutable file: EPERM) exits 7 and is
+    never announced as written; the other outputs still are."""
+    ro, ok = tmp_path / "ro.svg", tmp_path / "ok.folded"
+    ro.write_text("old")
+    if subprocess.run(["chattr", "+i", str(ro)], capture_output=True).returncode:
+        pytest.skip("chattr +i is not supported here")
+    target = subprocess.Popen([os.path.join(BUILD, "frames_split"), "30"])
+    try:
+        time.sleep(0.3)
+        r = subprocess.run([LIVEPROF, "--no-tui", "-p", str(target.pid), "-d", "1", "--top", "0",
+                            "-o", str(ro), "-o", str(ok)], capture_output=True, text=True,
+                           timeout=60)
+    finally:
+        subprocess.run(["chattr", "-i", str(ro)])
+        target.kill()
+        target.wait()
+    assert r.returncode == 7, r
+    assert f"wrote {ro}" not in r.stdout + r.stderr, r.stdout
+    assert f"cannot write '{ro}'" in r.stderr, r.stderr
+    assert f"wrote {ok}" in r.stdout and ok.exists(), r.stdout
+    assert ro.read_text() == "old"
+
+
+def test_kernel_thread_is_an_error():
+    """-p of a kernel thread (kthreadd, pid 2) exits 9 with its own message."""
+    with open("/proc/2/comm") as f:
+        comm = f.read().strip()
+    r = subprocess.run([LIVEPROF, "--no-tui", "-p", "2", "-d", "1"], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 9, r
+    assert r.stderr.strip() == (f"liveprof: '2' is a kernel thread ({comm}): "
+                                "it has no user space to profile"), r.stderr
+
+
+def test_latency_svg_log_count_axis(tmp_path):
+    """latency.svg: bar heights are log10(1 + calls) of the tallest bar's, with
+    ticks labelled in calls at each decade."""
+    out, js, maps = run(tmp_path, "frames_split", ["--split", "handle@p99", "-o",
+                                                   str(tmp_path / "split") + "/"], seconds=3)
+    svg = (out / "split" / "latency.svg").read_text()
+    bars = [(float(h), float(n)) for h, n in re.findall(
+        r'<rect x="[\d.]+" y="[\d.]+" width="[\d.]+" height="([\d.]+)" fill="#[0-9a-f]+">'
+        r'<title>[^<]*: (\d+) calls</title>', svg)]
+    assert len(bars) >= 5, svg[:2000]
+    hmax, nmax = max(bars, key=lambda b: b[1])
+    for h, n in bars:
+        want = max(1.0, math.log10(1 + n) / math.log10(1 + nmax) * hmax)
+        assert abs(h - want) <= 0.11, (h, n, want)  # printed to 0.1 px
+    ticks = [int(t) for t in re.findall(r'class="ytick"[^>]*>(\d+)<', svg)]
+    assert ticks[:2] == [1, 10], ticks
+    assert sum(n for _, n in bars) == int(re.search(r"\((\d+) calls\)</text>", svg).group(1))

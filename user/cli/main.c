@@ -241,6 +241,39 @@ static bool will_tui(const struct options *o)
 	return !o->no_tui && isatty(STDOUT_FILENO) && isatty(STDIN_FILENO);
 }
 
+/*
+ * Whether @pid is a kernel thread (PF_KTHREAD in /proc/PID/stat's flags):
+ * it has no user stack and no mappings, so a profile of it would be
+ * silently empty. @comm gets its name.
+ */
+static bool is_kernel_thread(int pid, char *comm, size_t len)
+{
+	unsigned long flags = 0;
+	char path[64], buf[512], *p, *q;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	/* "pid (comm) state ppid pgrp session tty tpgid flags": comm may
+	 * hold spaces and parentheses, so go from the last ')' */
+	p = strchr(buf, '(');
+	q = strrchr(buf, ')');
+	if (!p || !q || q < p)
+		return false;
+	snprintf(comm, len, "%.*s", (int)(q - p - 1), p + 1);
+	if (sscanf(q + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags) != 1)
+		return false;
+	return flags & 0x00200000; /* PF_KTHREAD */
+}
+
 /* Checks that need nothing attached: outputs, privileges, the pids. */
 static int preflight(const struct options *o)
 {
@@ -251,9 +284,16 @@ static int preflight(const struct options *o)
 	if (check_privileges())
 		return EXIT_PERMISSION;
 	for (int i = 0; i < o->n_pids; i++) {
+		char comm[32];
+
 		if (kill(o->pids[i], 0) && errno == ESRCH) {
 			lp_err("no such process '%d'", o->pids[i]);
 			return EXIT_NO_TARGET;
+		}
+		if (is_kernel_thread(o->pids[i], comm, sizeof(comm))) {
+			lp_err("'%d' is a kernel thread (%s): it has no user space to profile",
+			       o->pids[i], comm);
+			return EXIT_KTHREAD;
 		}
 	}
 	return EXIT_OK;

@@ -73,7 +73,8 @@ void options_usage(FILE *f)
 	fputs("usage: liveprof [options] -p PID[,PID...]\n"
 	      "       liveprof [options] -a\n"
 	      "       liveprof [options] -- COMMAND [ARGS...]\n"
-	      "       liveprof serve [options] -p PID | -a   (HTTP server, default 127.0.0.1:6060)\n"
+	      "       liveprof serve [options] -p PID | -a   (HTTP server, default "
+	      "127.0.0.1:6060)\n"
 	      "       liveprof emit ...      (liveprof emit --help)\n"
 	      "       liveprof validate ...  (liveprof validate --help)\n"
 	      "\n"
@@ -114,7 +115,8 @@ void options_usage(FILE *f)
 	      "Exit status: 0 ok (also after target exit or Ctrl-C), 1 runtime error,\n"
 	      "2 usage, 3 no such process / command, 4 missing privileges (root or\n"
 	      "CAP_BPF+CAP_PERFMON), 5 kernel unsupported (no BTF or perf events),\n"
-	      "6 BPF load/attach failed, 7 output not writable, 8 probe not resolvable.\n",
+	      "6 BPF load/attach failed, 7 output not writable, 8 probe not resolvable,\n"
+	      "9 -p names a kernel thread.\n",
 	      f);
 }
 
@@ -332,7 +334,8 @@ int options_parse(int argc, char **argv, struct options *o)
 			return -EINVAL;
 		}
 		if (!loopback && !o->http_token) {
-			lp_err("--http '%s' is not a loopback address: that needs --http-token FILE",
+			lp_err("--http '%s' is not a loopback address: that needs --http-token "
+			       "FILE",
 			       o->http_addr);
 			return -EINVAL;
 		}

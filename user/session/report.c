@@ -139,7 +139,8 @@ static int write_one(struct daemon *d, struct profile *p, const char *path, int 
 		return err;
 	}
 	if (fmt == OUT_FOLDED)
-		err = d->core.opts->offcpu ? write_folded_weighted(p, af.fp) : write_folded(p, af.fp);
+		err = d->core.opts->offcpu ? write_folded_weighted(p, af.fp)
+					   : write_folded(p, af.fp);
 	else
 		err = write_svg(p, af.fp, so);
 	if (err) {
@@ -289,9 +290,9 @@ static json_t *summary_json(struct daemon *d, struct profile *p, struct split_re
 	json_object_set_new(root, "uprobe_page_fixed", json_integer(d->uprobe_page_fixed));
 	json_object_set_new(root, "unwind_errors", json_integer(d->unwind_errors));
 	json_object_set_new(root, "call_graph",
-			    json_string(d->core.opts->call_graph == CALL_GRAPH_FP	  ? "fp"
+			    json_string(d->core.opts->call_graph == CALL_GRAPH_FP      ? "fp"
 					: d->core.opts->call_graph == CALL_GRAPH_DWARF ? "dwarf"
-										  : "auto"));
+										       : "auto"));
 	json_object_set_new(root, "unwind_ns_per_sample",
 			    json_real(d->samples ? (double)d->unwind_ns / d->samples : 0));
 	json_object_set_new(root, "calls_dropped", json_integer(d->counters[LP_CNT_CALLS_DROPPED]));
@@ -368,6 +369,7 @@ int report__finish(struct daemon *d, FILE *f)
 {
 	struct profile *p;
 	struct split_result r, *rp = NULL;
+	bool written[MAX_OUTPUTS] = {false}, json_written = false;
 	int rc = EXIT_OK;
 
 	/* The counters were last read at a tick: take the final values
@@ -397,6 +399,7 @@ int report__finish(struct daemon *d, FILE *f)
 			err = report__write_file(d, p, path);
 		if (err)
 			rc = EXIT_OUTPUT;
+		written[i] = !err;
 	}
 	print_header(d, f);
 	if (d->core.opts->top_rows > 0 && p->total_count) {
@@ -407,11 +410,16 @@ int report__finish(struct daemon *d, FILE *f)
 		traces__print(d->traces, f, true);
 	if (rp)
 		split__print(rp, f, 15);
-	if (d->core.opts->json_path && write_json(d, p, rp))
-		rc = EXIT_OUTPUT;
+	if (d->core.opts->json_path) {
+		json_written = !write_json(d, p, rp);
+		if (!json_written)
+			rc = EXIT_OUTPUT;
+	}
+	/* "wrote" only for what is there: a failed rename left nothing */
 	for (int i = 0; i < d->core.opts->n_outputs; i++)
-		fprintf(f, "liveprof: wrote %s\n", d->core.opts->outputs[i]);
-	if (d->core.opts->json_path)
+		if (written[i])
+			fprintf(f, "liveprof: wrote %s\n", d->core.opts->outputs[i]);
+	if (json_written)
 		fprintf(f, "liveprof: wrote %s\n", d->core.opts->json_path);
 	if (rp)
 		split_result__fini(rp);

@@ -2,7 +2,9 @@
 /*
  * write_latency_svg.c - a latency histogram as a small self-contained
  * SVG: log-scaled time axis (one column per histogram octave quarter),
- * bars by call count, the split threshold as a red line.
+ * bars by call count on a log axis (height ~ log10(1 + calls), so a tail of
+ * a few calls stays visible beside a mode of millions), ticks labelled in
+ * calls at each decade, the split threshold as a red line.
  */
 #include <errno.h>
 #include <math.h>
@@ -79,7 +81,7 @@ int write_latency_svg(const uint64_t *hist, const char *title, uint64_t threshol
 
 		if (!cols[c])
 			continue;
-		h = fmax(1, cols[c] / max * ph);
+		h = fmax(1, log10(1 + cols[c]) / log10(1 + max) * ph);
 		lp_fmt_ns(x0, a, sizeof(a));
 		lp_fmt_ns(x1, b, sizeof(b));
 		fprintf(out,
@@ -88,6 +90,22 @@ int write_latency_svg(const uint64_t *hist, const char *title, uint64_t threshol
 			MARGIN_L + c * pw, MARGIN_T + ph - h, pw * 0.9, h,
 			threshold_ns && x0 >= threshold_ns ? "#d9534f" : "#5b8fd9", a, b, cols[c]);
 	}
+	/* The count axis: a tick and a grid line at each decade of calls. */
+	fprintf(out, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%.0f\" stroke=\"#333\"/>\n",
+		MARGIN_L, MARGIN_T, MARGIN_L, MARGIN_T + ph);
+	for (double t = 1; max >= 1 && t <= max; t *= 10) {
+		double y = MARGIN_T + ph - log10(1 + t) / log10(1 + max) * ph;
+
+		fprintf(out,
+			"<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#ddd\"/>"
+			"<text class=\"ytick\" x=\"%d\" y=\"%.1f\" "
+			"text-anchor=\"end\">%.0f</text>\n",
+			MARGIN_L, y, W - 20, y, MARGIN_L - 4, y + 4, t);
+	}
+	fprintf(out,
+		"<text x=\"14\" y=\"%.0f\" text-anchor=\"middle\" "
+		"transform=\"rotate(-90 14 %.0f)\">calls (log scale)</text>\n",
+		MARGIN_T + ph / 2, MARGIN_T + ph / 2);
 	/* Axis labels at each decade of the time range. */
 	fprintf(out, "<line x1=\"%d\" y1=\"%.0f\" x2=\"%d\" y2=\"%.0f\" stroke=\"#333\"/>\n",
 		MARGIN_L, MARGIN_T + ph, W - 20, MARGIN_T + ph);

@@ -16,6 +16,7 @@ enum lp_exit {
 	EXIT_BPF = 6,	      /* BPF program failed to load or attach (-v shows the log) */
 	EXIT_OUTPUT = 7,      /* an output file cannot be written */
 	EXIT_PROBE = 8,	      /* a --trace/--split spec cannot be resolved */
+	EXIT_KTHREAD = 9,     /* -p names a kernel thread: no user space to profile */
 };
 
 #endif
