@@ -83,7 +83,7 @@ static struct func_row *funcs_get(struct funcs *f, const char *name)
 	return &f->r[f->len++];
 }
 
-static int funcs_add_profile(struct funcs *f, const struct profile *p, bool weight)
+static int funcs_add_profile(struct funcs *f, struct profile *p, bool weight)
 {
 	/* Row of each frame, looked up once: frames differing only by line
 	 * or module share the function's row. */
@@ -93,13 +93,15 @@ static int funcs_add_profile(struct funcs *f, const struct profile *p, bool weig
 		return -ENOMEM;
 	for (size_t i = 0; i < p->n_frames; i++) {
 		struct func_row *r;
+		const char *name;
 
 		/* The process root is not a function. */
 		if (p->frames[i].kind == FRAME_ROOT) {
 			row[i] = NO_NODE;
 			continue;
 		}
-		r = funcs_get(f, p->frames[i].name);
+		name = model_frame_label(p, i);
+		r = name ? funcs_get(f, name) : NULL;
 		if (!r) {
 			free(row);
 			return -ENOMEM;
@@ -293,7 +295,7 @@ that the file still says where the frame was called from
  */
 struct profile *zoomed_profile(struct tui *t)
 {
-	const struct profile *src = t->m.prof;
+	struct profile *src = t->m.prof;
 	uint64_t want = t->zoom[t->n_zoom - 1];
 	size_t nf = src->n_frames ? src->n_frames : 1;
 	uint64_t *fh = malloc(nf * sizeof(*fh));
@@ -304,7 +306,11 @@ struct profile *zoomed_profile(struct tui *t)
 	int err = p && fh && map ? 0 : -ENOMEM;
 
 	for (size_t i = 0; !err && i < src->n_frames; i++) {
-		fh[i] = model_hash_str(0, src->frames[i].name);
+		const char *name = model_frame_label(src, i);
+
+		if (!name)
+			err = -ENOMEM;
+		fh[i] = name ? model_hash_str(0, name) : 0;
 		map[i] = -1;
 	}
 	for (size_t i = 0; !err && i < src->n_samples; i++) {

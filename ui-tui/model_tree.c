@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "ui-tui/tui_internal.h"
@@ -219,19 +220,43 @@ uint64_t model_sample_value(const struct profile_sample *s, bool weight)
 	return weight ? s->weight_ns : s->count;
 }
 
+/*
+ * What the views call frame @i of @p: its name, and for a function inlined
+ * into its caller "name [inlined]" (interned in @p, so it lives as long as
+ * the tree built from it; a real copy of the same function is a node apart).
+ */
+const char *model_frame_label(struct profile *p, size_t i)
+{
+	const struct frame *f = &p->frames[i];
+	char buf[512];
+
+	if (!f->inlined)
+		return f->name;
+	snprintf(buf, sizeof(buf), "%s " TUI_INLINED_MARK, f->name);
+	return profile__intern_str(p, buf);
+}
+
 /* Add every sample of @p into class @cls of @tr. Node 0 is a virtual root. */
-int tree_add_profile(struct tree *tr, const struct profile *p, int cls, bool weight)
+int tree_add_profile(struct tree *tr, struct profile *p, int cls, bool weight)
 {
 	/* Hash each frame's name once, not once per sample and depth. */
 	uint64_t *fh = malloc((p->n_frames ? p->n_frames : 1) * sizeof(*fh));
+	const char **names = malloc((p->n_frames ? p->n_frames : 1) * sizeof(*names));
+	int err = fh && names ? 0 : -ENOMEM;
 
-	if (!fh)
-		return -ENOMEM;
-	for (size_t i = 0; i < p->n_frames; i++)
-		fh[i] = model_hash_str(0, p->frames[i].name);
-	if (!tr->len && tree_child(tr, NO_NODE, 0, "[all]", 0) == NO_NODE) {
+	for (size_t i = 0; !err && i < p->n_frames; i++) {
+		names[i] = model_frame_label(p, i);
+		if (!names[i])
+			err = -ENOMEM;
+		else
+			fh[i] = model_hash_str(0, names[i]);
+	}
+	if (!err && !tr->len && tree_child(tr, NO_NODE, 0, "[all]", 0) == NO_NODE)
+		err = -ENOMEM;
+	if (err) {
 		free(fh);
-		return -ENOMEM;
+		free(names);
+		return err;
 	}
 	for (size_t i = 0; i < p->n_samples; i++) {
 		const struct profile_sample *s = &p->samples[i];
@@ -243,9 +268,10 @@ int tree_add_profile(struct tree *tr, const struct profile *p, int cls, bool wei
 		for (uint32_t k = 0; k < s->depth; k++) {
 			uint32_t f = s->frames[k];
 
-			cur = tree_child(tr, cur, path, p->frames[f].name, fh[f]);
+			cur = tree_child(tr, cur, path, names[f], fh[f]);
 			if (cur == NO_NODE) {
 				free(fh);
+				free(names);
 				return -ENOMEM;
 			}
 			path = model_path_of(path, fh[f]);
@@ -255,6 +281,7 @@ int tree_add_profile(struct tree *tr, const struct profile *p, int cls, bool wei
 	}
 	tr->grand[cls] += tr->n[0].total[cls];
 	free(fh);
+	free(names);
 	return 0;
 }
 

@@ -144,19 +144,28 @@ bool move_key(int ch, int *sel, int n)
 	return true;
 }
 
+/* A name the model gave an inlined frame ("func [inlined]"). */
+static bool inlined_name(const char *name)
+{
+	size_t n = strlen(name), m = strlen(" " TUI_INLINED_MARK);
+
+	return n > m && !strcmp(name + n - m, " " TUI_INLINED_MARK);
+}
+
 static const char *selected_function(struct tui *t)
 {
 	if (t->view == VIEW_TOP && t->n_top_rows) {
 		const char *name = t->m.funcs.r[t->top_rows[t->top_sel]].name;
 
-		/* Markers such as "[off-cpu]" are not functions to probe. */
-		return name[0] == '[' ? NULL : name;
+		/* Markers such as "[off-cpu]" are not functions to probe,
+		 * nor is an inlined copy (it has no entry of its own). */
+		return name[0] == '[' || inlined_name(name) ? NULL : name;
 	}
 	if (t->view == VIEW_TREE && tree_cursor(t) != NO_NODE) {
 		const struct tnode *nd = &t->m.tree.n[tree_cursor(t)];
 
 		/* The process root and markers are not functions to probe. */
-		if (nd->depth <= 1 || nd->name[0] == '[')
+		if (nd->depth <= 1 || nd->name[0] == '[' || inlined_name(nd->name))
 			return NULL;
 		return nd->name;
 	}

@@ -36,9 +36,11 @@ enum tui_key {
 	TK_BS = 8,
 };
 
-#define MAX_ZOOM   64
-#define NS_PER_MS  1000000ULL
-#define NS_PER_SEC 1000000000ULL
+#define MAX_ZOOM 64
+/* appended to the name of a function inlined into its caller, in every view */
+#define TUI_INLINED_MARK "[inlined]"
+#define NS_PER_MS	 1000000ULL
+#define NS_PER_SEC	 1000000000ULL
 
 enum view {
 	VIEW_TOP,
@@ -180,7 +182,8 @@ int split_key(struct tui *t, int ch);
 uint64_t model_hash_str(uint64_t h, const char *s);
 uint64_t model_path_of(uint64_t parent_path, uint64_t name_hash);
 uint64_t model_sample_value(const struct profile_sample *s, bool weight);
-int tree_add_profile(struct tree *tr, const struct profile *p, int cls, bool weight);
+int tree_add_profile(struct tree *tr, struct profile *p, int cls, bool weight);
+const char *model_frame_label(struct profile *p, size_t i);
 void tree_free(struct tree *tr);
 void tree_reset(struct tree *tr);
 int tree_sort(struct tree *tr);

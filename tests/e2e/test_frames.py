@@ -339,3 +339,28 @@ def test_latency_svg_log_count_axis(tmp_path):
     ticks = [int(t) for t in re.findall(r'class="ytick"[^>]*>(\d+)<', svg)]
     assert ticks[:2] == [1, 10], ticks
     assert sum(n for _, n in bars) == int(re.search(r"\((\d+) calls\)</text>", svg).group(1))
+
+
+@pytest.mark.skipif(not shutil.which("tmux"), reason="tmux is not installed")
+def test_tui_marks_inlined_frames(tmp_path):
+    """The TUI's Top view lists inlined functions as "name [inlined]"."""
+    target = subprocess.Popen([os.path.join(BUILD, "frames_inline"), "60"])
+    name = f"lpframes{os.getpid()}"
+    try:
+        time.sleep(0.3)
+        subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", "120", "-y", "40",
+                        f"{LIVEPROF} -p {target.pid} -F 499; sleep 30"], check=True)
+        deadline, screen = time.monotonic() + 30, ""
+        while time.monotonic() < deadline:
+            screen = subprocess.run(["tmux", "capture-pane", "-p", "-t", name],
+                                    capture_output=True, text=True).stdout
+            if re.search(r"\sinl_c \[inlined\]\s*$", screen, re.M) and \
+               re.search(r"\sspin \[inlined\]\s*$", screen, re.M):
+                break
+            time.sleep(0.2)
+        assert re.search(r"\sinl_c \[inlined\]\s*$", screen, re.M), screen
+        assert re.search(r"\shot\s*$", screen, re.M), screen  # the real function, unmarked
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
+        target.kill()
+        target.wait()
