@@ -123,21 +123,19 @@ static int open_common(Elf *elf, struct elf_symtab *t)
 	return 0;
 }
 
-int elf_symtab__open_fd(int fd, struct elf_symtab **out)
+/* A table over @elf (NULL: elf_begin failed), which it then owns. */
+static int open_elf(Elf *elf, int fd, void *image, struct elf_symtab **out)
 {
 	struct elf_symtab *t;
-	Elf *elf;
 	int err;
 
 	*out = NULL;
-	elf_version(EV_CURRENT);
-	t = calloc(1, sizeof(*t));
-	if (!t)
-		return -ENOMEM;
-	elf = elf_begin(fd, ELF_C_READ, NULL);
-	if (!elf) {
-		free(t);
+	if (!elf)
 		return -ENOEXEC;
+	t = calloc(1, sizeof(*t));
+	if (!t) {
+		elf_end(elf);
+		return -ENOMEM;
 	}
 	err = open_common(elf, t);
 	if (err) {
@@ -147,8 +145,15 @@ int elf_symtab__open_fd(int fd, struct elf_symtab **out)
 		return err;
 	}
 	t->fd = fd;
+	t->image = image;
 	*out = t;
 	return 0;
+}
+
+int elf_symtab__open_fd(int fd, struct elf_symtab **out)
+{
+	elf_version(EV_CURRENT);
+	return open_elf(elf_begin(fd, ELF_C_READ, NULL), fd, NULL, out);
 }
 
 int elf_symtab__open_path(const char *path, struct elf_symtab **out)
@@ -166,31 +171,8 @@ int elf_symtab__open_path(const char *path, struct elf_symtab **out)
 
 int elf_symtab__open_mem(void *image, size_t size, struct elf_symtab **out)
 {
-	struct elf_symtab *t;
-	Elf *elf;
-	int err;
-
-	*out = NULL;
 	elf_version(EV_CURRENT);
-	t = calloc(1, sizeof(*t));
-	if (!t)
-		return -ENOMEM;
-	elf = elf_memory(image, size);
-	if (!elf) {
-		free(t);
-		return -ENOEXEC;
-	}
-	err = open_common(elf, t);
-	if (err) {
-		elf_end(elf);
-		free(t->loads);
-		free(t);
-		return err;
-	}
-	t->fd = -1;
-	t->image = image;
-	*out = t;
-	return 0;
+	return open_elf(elf_memory(image, size), -1, image, out);
 }
 
 void elf_symtab__free(struct elf_symtab *t)
@@ -328,48 +310,92 @@ Elf *elf_symtab__debug_elf(struct elf_symtab *t)
 	return t->dbg_elf;
 }
 
-static int load_syms(struct elf_symtab *t)
+/* The raw function symbols of one table, names copied into a pool. */
+struct raw_syms {
+	struct raw_sym *v;
+	size_t n, cap;
+	char *pool;
+	size_t pool_len, pool_cap;
+};
+
+/*
+ * The symbol table to read: .symtab, else .dynsym. Stripped binaries'
+ * .dynsym lacks every local function (libc's __lll_lock_wait, for one);
+ * the debug file's .symtab has them all, so it wins over .dynsym.
+ */
+static Elf_Scn *pick_symtab(struct elf_symtab *t, Elf **elf, GElf_Shdr *sh)
 {
-	struct raw_sym *raw = NULL, *tmp;
-	size_t nraw = 0, cap = 0, pool_len = 0, pool_cap = 0, count, entsz, n = 0;
-	char *pool = NULL, *ptmp;
-	GElf_Shdr sh;
-	Elf_Data *data;
-	Elf_Scn *scn;
-	int err = -ENOMEM;
+	Elf_Scn *scn = find_symtab(*elf, sh, &t->from_dynsym);
 
-	Elf *elf = t->elf;
-
-	scn = find_symtab(elf, &sh, &t->from_dynsym);
 	if (!scn || t->from_dynsym) {
-		/* Stripped: .dynsym lacks every local function (libc's
-		 * __lll_lock_wait, for one); the debug file has them all. */
 		Elf *dbg = elf_symtab__debug_elf(t);
 		GElf_Shdr dsh;
 		bool dyn;
 		Elf_Scn *dscn = dbg ? find_symtab(dbg, &dsh, &dyn) : NULL;
 
 		if (dscn && !dyn) {
-			elf = dbg;
-			scn = dscn;
-			sh = dsh;
+			*elf = dbg;
+			*sh = dsh;
 			t->from_dynsym = false;
+			return dscn;
 		}
 	}
-	if (!scn)
-		return 0;
-	data = elf_getdata(scn, NULL);
-	entsz = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT);
+	return scn;
+}
+
+/* Append one function symbol; -ENOMEM on failure. */
+static int raw_add(struct raw_syms *r, const GElf_Sym *sym, const char *name)
+{
+	/* .symtab spells versioned symbols "memcpy@@GLIBC_2.14": profiles
+	 * show the name a programmer would write. */
+	size_t len = strcspn(name + 1, "@") + 2;
+
+	if (r->pool_len + len > r->pool_cap) {
+		size_t cap = (r->pool_cap + len) * 2;
+		char *p = realloc(r->pool, cap);
+
+		if (!p)
+			return -ENOMEM;
+		r->pool = p;
+		r->pool_cap = cap;
+	}
+	if (r->n == r->cap) {
+		size_t cap = r->cap ? r->cap * 2 : 256;
+		struct raw_sym *v = realloc(r->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		r->v = v;
+		r->cap = cap;
+	}
+	memcpy(r->pool + r->pool_len, name, len - 1);
+	r->pool[r->pool_len + len - 1] = '\0';
+	r->v[r->n] = (struct raw_sym){
+		.addr = sym->st_value,
+		.size = sym->st_size,
+		.name_off = r->pool_len,
+		.shndx = sym->st_shndx,
+		.bind = GELF_ST_BIND(sym->st_info),
+	};
+	r->pool_len += len;
+	r->n++;
+	return 0;
+}
+
+/* Every defined function symbol of @scn (a symbol table of @elf). */
+static int collect_raw(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct raw_syms *r)
+{
+	Elf_Data *data = elf_getdata(scn, NULL);
+	size_t entsz = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT), count;
+
 	if (!data || !entsz)
 		return 0;
 	count = data->d_size / entsz;
 	if (count > MAX_SYMS)
 		count = MAX_SYMS;
-
 	for (size_t i = 1; i < count; i++) {
 		GElf_Sym sym;
 		const char *name;
-		size_t len;
 		int type;
 
 		if (!gelf_getsym(data, i, &sym))
@@ -378,80 +404,68 @@ static int load_syms(struct elf_symtab *t)
 		if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF ||
 		    sym.st_value == 0)
 			continue;
-		name = elf_strptr(elf, sh.sh_link, sym.st_name);
-		if (!name || !*name)
-			continue;
-		/* .symtab spells versioned symbols "memcpy@@GLIBC_2.14": profiles
-		 * show the name a programmer would write. */
-		len = strcspn(name + 1, "@") + 2;
-		if (pool_len + len > pool_cap) {
-			pool_cap = (pool_cap + len) * 2;
-			ptmp = realloc(pool, pool_cap);
-			if (!ptmp)
-				goto out;
-			pool = ptmp;
-		}
-		if (nraw == cap) {
-			cap = cap ? cap * 2 : 256;
-			tmp = realloc(raw, cap * sizeof(*raw));
-			if (!tmp)
-				goto out;
-			raw = tmp;
-		}
-		memcpy(pool + pool_len, name, len - 1);
-		pool[pool_len + len - 1] = '\0';
-		raw[nraw].addr = sym.st_value;
-		raw[nraw].size = sym.st_size;
-		raw[nraw].name_off = pool_len;
-		raw[nraw].shndx = sym.st_shndx;
-		raw[nraw].bind = GELF_ST_BIND(sym.st_info);
-		pool_len += len;
-		nraw++;
+		name = elf_strptr(elf, sh->sh_link, sym.st_name);
+		if (name && *name && raw_add(r, &sym, name))
+			return -ENOMEM;
 	}
-	if (!nraw) {
-		err = 0;
+	return 0;
+}
+
+/*
+ * Size of raw symbol @i of the sorted @raw. Assembly without .size runs to
+ * the next symbol or to the end of its section, whichever is first; with
+ * neither, it matches its address only.
+ */
+static uint64_t raw_size(Elf *elf, const struct raw_sym *raw, size_t nraw, size_t i)
+{
+	uint64_t end;
+	size_t j = i + 1;
+
+	if (raw[i].size)
+		return raw[i].size;
+	end = section_end(elf, raw[i].shndx, raw[i].addr);
+	while (j < nraw && raw[j].addr == raw[i].addr)
+		j++;
+	if (j < nraw && (!end || raw[j].addr < end))
+		end = raw[j].addr;
+	return end > raw[i].addr ? end - raw[i].addr : 0;
+}
+
+static int load_syms(struct elf_symtab *t)
+{
+	struct raw_syms r = {0};
+	Elf *elf = t->elf;
+	GElf_Shdr sh;
+	Elf_Scn *scn = pick_symtab(t, &elf, &sh);
+	size_t n = 0;
+	int err;
+
+	if (!scn)
+		return 0;
+	err = collect_raw(elf, scn, &sh, &r);
+	if (err || !r.n)
+		goto out;
+	qsort(r.v, r.n, sizeof(*r.v), raw_cmp);
+	t->syms = calloc(r.n, sizeof(*t->syms));
+	if (!t->syms) {
+		err = -ENOMEM;
 		goto out;
 	}
-	qsort(raw, nraw, sizeof(*raw), raw_cmp);
-	t->syms = calloc(nraw, sizeof(*t->syms));
-	if (!t->syms)
-		goto out;
-	for (size_t i = 0; i < nraw; i++) {
+	for (size_t i = 0; i < r.n; i++) {
 		/* aliases: the first (best) of each address wins */
-		if (n && t->syms[n - 1].addr == raw[i].addr)
+		if (n && t->syms[n - 1].addr == r.v[i].addr)
 			continue;
-		uint64_t size = raw[i].size;
-
-		if (!size) {
-			/*
-			 * Assembly without .size: the symbol runs to the next
-			 * symbol or to the end of its section, whichever is
-			 * first. With neither, it matches its address only.
-			 */
-			uint64_t end = section_end(elf, raw[i].shndx, raw[i].addr);
-			size_t j = i + 1;
-
-			while (j < nraw && raw[j].addr == raw[i].addr)
-				j++;
-			if (j < nraw && (!end || raw[j].addr < end))
-				end = raw[j].addr;
-			if (end > raw[i].addr)
-				size = end - raw[i].addr;
-		}
-		t->syms[n].addr = raw[i].addr;
-		t->syms[n].size = size;
-		t->syms[n].name = (const char *)raw[i].name_off; /* fixed up below */
+		t->syms[n].addr = r.v[i].addr;
+		t->syms[n].size = raw_size(elf, r.v, r.n, i);
+		t->syms[n].name = r.pool + r.v[i].name_off;
 		n++;
 	}
-	for (size_t i = 0; i < n; i++)
-		t->syms[i].name = pool + (size_t)t->syms[i].name;
 	t->nsyms = n;
-	t->names = pool;
-	pool = NULL;
-	err = 0;
+	t->names = r.pool;
+	r.pool = NULL;
 out:
-	free(raw);
-	free(pool);
+	free(r.v);
+	free(r.pool);
 	return err;
 }
 
