@@ -8,6 +8,7 @@
  * open gives an error instead of SIGBUS.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 
 #include "elf_symtab.h"
 #include "sym_dwarf.h"
+#include "user/util/util.h"
 
 #define MAX_LOADS	 256	    /* real files have 2-6 */
 #define MAX_SYMS	 (1u << 24) /* beyond that the section is garbage */
@@ -471,23 +473,16 @@ out:
 
 const struct elf_sym *elf_symtab__lookup(struct elf_symtab *t, uint64_t vaddr)
 {
-	size_t lo = 0, hi;
+	size_t lo;
 
 	if (!t->syms_loaded) {
 		t->syms_loaded = true;
 		if (load_syms(t))
 			return NULL;
 	}
-	hi = t->nsyms;
 	/* first symbol with addr > vaddr */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (t->syms[mid].addr <= vaddr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = lp_upper_bound(t->syms, t->nsyms, sizeof(*t->syms), offsetof(struct elf_sym, addr),
+			    vaddr);
 	/* the nearest may be a small symbol nested in a bigger one: look back a bit */
 	for (size_t k = 0; k < MAX_OVERLAP_WALK && lo > 0; k++, lo--) {
 		const struct elf_sym *s = &t->syms[lo - 1];

@@ -4,6 +4,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "kallsyms.h"
+#include "user/util/util.h"
 
 #define LAST_SYM_SPAN 4096
 
@@ -140,16 +142,9 @@ fail:
 
 const struct ksym *kallsyms__lookup(const struct kallsyms *k, uint64_t addr)
 {
-	size_t lo = 0, hi = k->n;
+	size_t lo =
+		lp_upper_bound(k->syms, k->n, sizeof(*k->syms), offsetof(struct ksym, addr), addr);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (k->syms[mid].addr <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	if (!lo)
 		return NULL;
 	if (lo == k->n && addr - k->syms[lo - 1].addr >= LAST_SYM_SPAN)

@@ -11,6 +11,7 @@
  * that exits can still be symbolized in the mappings we already know.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -452,17 +453,10 @@ int symbolizer__add_pid(struct symbolizer *s, int pid)
 
 static const struct sym_map *map_find(const struct sym_proc *p, uint64_t addr)
 {
-	size_t lo = 0, hi = p->nmaps;
-
 	/* the last mapping with start <= addr; start itself belongs to it */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
+	size_t lo = lp_upper_bound(p->maps, p->nmaps, sizeof(*p->maps),
+				   offsetof(struct sym_map, start), addr);
 
-		if (p->maps[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	if (lo && addr < p->maps[lo - 1].end)
 		return &p->maps[lo - 1];
 	return NULL;

@@ -8,6 +8,7 @@
 #define LP_UTIL_UTIL_H
 
 #include <stddef.h>
+#include <string.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -80,6 +81,37 @@ char *lp_fmt_ns(double ns, char *buf, size_t len);
  * Return: 0, or -ENOENT when nothing executable is found.
  */
 int lp_path_search(const char *cmd, char *buf, size_t len);
+
+/**
+ * lp_upper_bound - how many elements of a sorted array have a key <= @key
+ * @base: the array
+ * @n: its length
+ * @stride: sizeof one element
+ * @key_off: offsetof the uint64_t key inside an element
+ * @key: the value looked for
+ *
+ * The index of the first element whose key is greater than @key, so the
+ * element "containing" @key (the last one starting at or before it) is the
+ * one before, when the result is not 0.
+ */
+static inline size_t lp_upper_bound(const void *base, size_t n, size_t stride, size_t key_off,
+				    uint64_t key)
+{
+	const char *b = base;
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		uint64_t k;
+
+		memcpy(&k, b + mid * stride + key_off, sizeof(k));
+		if (k <= key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
 
 /**
  * lp_errf - format a one-line message for the user into @err
