@@ -2,7 +2,10 @@
 #
 #   make            build ./liveprof (runs `make deps` first if a tool is missing)
 #   make deps       install the Debian packages the build and the tests need
-#   make test       build, then run every test (unit, end-to-end, TUI)
+#   make test       build, then run every test (unit, fuzz, layers, end-to-end, TUI)
+#   make unit       build the unit tests (build/tests/test_*)
+#   make fuzzers    build the libFuzzer harnesses (build-fuzz/fuzz_*)
+#   make bench-bins build the benchmark programs (build/tests/bench/*)
 #   make demo       profile the built-in demo workload and write flamegraphs
 #   make bench      run the benchmarks and write BENCHMARKS.md
 #   make format     apply .clang-format
@@ -50,16 +53,29 @@ session_DIR := user/session
 synth_DIR   := user/synth
 serve_DIR   := user/serve
 tui_DIR     := ui-tui
-layer_objs   = $(patsubst %.c,$(OUT)/%.o,$(wildcard $($(1)_DIR)/*.c))
+layer_objs   = $(patsubst %.c,$(2)/%.o,$(wildcard $($(1)_DIR)/*.c))
 LAYER_LIBS  := $(foreach l,tui serve synth session profile dwarf util,$(OUT)/lib$(l).a)
-LIB_OBJS    := $(foreach l,$(LAYERS),$(call layer_objs,$(l)))
 CLI_OBJS    := $(patsubst %.c,$(OUT)/%.o,$(wildcard user/cli/*.c))
+# The composition root without main(), so unit tests can reach options.c.
+CLI_LIB     := $(OUT)/libcli.a
 
-UNIT_SRCS := $(wildcard tests/unit/test_*.c)
-UNIT_BINS := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(UNIT_SRCS))
-WL_SRCS   := $(wildcard tests/workloads/*.c)
+UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
+UNIT_BINS  := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(UNIT_SRCS))
+BENCH_BINS := $(patsubst tests/bench/%.c,$(OUT)/tests/bench/%,$(wildcard tests/bench/*.c))
+WL_SRCS    := $(wildcard tests/workloads/*.c)
 
-.PHONY: all deps test unit demo bench format clean workloads check-tools check-layers
+# libFuzzer harnesses: clang with coverage, ASan and UBSan. The layers they
+# reach are compiled again into build-fuzz/ with the same instrumentation:
+# a parser built without it would be fuzzed blind and unchecked.
+FUZZ_OUT    := build-fuzz
+FUZZ_LAYERS := serve synth profile dwarf util
+FUZZ_CFLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -I. -MMD -MP -fno-omit-frame-pointer \
+	-fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_LIBS   := $(foreach l,$(FUZZ_LAYERS),$(FUZZ_OUT)/lib$(l).a)
+FUZZ_BINS   := $(patsubst tests/fuzz/%.c,$(FUZZ_OUT)/%,$(wildcard tests/fuzz/fuzz_*.c))
+
+.PHONY: all deps test unit fuzzers bench-bins demo bench format clean workloads check-tools \
+	check-layers
 all: liveprof
 
 # ---- dependencies -------------------------------------------------------
@@ -127,12 +143,19 @@ $(OUT)/user/serve/assets_gen.o: $(OUT)/user/serve/assets_gen.c
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS_COMMON) $(CFLAGS) -c $< -o $@
 
+# layer_rule LAYER,DIR: DIR/libLAYER.a from DIR/<the layer's folder>/*.o (and,
+# in the main build, the layer's generated objects)
 define layer_rule
-$(OUT)/lib$(1).a: $(call layer_objs,$(1)) $($(1)_EXTRA)
+$(2)/lib$(1).a: $(call layer_objs,$(1),$(2)) $(if $(filter $(OUT),$(2)),$($(1)_EXTRA))
 	$$(call msg,AR,$$@)
 	$$(Q)mkdir -p $$(@D) && rm -f $$@ && ar rcs $$@ $$^
 endef
-$(foreach l,$(LAYERS),$(eval $(call layer_rule,$(l))))
+$(foreach l,$(LAYERS),$(eval $(call layer_rule,$(l),$(OUT))))
+$(foreach l,$(FUZZ_LAYERS),$(eval $(call layer_rule,$(l),$(FUZZ_OUT))))
+
+$(CLI_LIB): $(filter-out $(OUT)/user/cli/main.o,$(CLI_OBJS))
+	$(call msg,AR,$@)
+	$(Q)mkdir -p $(@D) && rm -f $@ && ar rcs $@ $^
 
 liveprof: $(CLI_OBJS) $(LAYER_LIBS)
 	$(call msg,LD,$@)
@@ -142,19 +165,36 @@ check-layers: liveprof
 	$(Q)$(PYTHON) tests/layers/check_layers.py --root . --build $(OUT)
 
 # ---- tests --------------------------------------------------------------
-# Unit tests link against the library objects; `make test` also builds an
-# ASan+UBSan copy of them (SAN=1).
-$(OUT)/tests/%: tests/unit/%.c tests/unit/unit.h $(LAYER_LIBS)
+# Every test program is built here; the pytest drivers (each beside its
+# tests) only run what the Makefile built. Unit tests link against the
+# layer archives; `make test` also builds an ASan+UBSan copy of them.
+$(OUT)/tests/%: tests/unit/%.c tests/unit/unit.h $(CLI_LIB) $(LAYER_LIBS)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS_COMMON) $(CFLAGS) -Itests/unit -o $@ $< $(LAYER_LIBS) $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS_COMMON) $(CFLAGS) -Itests/unit -o $@ $< $(CLI_LIB) $(LAYER_LIBS) $(LDLIBS)
+
+$(OUT)/tests/bench/%: tests/bench/%.c $(LAYER_LIBS)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS_COMMON) $(CFLAGS) -o $@ $< $(LAYER_LIBS) $(LDLIBS)
+
+$(FUZZ_OUT)/%.o: %.c | $(DEPS_STAMP)
+	$(call msg,CC-FUZZ,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(FUZZ_OUT)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIBS)
+	$(call msg,LD-FUZZ,$@)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIBS) $(LDLIBS)
 
 workloads: | $(DEPS_STAMP)
 	$(Q)$(MAKE) --no-print-directory -C tests/workloads
 
 unit: $(UNIT_BINS)
+fuzzers: $(FUZZ_BINS)
+bench-bins: $(BENCH_BINS)
 
-test: liveprof unit workloads check-layers
+test: liveprof unit fuzzers bench-bins workloads check-layers
 	$(Q)$(MAKE) --no-print-directory -f Makefile OUT=build-san \
 		CFLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
 		build-san/liveprof-unit-san
@@ -167,13 +207,13 @@ build-san/liveprof-unit-san: $(UNIT_BINS)
 demo: liveprof workloads
 	$(Q)tests/demo.sh
 
-bench: liveprof workloads
+bench: liveprof workloads bench-bins
 	$(Q)$(PYTHON) tests/bench/run_bench.py
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
 
 clean:
-	rm -rf $(OUT) build-san liveprof tests/build
+	rm -rf $(OUT) build-san $(FUZZ_OUT) liveprof tests/build
 
--include $(shell find $(OUT) -name '*.d' 2>/dev/null)
+-include $(shell find $(OUT) $(FUZZ_OUT) -name '*.d' 2>/dev/null)

@@ -24,7 +24,6 @@
  *
  * Usage: replay [RUNS [NSAMPLES [NSTACKS]]]   (defaults 5 2000000 10000)
  */
-#define _GNU_SOURCE
 #include <link.h>
 #include <math.h>
 #include <stdio.h>

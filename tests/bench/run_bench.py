@@ -385,17 +385,22 @@ def bench_daemon(res):
     ], "ok": ok, "rate": med(rates)}
 
 
-LIBS = [f"build/lib{l}.a" for l in ("tui", "serve", "synth", "session", "profile", "dwarf", "util")] + ["-lbpf", "-ldw", "-lelf", "-ljansson", "-lncursesw", "-lz",
-        "-lpthread", "-lm"]
+# Built by `make bench-bins` (a prerequisite of `make bench`), linked against
+# the layer archives like liveprof itself.
+BENCH_BINS = ROOT / "build" / "tests" / "bench"
+
+
+def bench_bin(name):
+    """The Makefile-built benchmark program @name, or None if it is missing."""
+    exe = BENCH_BINS / name
+    return exe if exe.is_file() and os.access(exe, os.X_OK) else None
 
 
 def bench_replay(res):
     log("daemon throughput (replay): tests/bench/replay.c, 2M samples over 10,000 stacks")
-    exe = TMP / "replay"
-    cc = ["cc", "-O2", "-I.", "-Ibuild", "-o", exe, "tests/bench/replay.c"] + LIBS
-    r = subprocess.run([str(c) for c in cc], cwd=ROOT, capture_output=True, text=True)
-    if r.returncode:
-        res["replay"] = {"error": "replay did not build: " + r.stderr[-500:]}
+    exe = bench_bin("replay")
+    if not exe:
+        res["replay"] = {"error": "build/tests/bench/replay is not built: run `make bench-bins`"}
         return
     # one process, REPS runs of the same 2M records (each with an empty store)
     r = subprocess.run(pinned(TOOL_CPU, [exe, REPS, 2_000_000, 10_000]), capture_output=True,
@@ -433,11 +438,9 @@ def bench_replay(res):
 
 def bench_symbols(res):
     log("symbolization: tests/bench/symbench.c vs eu-addr2line -f over libc.so.6")
-    exe = TMP / "symbench"
-    cc = ["cc", "-O2", "-I.", "-Ibuild", "-o", exe, "tests/bench/symbench.c"] + LIBS
-    r = subprocess.run([str(c) for c in cc], cwd=ROOT, capture_output=True, text=True)
-    if r.returncode:
-        res["symbols"] = {"error": "symbench did not build: " + r.stderr[-500:]}
+    exe = bench_bin("symbench")
+    if not exe:
+        res["symbols"] = {"error": "build/tests/bench/symbench is not built: run `make bench-bins`"}
         return
     n_big = 1_000_000
     n_cmp = int(os.environ.get("BENCH_SYM_CMP", "20000"))

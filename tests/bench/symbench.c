@@ -9,7 +9,6 @@
  *
  * Usage: symbench LINES(0|1) N ADDR_FILE [LIB_SUBSTRING]
  */
-#define _GNU_SOURCE
 #include <link.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /*
- * fuzz_folded.c - libFuzzer harness for read_folded() (user/read_folded.c).
+ * fuzz_folded.c - libFuzzer harness for read_folded() (user/profile/read_folded.c).
  * Any input must give 0 or a negative errno with a message, never a crash.
  */
 #include <stddef.h>

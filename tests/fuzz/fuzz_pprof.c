@@ -1,5 +1,5 @@
 /*
- * fuzz_pprof.c - libFuzzer harness for read_pprof() (user/read_pprof.c).
+ * fuzz_pprof.c - libFuzzer harness for read_pprof() (user/profile/read_pprof.c).
  * The input is taken as the gzip'ed file and, when it does not start with
  * the gzip magic, also gzip'ed here first so that the fuzzer reaches the
  * protobuf decoder, not just zlib's header check.

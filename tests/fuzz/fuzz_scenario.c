@@ -1,5 +1,5 @@
 /*
- * fuzz_scenario.c - libFuzzer harness for scenario_parse() (user/scenario.c);
+ * fuzz_scenario.c - libFuzzer harness for scenario_parse() (user/synth/scenario.c);
  * a spec that parses is also written out as C, which must not crash either.
  */
 #include <stddef.h>

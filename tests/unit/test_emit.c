@@ -537,7 +537,4 @@ UNIT_TEST(scenario_errors)
 	}
 }
 
-UNIT_MAIN(UNIT_ENTRY(folded_good), UNIT_ENTRY(folded_errors), UNIT_ENTRY(pprof_good),
-	  UNIT_ENTRY(pprof_garbage), UNIT_ENTRY(tree_shape), UNIT_ENTRY(sanitize_names),
-	  UNIT_ENTRY(unique_idents), UNIT_ENTRY(c_backend_text), UNIT_ENTRY(scenario_good),
-	  UNIT_ENTRY(scenario_errors))
+UNIT_MAIN()

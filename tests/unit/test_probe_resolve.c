@@ -772,6 +772,4 @@ UNIT_TEST(test_fetch_live)
 	probe_target_free(&t);
 }
 
-UNIT_MAIN(UNIT_ENTRY(test_spec_parse), UNIT_ENTRY(test_func_entry), UNIT_ENTRY(test_line_sites),
-	  UNIT_ENTRY(test_line_inlined_site), UNIT_ENTRY(test_errors), UNIT_ENTRY(test_ret_sites),
-	  UNIT_ENTRY(test_fetch_static), UNIT_ENTRY(test_fetch_live))
+UNIT_MAIN()

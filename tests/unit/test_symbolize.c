@@ -667,7 +667,4 @@ static void __attribute__((constructor)) register_cleanup(void)
 	atexit(cleanup);
 }
 
-UNIT_MAIN(UNIT_ENTRY(test_proc_maps_parse), UNIT_ENTRY(test_pie_with_lib),
-	  UNIT_ENTRY(test_shared_cache), UNIT_ENTRY(test_non_pie), UNIT_ENTRY(test_stripped),
-	  UNIT_ENTRY(test_no_debug_info), UNIT_ENTRY(test_deleted_and_dead), UNIT_ENTRY(test_vdso),
-	  UNIT_ENTRY(test_corrupt_elf), UNIT_ENTRY(test_kernel), UNIT_ENTRY(test_bench))
+UNIT_MAIN()

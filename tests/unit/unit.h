@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * unit.h - a minimal unit-test harness. Each tests/unit/test_*.c defines
- * test functions with UNIT_TEST(name) and lists them in UNIT_MAIN(...).
+ * test functions with UNIT_TEST(name), which registers them, and ends with
+ * UNIT_MAIN().
  * The binary prints one line per test and a closing "N passed, N failed"
  * line, and exits non-zero if anything failed. pytest runs every binary.
  */
@@ -43,33 +44,81 @@ static int unit_failed_checks;
 		}                                                                                  \
 	} while (0)
 
+/*
+ * Registration: UNIT_TEST(name) defines the test function and a constructor
+ * that adds it to the table before main() runs, so a test that is written
+ * is a test that runs; there is no list to forget. Tests run in source
+ * order (sorted on __LINE__; one source file per binary).
+ */
+#define UNIT_MAX_TESTS 256
+
 struct unit_test {
 	const char *name;
 	void (*fn)(void);
+	int line;
 };
 
-#define UNIT_TEST(name) static void name(void)
-#define UNIT_ENTRY(name)                                                                           \
-	{                                                                                          \
-#name, name                                                                        \
-	}
+static struct unit_test unit_tests[UNIT_MAX_TESTS];
+static int unit_n_tests;
 
-#define UNIT_MAIN(...)                                                                             \
+static inline void unit_register(const char *name, void (*fn)(void), int line)
+{
+	if (unit_n_tests == UNIT_MAX_TESTS) {
+		/* never drop a test silently: the binary fails before any test runs */
+		fprintf(stderr, "unit.h: more than %d tests in one file; split it\n",
+			UNIT_MAX_TESTS);
+		exit(2);
+	}
+	unit_tests[unit_n_tests++] = (struct unit_test){name, fn, line};
+}
+
+#define UNIT_TEST(name)                                                                            \
+	static void name(void);                                                                    \
+	__attribute__((constructor)) static void unit_register_##name(void)                        \
+	{                                                                                          \
+		unit_register(#name, name, __LINE__);                                              \
+	}                                                                                          \
+	static void name(void)
+
+static inline int unit_by_line(const void *a, const void *b)
+{
+	return ((const struct unit_test *)a)->line - ((const struct unit_test *)b)->line;
+}
+
+/*
+ * unit_run - run every registered test, or only the one named in argv[1].
+ * A name that matches nothing fails, so a typo cannot pass as "0 failed".
+ */
+static inline int unit_run(int argc, char **argv)
+{
+	int passed = 0, failed = 0;
+
+	qsort(unit_tests, unit_n_tests, sizeof(unit_tests[0]), unit_by_line);
+	for (int i = 0; i < unit_n_tests; i++) {
+		int before = unit_failed_checks, ok;
+
+		if (argc > 1 && strcmp(argv[1], unit_tests[i].name) != 0)
+			continue;
+		unit_tests[i].fn();
+		ok = unit_failed_checks == before;
+		printf("%s %s\n", ok ? "PASS" : "FAIL", unit_tests[i].name);
+		fflush(stdout);
+		ok ? passed++ : failed++;
+	}
+	if (!passed && !failed) {
+		fprintf(stderr, "no test %s%s\n", argc > 1 ? "named " : "registered",
+			argc > 1 ? argv[1] : "");
+		failed++;
+	}
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}
+
+/* UNIT_MAIN() - the binary's main(); the tests registered themselves. */
+#define UNIT_MAIN()                                                                                \
 	int main(int argc, char **argv)                                                            \
 	{                                                                                          \
-		static const struct unit_test tests[] = {__VA_ARGS__};                             \
-		int passed = 0, failed = 0;                                                        \
-		for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {                    \
-			if (argc > 1 && strcmp(argv[1], tests[i].name) != 0)                       \
-				continue;                                                          \
-			int before = unit_failed_checks;                                           \
-			tests[i].fn();                                                             \
-			int ok = unit_failed_checks == before;                                     \
-			printf("%s %s\n", ok ? "PASS" : "FAIL", tests[i].name);                    \
-			ok ? passed++ : failed++;                                                  \
-		}                                                                                  \
-		printf("%d passed, %d failed\n", passed, failed);                                  \
-		return failed ? 1 : 0;                                                             \
+		return unit_run(argc, argv);                                                       \
 	}
 
 #endif
