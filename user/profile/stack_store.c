@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * stack_store.c - stacks interned by content. Stacks live in one growing
- * array of records whose address arrays are allocated in large arenas,
- * so interning a stack already seen costs a hash and a compare.
+ * stack_store.c - stacks interned by content. Each stack's record and its
+ * addresses are allocated together in large arenas that never move (so a
+ * pointer from stack_store__get() stays valid until the store is freed);
+ * a growing array maps ids to records. Interning a stack already seen
+ * costs a hash and a compare.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -11,17 +13,19 @@
 #include "user/profile/stack_store.h"
 
 #define ARENA_WORDS (64 * 1024)
+/* words a record takes in the arena, ahead of its addresses */
+#define RECORD_WORDS ((sizeof(struct raw_stack) + sizeof(uint64_t) - 1) / sizeof(uint64_t))
 
 struct arena {
 	struct arena *next;
-	size_t used;
-	uint64_t words[ARENA_WORDS];
+	size_t used, cap;
+	uint64_t words[];
 };
 
 struct stack_store {
 	bool per_thread;
-	struct raw_stack *stacks; /* by id */
-	uint64_t *hashes;	  /* by id */
+	struct raw_stack **stacks; /* by id, each in an arena */
+	uint64_t *hashes;	   /* by id */
 	size_t n, cap;
 	uint32_t *table; /* open addressing: id + 1, 0 = empty */
 	size_t table_cap;
@@ -53,8 +57,8 @@ static bool stack_equal(const struct stack_store *ss, const struct raw_stack *a,
 {
 	return a->pid == b->pid && a->flags == b->flags && a->n_user == b->n_user &&
 	       a->n_kernel == b->n_kernel && (!ss->per_thread || a->tid == b->tid) &&
-	       !memcmp(a->user, b->user, a->n_user * sizeof(uint64_t)) &&
-	       !memcmp(a->kernel, b->kernel, a->n_kernel * sizeof(uint64_t));
+	       (!a->n_user || !memcmp(a->user, b->user, a->n_user * sizeof(uint64_t))) &&
+	       (!a->n_kernel || !memcmp(a->kernel, b->kernel, a->n_kernel * sizeof(uint64_t)));
 }
 
 struct stack_store *stack_store__new(bool per_thread)
@@ -93,15 +97,23 @@ static uint64_t *arena_alloc(struct stack_store *ss, size_t words)
 {
 	struct arena *a = ss->arena;
 
-	if (words > ARENA_WORDS)
-		return NULL;
-	if (!a || a->used + words > ARENA_WORDS) {
-		a = malloc(sizeof(*a));
+	if (!a || a->used + words > a->cap) {
+		/* a stack larger than an arena (up to 2 x 65,535 frames) gets its own */
+		size_t cap = words > ARENA_WORDS ? words : ARENA_WORDS;
+
+		a = malloc(sizeof(*a) + cap * sizeof(uint64_t));
 		if (!a)
 			return NULL;
 		a->used = 0;
-		a->next = ss->arena;
-		ss->arena = a;
+		a->cap = cap;
+		/* a full-size arena goes first, so small stacks keep filling it */
+		if (cap > ARENA_WORDS && ss->arena) {
+			a->next = ss->arena->next;
+			ss->arena->next = a;
+		} else {
+			a->next = ss->arena;
+			ss->arena = a;
+		}
 	}
 	a->used += words;
 	return a->words + a->used - words;
@@ -137,7 +149,7 @@ int64_t stack_store__intern(struct stack_store *ss, const struct raw_stack *st)
 	while (ss->table[i]) {
 		uint32_t id = ss->table[i] - 1;
 
-		if (ss->hashes[id] == h && stack_equal(ss, &ss->stacks[id], st))
+		if (ss->hashes[id] == h && stack_equal(ss, ss->stacks[id], st))
 			return id;
 		i = (i + 1) & (ss->table_cap - 1);
 	}
@@ -145,7 +157,7 @@ int64_t stack_store__intern(struct stack_store *ss, const struct raw_stack *st)
 		return -E2BIG;
 	if (ss->n == ss->cap) {
 		size_t cap = ss->cap ? ss->cap * 2 : 1024;
-		struct raw_stack *s = realloc(ss->stacks, cap * sizeof(*s));
+		struct raw_stack **s = realloc(ss->stacks, cap * sizeof(*s));
 		uint64_t *hs;
 
 		if (!s)
@@ -157,15 +169,19 @@ int64_t stack_store__intern(struct stack_store *ss, const struct raw_stack *st)
 		ss->hashes = hs;
 		ss->cap = cap;
 	}
-	words = arena_alloc(ss, (size_t)st->n_user + st->n_kernel + 1);
+	words = arena_alloc(ss, RECORD_WORDS + st->n_user + st->n_kernel);
 	if (!words)
 		return -ENOMEM;
-	memcpy(words, st->user, st->n_user * sizeof(uint64_t));
-	memcpy(words + st->n_user, st->kernel, st->n_kernel * sizeof(uint64_t));
-	copy = &ss->stacks[ss->n];
+	copy = (struct raw_stack *)words;
+	words += RECORD_WORDS;
 	*copy = *st;
 	copy->user = words;
 	copy->kernel = words + st->n_user;
+	if (st->n_user)
+		memcpy(words, st->user, st->n_user * sizeof(uint64_t));
+	if (st->n_kernel)
+		memcpy(words + st->n_user, st->kernel, st->n_kernel * sizeof(uint64_t));
+	ss->stacks[ss->n] = copy;
 	ss->hashes[ss->n] = h;
 	ss->table[i] = ss->n + 1;
 	ss->n++;
@@ -177,7 +193,7 @@ int64_t stack_store__intern(struct stack_store *ss, const struct raw_stack *st)
 
 const struct raw_stack *stack_store__get(const struct stack_store *ss, uint32_t id)
 {
-	return id < ss->n ? &ss->stacks[id] : NULL;
+	return id < ss->n ? ss->stacks[id] : NULL;
 }
 
 size_t stack_store__count(const struct stack_store *ss)
@@ -238,6 +254,8 @@ int counts__add(struct counts *c, uint32_t id, uint64_t count, uint64_t weight_n
 	uint32_t key = id + 1;
 	size_t i;
 
+	if (!key) /* UINT32_MAX: its key would be the empty-slot marker */
+		return -EINVAL;
 	if ((c->n + 1) * 2 > c->cap && counts_grow(c))
 		return -ENOMEM;
 	i = id_slot(key, c->cap);

@@ -74,7 +74,7 @@ struct counts {
 void counts__init(struct counts *c);
 void counts__clear(struct counts *c);
 void counts__free(struct counts *c);
-/** counts__add - add to stack @id; returns 0 or -ENOMEM */
+/** counts__add - add to stack @id (< UINT32_MAX); returns 0, -EINVAL or -ENOMEM */
 int counts__add(struct counts *c, uint32_t id, uint64_t count, uint64_t weight_ns);
 /** counts__merge - add everything of @src into @dst; returns 0 or -ENOMEM */
 int counts__merge(struct counts *dst, const struct counts *src);

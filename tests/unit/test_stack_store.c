@@ -1,0 +1,318 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * test_stack_store.c - interning of raw stacks and the id -> count tables
+ * (user/profile/stack_store.c): identity, lookup, copies, growth far past
+ * the initial sizes, and stacks of hostile sizes.
+ */
+#include <errno.h>
+#include <stdint.h>
+
+#include "unit.h"
+#include "user/profile/stack_store.h"
+
+/* splitmix64: deterministic pseudo-random addresses, the same every run */
+static uint64_t rnd(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static struct raw_stack mk(uint32_t pid, const uint64_t *user, uint16_t nu, const uint64_t *kernel,
+			   uint16_t nk)
+{
+	struct raw_stack st = {.pid = pid, .tid = pid, .n_user = nu, .n_kernel = nk};
+
+	st.user = user;
+	st.kernel = kernel;
+	memcpy(st.comm, "app", 4);
+	return st;
+}
+
+static bool same_stack(const struct raw_stack *a, const struct raw_stack *b)
+{
+	return a && b && a->pid == b->pid && a->flags == b->flags && a->n_user == b->n_user &&
+	       a->n_kernel == b->n_kernel &&
+	       (!a->n_user || !memcmp(a->user, b->user, a->n_user * sizeof(uint64_t))) &&
+	       (!a->n_kernel || !memcmp(a->kernel, b->kernel, a->n_kernel * sizeof(uint64_t)));
+}
+
+UNIT_TEST(intern_identity)
+{
+	struct stack_store *ss = stack_store__new(false);
+	uint64_t u[] = {0x401000, 0x401100, 0x401200}, k[] = {0xffffffff81000000ULL};
+	uint64_t u2[] = {0x401000, 0x401100, 0x401201};
+	struct raw_stack a = mk(42, u, 3, k, 1), b;
+	int64_t id;
+
+	CHECK(ss != NULL);
+	id = stack_store__intern(ss, &a);
+	CHECK_EQ_INT(id, 0);
+	CHECK_EQ_INT(stack_store__intern(ss, &a), id);
+	/* tid and comm are not part of a stack's identity without per_thread */
+	b = a;
+	b.tid = 43;
+	memcpy(b.comm, "other", 6);
+	CHECK_EQ_INT(stack_store__intern(ss, &b), id);
+	CHECK_STR(stack_store__get(ss, id)->comm, "app");
+	CHECK_EQ_INT(stack_store__count(ss), 1);
+
+	/* each part of the key makes a new stack */
+	b = a, b.pid = 43;
+	CHECK_EQ_INT(stack_store__intern(ss, &b), 1);
+	b = a, b.flags = STACK_F_OFFCPU;
+	CHECK_EQ_INT(stack_store__intern(ss, &b), 2);
+	b = a, b.flags = STACK_F_TRUNCATED;
+	CHECK_EQ_INT(stack_store__intern(ss, &b), 3);
+	b = a, b.user = u2;
+	CHECK_EQ_INT(stack_store__intern(ss, &b), 4);
+	b = a, b.n_user = 2;
+	CHECK_EQ_INT(stack_store__intern(ss, &b), 5);
+	b = a, b.n_kernel = 0;
+	CHECK_EQ_INT(stack_store__intern(ss, &b), 6);
+	CHECK_EQ_INT(stack_store__count(ss), 7);
+	for (uint32_t i = 0; i < 7; i++)
+		CHECK(stack_store__get(ss, i) != NULL);
+	stack_store__free(ss);
+}
+
+/* The same addresses split differently between user and kernel differ. */
+UNIT_TEST(intern_user_kernel_boundary)
+{
+	struct stack_store *ss = stack_store__new(false);
+	uint64_t all[] = {1, 2, 3};
+	struct raw_stack a = mk(1, all, 2, all + 2, 1), b = mk(1, all, 1, all + 1, 2);
+	int64_t ia = stack_store__intern(ss, &a), ib = stack_store__intern(ss, &b);
+
+	CHECK(ia >= 0 && ib >= 0 && ia != ib);
+	CHECK_EQ_INT(stack_store__get(ss, ib)->n_user, 1);
+	CHECK_EQ_INT(stack_store__get(ss, ib)->kernel[1], 3);
+	stack_store__free(ss);
+}
+
+UNIT_TEST(intern_per_thread)
+{
+	struct stack_store *ss = stack_store__new(true);
+	uint64_t u[] = {0x1000};
+	struct raw_stack a = mk(7, u, 1, NULL, 0), b = a;
+
+	b.tid = 8;
+	CHECK_EQ_INT(stack_store__intern(ss, &a), 0);
+	CHECK_EQ_INT(stack_store__intern(ss, &b), 1);
+	CHECK_EQ_INT(stack_store__intern(ss, &a), 0);
+	CHECK_EQ_INT(stack_store__get(ss, 1)->tid, 8);
+	stack_store__free(ss);
+}
+
+/* The store copies the addresses: the caller's buffer is reused at once. */
+UNIT_TEST(intern_copies)
+{
+	struct stack_store *ss = stack_store__new(false);
+	uint64_t buf[4] = {10, 20, 30, 40};
+	struct raw_stack a = mk(1, buf, 2, buf + 2, 2);
+	const struct raw_stack *got;
+
+	CHECK_EQ_INT(stack_store__intern(ss, &a), 0);
+	buf[0] = buf[1] = buf[2] = buf[3] = 0;
+	got = stack_store__get(ss, 0);
+	CHECK(got != NULL && got->user != buf);
+	CHECK_EQ_INT(got->user[0], 10);
+	CHECK_EQ_INT(got->user[1], 20);
+	CHECK_EQ_INT(got->kernel[0], 30);
+	CHECK_EQ_INT(got->kernel[1], 40);
+	/* the zeroed stack is a different one */
+	CHECK_EQ_INT(stack_store__intern(ss, &a), 1);
+	stack_store__free(ss);
+}
+
+UNIT_TEST(lookup_unknown)
+{
+	struct stack_store *ss = stack_store__new(false);
+	uint64_t u[] = {1};
+	struct raw_stack a = mk(1, u, 1, NULL, 0);
+
+	CHECK(stack_store__get(ss, 0) == NULL);
+	CHECK_EQ_INT(stack_store__count(ss), 0);
+	CHECK_EQ_INT(stack_store__intern(ss, &a), 0);
+	CHECK(stack_store__get(ss, 1) == NULL);
+	CHECK(stack_store__get(ss, UINT32_MAX) == NULL);
+	stack_store__free(ss);
+	stack_store__free(NULL);
+}
+
+/*
+ * 200,000 distinct stacks: the hash table, the record array and the address
+ * arenas all grow many times. Every id keeps its stack, re-interning finds
+ * every one, and a pointer from stack_store__get() stays valid (the header
+ * promises it until free) however much the store grew since.
+ */
+UNIT_TEST(growth)
+{
+	enum { N = 200000, DEPTH = 12 };
+	struct stack_store *ss = stack_store__new(false);
+	uint64_t seed = 1, u[DEPTH];
+	const struct raw_stack *first = NULL;
+	struct raw_stack a;
+	int bad = 0;
+
+	for (uint32_t i = 0; i < N; i++) {
+		uint16_t nu = 1 + i % DEPTH;
+
+		for (int j = 0; j < nu; j++)
+			u[j] = rnd(&seed);
+		a = mk(1 + i % 5, u, nu, NULL, 0);
+		bad += stack_store__intern(ss, &a) != i;
+		if (i == 0)
+			first = stack_store__get(ss, 0);
+	}
+	CHECK_EQ_INT(bad, 0);
+	CHECK_EQ_INT(stack_store__count(ss), N);
+	CHECK(first == stack_store__get(ss, 0));
+	/* the same sequence again: every stack is found, none is added */
+	seed = 1;
+	for (uint32_t i = 0; i < N; i++) {
+		uint16_t nu = 1 + i % DEPTH;
+		const struct raw_stack *got = stack_store__get(ss, i);
+
+		for (int j = 0; j < nu; j++)
+			u[j] = rnd(&seed);
+		a = mk(1 + i % 5, u, nu, NULL, 0);
+		bad += !same_stack(got, &a);
+		bad += stack_store__intern(ss, &a) != i;
+	}
+	CHECK_EQ_INT(bad, 0);
+	CHECK_EQ_INT(stack_store__count(ss), N);
+	stack_store__free(ss);
+}
+
+/*
+ * Hostile sizes: an empty stack (no frames at all, NULL arrays), and the
+ * largest stack the record can describe (65,535 user + 65,535 kernel
+ * frames, larger than one arena), which must be stored whole, not refused
+ * as if memory had run out.
+ */
+UNIT_TEST(hostile_sizes)
+{
+	struct stack_store *ss = stack_store__new(false);
+	uint64_t *big = malloc(2 * 65535 * sizeof(*big)), seed = 7;
+	struct raw_stack e = mk(1, NULL, 0, NULL, 0), e2 = mk(2, NULL, 0, NULL, 0), b;
+	int64_t ie, ib;
+
+	CHECK(big != NULL);
+	if (!big)
+		return;
+	ie = stack_store__intern(ss, &e);
+	CHECK_EQ_INT(ie, 0);
+	CHECK_EQ_INT(stack_store__intern(ss, &e), ie);
+	CHECK_EQ_INT(stack_store__intern(ss, &e2), 1);
+	CHECK_EQ_INT(stack_store__get(ss, 0)->n_user + stack_store__get(ss, 0)->n_kernel, 0);
+
+	for (size_t i = 0; i < 2 * 65535; i++)
+		big[i] = rnd(&seed);
+	b = mk(1, big, 65535, big + 65535, 65535);
+	ib = stack_store__intern(ss, &b);
+	CHECK_EQ_INT(ib, 2);
+	CHECK(same_stack(stack_store__get(ss, 2), &b));
+	CHECK_EQ_INT(stack_store__intern(ss, &b), ib);
+	/* a small stack after the big one still goes into a shared arena */
+	b = mk(1, big, 3, NULL, 0);
+	CHECK_EQ_INT(stack_store__intern(ss, &b), 3);
+	CHECK(same_stack(stack_store__get(ss, 2), &(struct raw_stack){.pid = 1,
+								      .n_user = 65535,
+								      .n_kernel = 65535,
+								      .user = big,
+								      .kernel = big + 65535}));
+	free(big);
+	stack_store__free(ss);
+}
+
+UNIT_TEST(counts_basic)
+{
+	struct counts c;
+	uint64_t n, w;
+
+	counts__init(&c);
+	counts__get(&c, 5, &n, &w); /* never added to: no table yet */
+	CHECK_EQ_INT(n, 0);
+	CHECK_EQ_INT(w, 0);
+	CHECK_EQ_INT(counts__add(&c, 0, 1, 100), 0);
+	CHECK_EQ_INT(counts__add(&c, 5, 2, 50), 0);
+	CHECK_EQ_INT(counts__add(&c, 0, 3, 300), 0);
+	CHECK_EQ_INT(counts__add(&c, UINT32_MAX - 1, 1, 1), 0);
+	counts__get(&c, 0, &n, &w);
+	CHECK_EQ_INT(n, 4);
+	CHECK_EQ_INT(w, 400);
+	counts__get(&c, 5, &n, &w);
+	CHECK_EQ_INT(n, 2);
+	CHECK_EQ_INT(w, 50);
+	counts__get(&c, UINT32_MAX - 1, &n, &w);
+	CHECK_EQ_INT(n, 1);
+	counts__get(&c, 6, &n, &w);
+	CHECK_EQ_INT(n, 0);
+	CHECK_EQ_INT(c.n, 3);
+	CHECK_EQ_INT(c.total_count, 7);
+	CHECK_EQ_INT(c.total_weight, 451);
+	/* the one id a slot cannot hold (id + 1 would be the empty marker) */
+	CHECK_EQ_INT(counts__add(&c, UINT32_MAX, 1, 1), -EINVAL);
+	CHECK_EQ_INT(c.total_count, 7);
+	counts__clear(&c);
+	CHECK_EQ_INT(c.n, 0);
+	CHECK_EQ_INT(c.total_count, 0);
+	CHECK_EQ_INT(c.total_weight, 0);
+	counts__get(&c, 0, &n, &w);
+	CHECK_EQ_INT(n, 0);
+	CHECK_EQ_INT(counts__add(&c, 0, 1, 1), 0);
+	counts__get(&c, 0, &n, &w);
+	CHECK_EQ_INT(n, 1);
+	counts__free(&c);
+	CHECK(c.slots == NULL && c.cap == 0 && c.n == 0);
+}
+
+/* 100,000 ids in a scattered order: growth, iteration and merge. */
+UNIT_TEST(counts_growth_and_merge)
+{
+	enum { N = 100000 };
+	struct counts a, b;
+	uint64_t n, w, seen = 0, sum = 0;
+	int bad = 0;
+
+	counts__init(&a);
+	counts__init(&b);
+	for (uint32_t i = 0; i < N; i++) {
+		uint32_t id = (uint32_t)(i * 2654435761u); /* a bijection of the 32-bit ids */
+
+		bad += counts__add(&a, id, i + 1, 2 * (uint64_t)i) != 0;
+		if (i % 2)
+			bad += counts__add(&b, id, 1, 1) != 0;
+	}
+	CHECK_EQ_INT(bad, 0);
+	CHECK_EQ_INT(a.n, N);
+	CHECK(a.cap >= 2 * a.n); /* load factor at most one half */
+	counts_for_each(&a, sc)
+	{
+		uint32_t i = stack_count__id(sc) * 244002641u; /* inverse of 2654435761 mod 2^32 */
+
+		bad += i >= N || sc->count != i + 1;
+		seen++;
+		sum += sc->count;
+	}
+	CHECK_EQ_INT(bad, 0);
+	CHECK_EQ_INT(seen, N);
+	CHECK_EQ_INT(sum, a.total_count);
+	CHECK_EQ_INT(a.total_count, (uint64_t)N * (N + 1) / 2);
+
+	CHECK_EQ_INT(counts__merge(&b, &a), 0);
+	CHECK_EQ_INT(b.n, N);
+	CHECK_EQ_INT(b.total_count, a.total_count + N / 2);
+	for (uint32_t i = 0; i < N; i++) {
+		counts__get(&b, (uint32_t)(i * 2654435761u), &n, &w);
+		bad += n != i + 1 + (i % 2) || w != 2 * (uint64_t)i + (i % 2);
+	}
+	CHECK_EQ_INT(bad, 0);
+	counts__free(&a);
+	counts__free(&b);
+}
+
+UNIT_MAIN()
