@@ -108,6 +108,4 @@ UNIT_TEST(family_wise_error_by_simulation)
 	CHECK(any <= 2 * SPLIT_ALPHA * TRIALS);
 }
 
-UNIT_MAIN(UNIT_ENTRY(z_quantiles), UNIT_ENTRY(holm_worked_example),
-	  UNIT_ENTRY(needed_scales_with_z), UNIT_ENTRY(apply_decides_and_says_what_it_needs),
-	  UNIT_ENTRY(family_wise_error_by_simulation))
+UNIT_MAIN()
