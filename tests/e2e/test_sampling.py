@@ -215,7 +215,9 @@ def test_shared_library_function_named(procs, run_lp, wl, h):
 
 
 def test_target_exits_early(run_lp, wl):
-    r = run_lp(["-F", "499", "-d", "10", "--", wl("spinexit"), "2", "3"], timeout=30)
+    # the target lives 2 s of wall time: 999 Hz, so that even with a tenth of
+    # a CPU it gives the ~200 samples the share check below needs
+    r = run_lp(["-F", "999", "-d", "10", "--", wl("spinexit"), "2", "3"], timeout=30)
     assert r.rc == 0, r
     # it stopped when the target exited, not after -d 10 (startup not counted)
     assert r.json["duration_s"] < 5, f"sampled {r.json['duration_s']} s of a 2 s target"

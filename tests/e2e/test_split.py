@@ -185,3 +185,22 @@ def test_slow_calls_caused_by_argument_size(run_lp, procs, wl, tmp_path):
     s = r.json["split"]
     # p95 of all calls is the small calls' p98: above their p95, below the big ones
     assert by["64"]["p95_ns"] <= s["threshold_ns"] < by["4096"]["p50_ns"], (s["threshold_ns"], by)
+
+
+def test_split_says_inconclusive_with_few_samples(run_lp, procs, wl, tmp_path):
+    """A split of a few dozen samples cannot decide: it says how many it needs.
+
+    handler.c's slow_path is the answer, but at 29 Hz for 2 s the slow class
+    has at most a few dozen samples, under the 20 per class the z test needs."""
+    p = procs.start([wl("handler"), "cpu", "60"])
+    r = split_dir_run(run_lp, ["-p", p.pid, "-F", "29", "-d", "2", "--split", "handle"])
+    s = r.json["split"]
+    assert s["significance"]["correction"] == "holm", s["significance"]
+    assert s["significance"]["frames_tested"] >= len(s["top_frames"]), s
+    assert s["verdict"] == "inconclusive", s
+    have = s["slow_samples"] + s["fast_samples"]
+    assert s["needed_samples"] > have, s
+    assert not any(t["significant"] for t in s["top_frames"]), s["top_frames"]
+    out = r.stdout + r.stderr
+    m = re.search(r"inconclusive: needs about (\d+) samples \(have (\d+)\)", out)
+    assert m and int(m.group(1)) == s["needed_samples"] and int(m.group(2)) == have, out
