@@ -56,6 +56,8 @@ UNIT_TEST(needed_scales_with_z)
 	CHECK_EQ_INT(split_rank__needed(0, 100, 3, 50), 0);
 	/* a class below SPLIT_MIN_CLASS: at least enough to fill it */
 	CHECK(split_rank__needed(10, 100, 3, 5) >= 100 * SPLIT_MIN_CLASS / 5);
+	/* an empty class: z is 0, but the counts still cannot decide */
+	CHECK(split_rank__needed(0, 30, 3, 0) >= 30 * SPLIT_MIN_CLASS);
 }
 
 UNIT_TEST(apply_decides_and_says_what_it_needs)
@@ -75,6 +77,11 @@ UNIT_TEST(apply_decides_and_says_what_it_needs)
 
 	CHECK_EQ_INT(split_rank__apply(&t, 1, 10, 2000), 0);
 	CHECK(!t.significant && t.needed >= 2010 * SPLIT_MIN_CLASS / 10);
+	/* every sample in one class */
+	struct split_frame_rank e = {.frame = "x", .slow_n = 12, .fast_n = 0};
+
+	CHECK_EQ_INT(split_rank__apply(&e, 1, 12, 0), 0);
+	CHECK(!e.significant && e.z == 0 && e.needed >= 12 * SPLIT_MIN_CLASS);
 }
 
 UNIT_TEST(family_wise_error_by_simulation)

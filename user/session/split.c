@@ -560,24 +560,9 @@ void split_result__fini(struct split_result *r)
 	memset(r, 0, sizeof(*r));
 }
 
-/* The frame that most explains the slow calls: the first ranked with delta > 0. */
-static const struct split_frame_rank *top_frame(const struct split_result *r)
-{
-	return r->n_ranks && r->ranks[0].delta > 0 ? &r->ranks[0] : NULL;
-}
-
-static const char *verdict(const struct split_result *r)
-{
-	const struct split_frame_rank *k = top_frame(r);
-
-	if (!k)
-		return "no difference";
-	return k->significant ? "significant" : "inconclusive";
-}
-
 void split__print(const struct split_result *r, FILE *f, int rows)
 {
-	const struct split_frame_rank *top = top_frame(r);
+	const struct split_frame_rank *top = split_rank__top(r);
 
 	fprintf(f,
 		"\nsplit of %s at p%g: slow >= %.1f us; sampled calls: %" PRIu64 " slow, %" PRIu64
@@ -605,13 +590,15 @@ void split__print(const struct split_result *r, FILE *f, int rows)
 		"  (* significant: z test per frame, Holm's correction over the %d frames ranked, "
 		"family-wise error rate %g%%)\n",
 		r->n_ranks, 100 * SPLIT_ALPHA);
-	if (!top)
-		fprintf(f, "  no frame is more frequent in slow calls than in fast ones\n");
-	else if (!top->significant && top->needed)
+	if (split_rank__needed_total(r))
 		fprintf(f,
 			"  inconclusive: needs about %" PRIu64 " samples (have %" PRIu64
-			") to tell whether '%s' explains the slow calls\n",
-			top->needed, r->slow_samples + r->fast_samples, top->frame);
+			")%s%s%s\n",
+			split_rank__needed_total(r), r->slow_samples + r->fast_samples,
+			top ? " to tell whether '" : " in each class to rank frames",
+			top ? top->frame : "", top ? "' explains the slow calls" : "");
+	else if (!top || !top->significant)
+		fprintf(f, "  no frame is more frequent in slow calls than in fast ones\n");
 }
 
 json_t *split__json(const struct split_result *r, int rows)
@@ -647,11 +634,12 @@ json_t *split__json(const struct split_result *r, int rows)
 	json_object_set_new(o, "significance",
 			    json_pack("{s:s,s:s,s:f,s:i}", "test", "two-proportion z", "correction",
 				      "holm", "alpha", SPLIT_ALPHA, "frames_tested", r->n_ranks));
-	json_object_set_new(o, "verdict", json_string(verdict(r)));
-	if (top_frame(r) && !top_frame(r)->significant)
-		json_object_set_new(o, "needed_samples",
-				    json_integer((json_int_t)(top_frame(r)->needed > INT64_MAX
-								      ? INT64_MAX
-								      : top_frame(r)->needed)));
+	json_object_set_new(o, "verdict", json_string(split_rank__verdict(r)));
+	if (split_rank__needed_total(r))
+		json_object_set_new(
+			o, "needed_samples",
+			json_integer((json_int_t)(split_rank__needed_total(r) > INT64_MAX
+							  ? INT64_MAX
+							  : split_rank__needed_total(r))));
 	return o;
 }

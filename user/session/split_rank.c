@@ -75,14 +75,19 @@ uint64_t split_rank__needed(double z, uint64_t n, double z_crit, uint64_t n_smal
 {
 	/* one-sided quantile of SPLIT_POWER = 0.8 */
 	const double z_power = 0.8416212335729143;
-	double f, need;
+	double need = 0;
 
-	if (z == 0 || !n)
+	if (!n)
 		return 0;
-	f = (z_crit + z_power) / fabs(z);
-	need = (double)n * f * f;
+	/* A class too small for the normal approximation (or empty, where z
+	 * is not even defined) needs filling first, whatever z says. */
 	if (n_small < SPLIT_MIN_CLASS)
-		need = fmax(need, (double)n * SPLIT_MIN_CLASS / (n_small ? (double)n_small : 1.0));
+		need = (double)n * SPLIT_MIN_CLASS / (n_small ? (double)n_small : 1.0);
+	if (z != 0) {
+		double f = (z_crit + z_power) / fabs(z);
+
+		need = fmax(need, (double)n * f * f);
+	}
 	if (need > 1e15)
 		return UINT64_MAX;
 	return (uint64_t)ceil(need);
@@ -130,4 +135,30 @@ int split_rank__apply(struct split_frame_rank *r, size_t m, uint64_t n1, uint64_
 	}
 	free(p);
 	return 0;
+}
+
+const struct split_frame_rank *split_rank__top(const struct split_result *r)
+{
+	return r->n_ranks && r->ranks[0].delta > 0 ? &r->ranks[0] : NULL;
+}
+
+uint64_t split_rank__needed_total(const struct split_result *r)
+{
+	const struct split_frame_rank *k = split_rank__top(r);
+	uint64_t n = r->slow_samples + r->fast_samples;
+	uint64_t small = r->slow_samples < r->fast_samples ? r->slow_samples : r->fast_samples;
+
+	if (k)
+		return k->needed;
+	/* no frame to rank: a class too small to test still needs filling */
+	return small < SPLIT_MIN_CLASS ? split_rank__needed(0, n ? n : 1, 0, small) : 0;
+}
+
+const char *split_rank__verdict(const struct split_result *r)
+{
+	const struct split_frame_rank *k = split_rank__top(r);
+
+	if (k && k->significant)
+		return "significant";
+	return split_rank__needed_total(r) ? "inconclusive" : "no difference";
 }

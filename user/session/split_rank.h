@@ -21,6 +21,7 @@
 #define SPLIT_MIN_CLASS 20   /* samples per class before the normal approximation holds */
 
 struct split_frame_rank;
+struct split_result;
 
 /**
  * split_rank__z_two_sided - the z with P(|N(0,1)| >= z) = @p
@@ -49,9 +50,10 @@ int split_rank__holm(const double *p, size_t m, double *adj, size_t *order);
  *
  * At the same shares z grows with the square root of the samples: about
  * n * ((z_crit + z_power) / z)^2 give power SPLIT_POWER, and never fewer
- * than SPLIT_MIN_CLASS in the smaller class.
+ * than SPLIT_MIN_CLASS in the smaller class (an empty class counts as one).
  *
- * Return: the count, or 0 when @z is 0 (no difference seen to decide on).
+ * Return: the count, or 0 when both classes are big enough and @z is 0 (no
+ * difference seen to decide on).
  */
 uint64_t split_rank__needed(double z, uint64_t n, double z_crit, uint64_t n_small);
 
@@ -64,5 +66,28 @@ uint64_t split_rank__needed(double z, uint64_t n, double z_crit, uint64_t n_smal
  * Return: 0 or -ENOMEM.
  */
 int split_rank__apply(struct split_frame_rank *r, size_t m, uint64_t n1, uint64_t n2);
+
+/**
+ * split_rank__top - the frame that most explains the slow calls
+ *
+ * Return: the first ranked frame (ranks sorted by delta) if its delta is
+ * positive, else NULL.
+ */
+const struct split_frame_rank *split_rank__top(const struct split_result *r);
+
+/**
+ * split_rank__needed_total - samples that would decide the split
+ *
+ * Return: the top frame's split_frame_rank.needed, or (no frame to rank)
+ * enough to fill a class too small to test; 0 when the counts decide.
+ */
+uint64_t split_rank__needed_total(const struct split_result *r);
+
+/**
+ * split_rank__verdict - "significant", "inconclusive" or "no difference"
+ *
+ * Return: a static string.
+ */
+const char *split_rank__verdict(const struct split_result *r);
 
 #endif
