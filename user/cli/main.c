@@ -27,6 +27,7 @@
 #include "user/session/traces.h"
 #include "ui-tui/tui.h"
 #include "user/serve/serve.h"
+#include "user/session/alloc.h"
 #include "user/util/util.h"
 
 static volatile sig_atomic_t g_stop;
@@ -350,6 +351,20 @@ static void end_child(struct daemon *d, pid_t child, int *go_fd, int *status_fd)
 	}
 }
 
+/* --alloc: the allocator probes in every target, before the child runs. */
+static int start_alloc(struct daemon *d, const struct options *o)
+{
+	char msg[512];
+
+	if (!o->alloc)
+		return EXIT_OK;
+	if (daemon__alloc_start(d, o->alloc_rate_bytes, msg, sizeof(msg))) {
+		lp_err("%s", msg);
+		return EXIT_PROBE;
+	}
+	return EXIT_OK;
+}
+
 static int run(struct options *o)
 {
 	struct serve *http = NULL;
@@ -380,6 +395,8 @@ static int run(struct options *o)
 		rc = daemon__start(&d);
 	if (!rc)
 		rc = setup_traces(&d, o);
+	if (!rc)
+		rc = start_alloc(&d, o);
 	if (!rc && child) {
 		rc = release(go_fd, status_fd, child, o->command[0]) ? EXIT_NO_TARGET : EXIT_OK;
 		go_fd = status_fd = -1;

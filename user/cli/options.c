@@ -34,6 +34,8 @@ enum {
 	OPT_RINGBUF,
 	OPT_HTTP,
 	OPT_HTTP_TOKEN,
+	OPT_ALLOC,
+	OPT_ALLOC_RATE,
 };
 
 static const struct option long_opts[] = {
@@ -65,6 +67,8 @@ static const struct option long_opts[] = {
 	{"ringbuf-mb", required_argument, NULL, OPT_RINGBUF},
 	{"http", required_argument, NULL, OPT_HTTP},
 	{"http-token", required_argument, NULL, OPT_HTTP_TOKEN},
+	{"alloc", no_argument, NULL, OPT_ALLOC},
+	{"alloc-rate", required_argument, NULL, OPT_ALLOC_RATE},
 	{NULL, 0, NULL, 0},
 };
 
@@ -107,6 +111,10 @@ void options_usage(FILE *f)
 	      "      --top N           rows of the top table at exit (default 20, 0 = none)\n"
 	      "      --no-tui          batch mode even on a terminal\n"
 	      "  -v, --verbose         libbpf and verifier messages\n"
+	      "Memory (--alloc, served as /debug/pprof/heap, allocs, delta_heap):\n"
+	      "      --alloc           probe malloc/calloc/realloc/free/posix_memalign/\n"
+	      "                        aligned_alloc and anonymous mmap/munmap in libc\n"
+	      "      --alloc-rate B    sample one allocation per B bytes on average (524288)\n"
 	      "HTTP:\n"
 	      "      --http ADDR:PORT  serve /debug/pprof/*, /metrics and a live view at /\n"
 	      "      --http-token FILE requests must send 'Authorization: Bearer <token in FILE>'\n"
@@ -295,6 +303,15 @@ int options_parse(int argc, char **argv, struct options *o)
 			break;
 		case OPT_HTTP_TOKEN:
 			o->http_token = optarg;
+			break;
+		case OPT_ALLOC:
+			o->alloc = true;
+			break;
+		case OPT_ALLOC_RATE:
+			if (parse_double(optarg, "allocation sampling rate", 1, 1e12, &v))
+				return -EINVAL;
+			o->alloc_rate_bytes = (uint64_t)v;
+			o->alloc = true;
 			break;
 		case '?':
 		default:

@@ -31,6 +31,7 @@ enum {
 	PROFILE_PERIOD_TYPE = 11,
 	PROFILE_PERIOD = 12,
 	PROFILE_COMMENT = 13,
+	PROFILE_DEFAULT_SAMPLE_TYPE = 14,
 	VALUE_TYPE_TYPE = 1,
 	VALUE_TYPE_UNIT = 2,
 	SAMPLE_LOCATION_ID = 1,
@@ -445,7 +446,7 @@ static int root_labels(struct pprof *pp, const struct profile_sample *s, struct 
 static int encode(struct pprof *pp, const struct pprof_opts *o)
 {
 	const struct profile *p = pp->p;
-	int64_t s_samples, s_count, s_time, s_ns, s_name;
+	int64_t s_samples, s_count, s_time, s_ns, s_name, s_default;
 	uint32_t *locs = NULL;
 	size_t locs_cap = 0;
 	struct pbuf sb = {0}, packed = {0};
@@ -454,15 +455,26 @@ static int encode(struct pprof *pp, const struct pprof_opts *o)
 
 	if (str_idx(pp, "") != 0)
 		return -ENOMEM;
-	s_samples = str_idx(pp, "samples");
-	s_count = str_idx(pp, "count");
-	s_time = str_idx(pp, o->wall ? "wall" : "cpu");
-	s_ns = str_idx(pp, "nanoseconds");
+	if (o->n_types) {
+		for (int t = 0; t < o->n_types; t++)
+			value_type(pp, PROFILE_SAMPLE_TYPE, str_idx(pp, o->types[t][0]),
+				   str_idx(pp, o->types[t][1]));
+		s_time = str_idx(pp, o->period_type[0]);
+		s_ns = str_idx(pp, o->period_type[1]);
+		s_samples = s_count = 0;
+	} else {
+		s_samples = str_idx(pp, "samples");
+		s_count = str_idx(pp, "count");
+		s_time = str_idx(pp, o->wall ? "wall" : "cpu");
+		s_ns = str_idx(pp, "nanoseconds");
+		value_type(pp, PROFILE_SAMPLE_TYPE, s_samples, s_count);
+		value_type(pp, PROFILE_SAMPLE_TYPE, s_time, s_ns);
+	}
 	s_name = str_idx(pp, p->name);
-	if (s_samples < 0 || s_count < 0 || s_time < 0 || s_ns < 0 || s_name < 0)
+	/* Every string before the table is written. */
+	s_default = o->default_type ? str_idx(pp, o->default_type) : 0;
+	if (s_default < 0 || s_samples < 0 || s_count < 0 || s_time < 0 || s_ns < 0 || s_name < 0)
 		return -ENOMEM;
-	value_type(pp, PROFILE_SAMPLE_TYPE, s_samples, s_count);
-	value_type(pp, PROFILE_SAMPLE_TYPE, s_time, s_ns);
 
 	for (size_t i = 0; i < p->n_frames; i++)
 		any_inlined |= p->frames[i].inlined;
@@ -489,7 +501,10 @@ static int encode(struct pprof *pp, const struct pprof_opts *o)
 		const struct profile_sample *s = &p->samples[i];
 		size_t nl = 0;
 		uint64_t weight = s->weight_ns;
+		int64_t vals[4];
 
+		if (o->n_types && !o->values(s, vals, o->ctx))
+			continue;
 		if (s->depth > locs_cap) {
 			uint32_t *n = realloc(locs, s->depth * sizeof(*n));
 
@@ -527,12 +542,21 @@ static int encode(struct pprof *pp, const struct pprof_opts *o)
 		if (!weight && !o->wall)
 			weight = s->count * p->period_ns;
 		packed.len = 0;
-		pb_varint(&packed, s->count);
-		pb_varint(&packed, weight);
+		if (o->n_types) {
+			for (int t = 0; t < o->n_types; t++)
+				pb_varint(&packed, (uint64_t)vals[t]);
+		} else {
+			pb_varint(&packed, s->count);
+			pb_varint(&packed, weight);
+		}
 		pb_msg(&sb, SAMPLE_VALUE, &packed);
 		for (uint32_t l = 0; l < s->n_labels; l++) {
-			int64_t k = str_idx(pp, s->labels[l].key);
-			int64_t v = str_idx(pp, s->labels[l].value);
+			int64_t k, v;
+
+			if (o->skip_label && !strcmp(s->labels[l].key, o->skip_label))
+				continue;
+			k = str_idx(pp, s->labels[l].key);
+			v = str_idx(pp, s->labels[l].value);
 
 			if (k < 0 || v < 0) {
 				err = -ENOMEM;
@@ -560,6 +584,8 @@ static int encode(struct pprof *pp, const struct pprof_opts *o)
 		pb_tag(&pp->out, PROFILE_COMMENT, WT_VARINT);
 		pb_varint(&pp->out, s_name);
 	}
+	if (s_default > 0)
+		pb_uint(&pp->out, PROFILE_DEFAULT_SAMPLE_TYPE, (uint64_t)s_default);
 	if (pp->out.oom || pp->tmp.oom || sb.oom || packed.oom)
 		err = -ENOMEM;
 out:

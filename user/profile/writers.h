@@ -119,6 +119,20 @@ int write_svg_diff(const struct profile *slow, const struct profile *fast, FILE 
 struct pprof_opts {
 	bool wall;	     /* second sample type is wall/nanoseconds instead of cpu/nanoseconds */
 	uint64_t time_nanos; /* when the profile started, Unix ns; 0: now - duration */
+	/*
+	 * Other sample types (heap, block): with n_types > 0, types[i] =
+	 * {type, unit} replace the two defaults, period_type is {type, unit}
+	 * of the period, and values() gives each sample's n_types values
+	 * (false: leave the sample out). Labels with key skip_label are not
+	 * written (values() may use them to tell rows apart).
+	 */
+	int n_types;
+	const char *types[4][2];
+	const char *period_type[2];
+	const char *default_type; /* NULL: pprof's default (the last type) */
+	bool (*values)(const struct profile_sample *s, int64_t *out, void *ctx);
+	void *ctx;
+	const char *skip_label;
 };
 
 /**

@@ -164,6 +164,9 @@ static enum MHD_Result route_get(struct request *r)
 		return serve_pprof__profile(r);
 	if (!strcmp(u, "/debug/pprof/") || !strcmp(u, "/debug/pprof"))
 		return serve_pprof__index(r);
+	if (!strcmp(u, "/debug/pprof/heap") || !strcmp(u, "/debug/pprof/allocs") ||
+	    !strcmp(u, "/debug/pprof/delta_heap"))
+		return serve_heap__get(r, u + 13);
 	if (!strcmp(u, "/metrics"))
 		return serve_metrics__get(r);
 	if (!strcmp(u, "/api/state"))
@@ -292,8 +295,9 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 	n = strlen(msg);
 	while (n && (msg[n - 1] == '\n' || msg[n - 1] == '.'))
 		msg[--n] = 0;
-	if (n)
-		msg[0] = (char)(msg[0] >= 'A' && msg[0] <= 'Z' ? msg[0] + 32 : msg[0]);
+	/* Our messages start in lowercase; acronyms ("MHD_...") stay. */
+	if (n > 1 && msg[0] >= 'A' && msg[0] <= 'Z' && msg[1] >= 'a' && msg[1] <= 'z')
+		msg[0] = (char)(msg[0] + 32);
 	log_line(sv, "%s", msg);
 }
 
@@ -353,6 +357,7 @@ static int listen_on(struct serve *sv, const struct sockaddr_storage *ss)
 	char host[INET6_ADDRSTRLEN];
 	unsigned int flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
 	struct MHD_OptionItem opts[] = {
+		{MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)on_mhd_log, sv}, /* first, as MHD asks */
 		{MHD_OPTION_SOCK_ADDR, 0, (void *)ss},
 		{MHD_OPTION_CONNECTION_LIMIT, CONN_LIMIT, NULL},
 		{MHD_OPTION_CONNECTION_TIMEOUT, CONN_TIMEOUT_S, NULL},
@@ -360,7 +365,6 @@ static int listen_on(struct serve *sv, const struct sockaddr_storage *ss)
 		{MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, sv},
 		{MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)serve_conn__notify, sv},
 		{MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)on_uri, sv},
-		{MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)on_mhd_log, sv},
 		{MHD_OPTION_LISTENING_ADDRESS_REUSE, 1, NULL},
 		{MHD_OPTION_END, 0, NULL},
 	};
@@ -446,6 +450,7 @@ void serve__stop(struct serve *sv)
 		MHD_run(sv->mhd);
 		MHD_stop_daemon(sv->mhd);
 	}
+	serve_heap__free(sv);
 	free(sv->token);
 	free(sv);
 }

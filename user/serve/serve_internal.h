@@ -19,6 +19,7 @@
 
 struct request;
 struct serve_conn;
+struct heap_prev;
 
 struct serve {
 	struct daemon *d;
@@ -31,8 +32,9 @@ struct serve {
 	uint64_t log_sec;	   /* rate limit of the request log */
 	unsigned int logged, suppressed;
 	uint64_t requests, rejected;
-	struct serve_conn *conns; /* open connections, see serve_conn.c */
-	uint64_t slow_closed;	  /* connections closed for want of a request */
+	struct serve_conn *conns;    /* open connections, see serve_conn.c */
+	uint64_t slow_closed;	     /* connections closed for want of a request */
+	struct heap_prev *heap_prev; /* delta_heap's previous scrape */
 };
 
 struct request {
@@ -95,6 +97,10 @@ uint64_t serve__unix_ns(uint64_t mono_ns);
 enum MHD_Result serve_pprof__profile(struct request *r);
 enum MHD_Result serve_pprof__index(struct request *r);
 enum MHD_Result serve_metrics__get(struct request *r);
+/* @which: "heap", "allocs" or "delta_heap" */
+enum MHD_Result serve_heap__get(struct request *r, const char *which);
+/** serve_heap__free - free delta_heap's state */
+void serve_heap__free(struct serve *sv);
 enum MHD_Result serve_ui__asset(struct request *r, const char *path);
 enum MHD_Result serve_ui__state(struct request *r);
 enum MHD_Result serve_ui__command(struct request *r); /* POST */

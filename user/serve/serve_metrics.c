@@ -17,6 +17,7 @@
 
 #include "bpf/liveprof.h"
 #include "user/serve/serve_internal.h"
+#include "user/session/alloc.h"
 #include "user/session/split.h"
 #include "user/profile/stack_store.h"
 #include "user/session/traces.h"
@@ -181,6 +182,17 @@ enum MHD_Result serve_metrics__get(struct request *r)
 	counter(f, "liveprof_http_requests_total", "HTTP requests received.", r->sv->requests);
 	counter(f, "liveprof_http_rejected_total", "HTTP requests answered with an error.",
 		r->sv->rejected);
+	if (d->alloc) {
+		uint64_t ac[4];
+
+		alloc__counters(d->alloc, ac);
+		counter(f, "liveprof_alloc_calls_total", "Allocator calls seen by --alloc.", ac[0]);
+		counter(f, "liveprof_alloc_sampled_total", "Allocations sampled by --alloc.",
+			ac[1]);
+		counter(f, "liveprof_alloc_lost_total",
+			"Allocator events dropped (ring buffer or live table full).",
+			ac[2] + ac[3]);
+	}
 	if (d->traces) {
 		fputs("# HELP liveprof_calls_total Calls of a traced function.\n"
 		      "# TYPE liveprof_calls_total counter\n",

@@ -220,8 +220,8 @@ static json_t *state_json(struct serve *sv, bool window)
 	}
 	json_object_set_new(o, "target",
 			    json_string(d->core.n_procs == 1 ? d->core.procs[0].name
-					: d->core.opts->all	? "all processes"
-							: "processes"));
+					: d->core.opts->all  ? "all processes"
+							     : "processes"));
 	json_object_set_new(o, "flame", flame ? flame : json_null());
 	json_object_set_new(o, "traces", traces_json(d, window));
 	json_object_set_new(o, "split", split_json(d, window));

@@ -19,6 +19,7 @@
 
 _Static_assert(UNWIND_TRAMP_LO == LP_UPROBE_TRAMP_LO && UNWIND_TRAMP_HI == LP_UPROBE_TRAMP_HI,
 	       "the unwinder and the contract disagree on the trampoline page");
+#include "user/session/alloc.h"
 #include "user/session/bpf_session.h"
 #include "user/session/daemon.h"
 #include "user/util/log.h"
@@ -78,6 +79,13 @@ int daemon__add_target(struct daemon *d, int pid)
 	symbolizer__add_pid(d->sym, pid);
 	unwinder__add_pid(d->unwind, pid);
 	d->core.n_procs++;
+	if (d->alloc) {
+		char msg[256];
+
+		err = alloc__attach(d->alloc, pid, msg, sizeof(msg));
+		if (err < 0)
+			lp_warn("%s", msg);
+	}
 	return 0;
 }
 
@@ -447,6 +455,8 @@ void daemon__fini(struct daemon *d)
 {
 	while (d->windows)
 		daemon__window_close(d, d->windows);
+	alloc__close(d->alloc); /* its ring is no longer polled from here on */
+	d->alloc = NULL;
 	split__free(d->split);
 	traces__free(d->traces);
 	for (int i = 0; i < d->n_slots; i++)

@@ -65,7 +65,8 @@ struct daemon {
 	struct stack_store *stacks;
 	struct traces *traces;
 	struct split *split;
-	struct unwinder *unwind; /* CFI over the copied stacks */
+	struct unwinder *unwind;  /* CFI over the copied stacks */
+	struct alloc_prof *alloc; /* --alloc, see alloc.h */
 
 	const char *child_exe; /* its executable, resolved through PATH */
 	int child_status;      /* wait status once it exited */

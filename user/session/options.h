@@ -56,6 +56,9 @@ struct options {
 	const char *http_addr;	/* --http ADDR:PORT, NULL: no server */
 	const char *http_token; /* --http-token FILE */
 	bool serve;		/* `liveprof serve`: long-running, no TUI */
+	/* memory */
+	bool alloc;		   /* --alloc: allocator probes */
+	uint64_t alloc_rate_bytes; /* --alloc-rate: mean bytes between samples */
 };
 
 /**

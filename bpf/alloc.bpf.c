@@ -1,0 +1,236 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * alloc.bpf.c - memory profiling from uprobes on the C allocator.
+ *
+ * Sampling by bytes, as Go's MemProfileRate: each thread counts down a
+ * random number of bytes (exponential, mean sample_bytes) and the
+ * allocation that crosses zero is sampled; user space scales a sampled
+ * allocation of size s back by 1 / (1 - exp(-s / sample_bytes)), its
+ * probability of being sampled. Only sampled allocations send events and
+ * enter the live map, so frees of others cost one failed lookup.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include "alloc.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+#define MAP_ANONYMOUS_ 0x20
+
+const volatile __u64 sample_bytes = 512 * 1024;
+/* -ln((i + 0.5) / LP_ALLOC_EXP_STEPS) scaled by 1024: quantiles of Exp(1). */
+const volatile __u32 exp_q[LP_ALLOC_EXP_STEPS] = {};
+
+struct thread_state {
+	__s64 countdown;
+	__u64 pending_size; /* sampled: size of the allocation in flight */
+	__u64 memptr;	    /* posix_memalign: where the pointer goes */
+	__u32 depth;	    /* allocator calls in flight (malloc -> mmap) */
+	__u32 pending;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, struct thread_state);
+} alloc_threads SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, LP_ALLOC_LIVE_MAX);
+	__type(key, __u64);
+	__type(value, __u64);
+} alloc_live SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 22);
+} alloc_events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, LP_ALLOC_CNT_NR);
+	__type(key, __u32);
+	__type(value, __u64);
+} alloc_counters SEC(".maps");
+
+static __always_inline void count(__u32 k)
+{
+	__u64 *v = bpf_map_lookup_elem(&alloc_counters, &k);
+
+	if (v)
+		(*v)++;
+}
+
+static __always_inline __s64 next_countdown(void)
+{
+	__u32 i = bpf_get_prandom_u32() % LP_ALLOC_EXP_STEPS;
+
+	return (__s64)(sample_bytes * exp_q[i] / 1024) + 1;
+}
+
+static __always_inline struct thread_state *thread(void)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct thread_state *ts = bpf_map_lookup_elem(&alloc_threads, &tid);
+
+	if (ts)
+		return ts;
+	struct thread_state init = {.countdown = next_countdown()};
+
+	bpf_map_update_elem(&alloc_threads, &tid, &init, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&alloc_threads, &tid);
+}
+
+/* An allocation of @size begins; @memptr for posix_memalign. */
+static __always_inline int on_alloc(__u64 size, __u64 memptr)
+{
+	struct thread_state *ts = thread();
+
+	if (!ts)
+		return 0;
+	/* An allocator called from inside another (malloc's own mmap) is
+	 * part of the outer allocation: count only the outermost. */
+	if (ts->depth++)
+		return 0;
+	count(LP_ALLOC_CNT_CALLS);
+	ts->countdown -= (__s64)size;
+	if (ts->countdown > 0)
+		return 0;
+	/* A fresh draw, as Go does: the exponential has no memory. */
+	ts->countdown = next_countdown();
+	ts->pending = 1;
+	ts->pending_size = size;
+	ts->memptr = memptr;
+	return 0;
+}
+
+static __always_inline void on_free(__u64 ptr)
+{
+	struct lp_alloc_event *e;
+	__u64 pid_tgid;
+
+	if (!ptr || !bpf_map_lookup_elem(&alloc_live, &ptr))
+		return;
+	bpf_map_delete_elem(&alloc_live, &ptr);
+	e = bpf_ringbuf_reserve(&alloc_events, sizeof(*e) - sizeof(e->ustack), 0);
+	if (!e) {
+		count(LP_ALLOC_CNT_LOST);
+		return;
+	}
+	pid_tgid = bpf_get_current_pid_tgid();
+	e->type = LP_ALLOC_EV_FREE;
+	e->pid = pid_tgid >> 32;
+	e->tid = (__u32)pid_tgid;
+	e->n_ustack = 0;
+	e->ptr = ptr;
+	e->size = 0;
+	e->time_ns = bpf_ktime_get_ns();
+	bpf_ringbuf_submit(e, 0);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(malloc_enter, __u64 size)
+{
+	return on_alloc(size, 0);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(calloc_enter, __u64 n, __u64 size)
+{
+	return on_alloc(n * size, 0);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(realloc_enter, __u64 ptr, __u64 size)
+{
+	on_free(ptr);
+	return on_alloc(size, 0);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(aligned_alloc_enter, __u64 align, __u64 size)
+{
+	return on_alloc(size, 0);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(posix_memalign_enter, __u64 memptr, __u64 align, __u64 size)
+{
+	return on_alloc(size, memptr);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(mmap_enter, __u64 addr, __u64 len, __u64 prot, __u64 flags)
+{
+	struct thread_state *ts;
+
+	if (flags & MAP_ANONYMOUS_)
+		return on_alloc(len, 0);
+	/* A file mapping: not memory the program allocated, but the return
+	 * probe still runs: keep the depth balanced. */
+	ts = thread();
+	if (ts)
+		ts->depth++;
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(free_enter, __u64 ptr)
+{
+	on_free(ptr);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(munmap_enter, __u64 addr)
+{
+	on_free(addr);
+	return 0;
+}
+
+/* Shared by every allocator's return: the pointer is the return value. */
+SEC("uretprobe")
+int BPF_KRETPROBE(alloc_exit, __u64 ret)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct thread_state *ts = bpf_map_lookup_elem(&alloc_threads, &tid);
+	struct lp_alloc_event *e;
+	__u64 ptr = ret, one = 1;
+	long n;
+
+	if (!ts || !ts->depth)
+		return 0;
+	if (--ts->depth || !ts->pending)
+		return 0;
+	ts->pending = 0;
+	if (ts->memptr) { /* posix_memalign returns 0 and stores the pointer */
+		if (ret || bpf_probe_read_user(&ptr, sizeof(ptr), (void *)ts->memptr))
+			return 0;
+	}
+	if (!ptr || ptr == (__u64)-1) /* NULL, or MAP_FAILED */
+		return 0;
+	count(LP_ALLOC_CNT_SAMPLED);
+	if (bpf_map_update_elem(&alloc_live, &ptr, &one, BPF_ANY)) {
+		count(LP_ALLOC_CNT_LIVE_FULL);
+		return 0;
+	}
+	e = bpf_ringbuf_reserve(&alloc_events, sizeof(*e), 0);
+	if (!e) {
+		bpf_map_delete_elem(&alloc_live, &ptr);
+		count(LP_ALLOC_CNT_LOST);
+		return 0;
+	}
+	e->type = LP_ALLOC_EV_ALLOC;
+	e->pid = bpf_get_current_pid_tgid() >> 32;
+	e->tid = tid;
+	e->ptr = ptr;
+	e->size = ts->pending_size;
+	e->time_ns = bpf_ktime_get_ns();
+	n = bpf_get_stack(ctx, e->ustack, sizeof(e->ustack), BPF_F_USER_STACK);
+	e->n_ustack = n > 0 ? (__u32)((__u64)n >> 3) : 0;
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}

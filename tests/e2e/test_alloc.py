@@ -1,0 +1,107 @@
+"""--alloc end to end: allocator uprobes -> /debug/pprof/heap, /allocs and
+/delta_heap read by `go tool pprof` (issue 16).
+
+Ground truth from tests/workloads/allocs.c: per round site_a() allocates and
+frees one 4096-byte block, site_b() three (alloc_space 3:1, none in use), and
+leak() allocates 1024 bytes it never frees. Sampling is by bytes (mean R), so
+an allocation of size s is sampled with probability p = 1 - exp(-s/R) and
+the number of samples of a site is binomial: the checks below are on those
+counts, at z = 3.89 (false-failure rate 1e-4 each).
+"""
+
+import math
+import re
+import subprocess
+import time
+
+import pytest
+
+from serve_util import Server, Z, go_env, wilson
+
+RATE = 65536
+ROUNDS = 20000
+
+
+def top(url_or_file, index, tmp_path):
+    """{function: flat bytes/objects} from `go tool pprof -top -unit=B`."""
+    r = subprocess.run(["go", "tool", "pprof", "-top", f"-sample_index={index}", "-unit=B",
+                        url_or_file], capture_output=True, text=True, env=go_env(tmp_path),
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    rows = {}
+    for line in r.stdout.splitlines():
+        m = re.match(r"\s*([\d.]+)(B?)\s+[\d.]+%\s+[\d.]+%\s+[\d.]+B?\s+[\d.]+%\s+(\S+)", line)
+        if m:
+            rows[m.group(3)] = float(m.group(1))
+    return rows, r.stdout
+
+
+@pytest.fixture
+def alloc_server(liveprof, wl, tmp_path):
+    out = tmp_path / "allocs.out"
+    s = Server(liveprof, ["-F", "99", "--alloc", "--alloc-rate", RATE, "--",
+                          wl("allocs"), ROUNDS, out], tmp_path)
+    deadline = time.monotonic() + 60
+    while not (out.exists() and out.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert out.exists(), s.stderr()
+    truth = dict(zip(*[iter(out.read_text().split())] * 2))
+    yield s, {k: int(v) for k, v in truth.items()}
+    s.stop()
+
+
+def samples(value_bytes, size):
+    """Samples behind an estimate: each stands for size / p bytes."""
+    p = 1 - math.exp(-size / RATE)
+    return value_bytes * p / size
+
+
+def test_heap_inuse_and_alloc_space(alloc_server, tmp_path):
+    s, truth = alloc_server
+    alloc, text = top(s.url + "/debug/pprof/heap", "alloc_space", tmp_path)
+    a, b = alloc.get("site_a", 0), alloc.get("site_b", 0)
+    na, nb = samples(a, 4096), samples(b, 4096)
+    n = round(na + nb)
+    assert n >= 100, f"too few samples ({n}):\n{text}"
+    lo, hi = wilson(round(nb), n)
+    print(f"\nalloc_space site_b share {nb / n:.3f} of {n} samples (truth 0.75), "
+          f"bound [{lo:.3f}, {hi:.3f}]")
+    assert lo <= 0.75 <= hi, text
+
+    inuse, text = top(s.url + "/debug/pprof/heap", "inuse_space", tmp_path)
+    leaked = inuse.get("leak", 0)
+    # Freed blocks are not in use: every sampled block of site_a/b was freed.
+    assert inuse.get("site_a", 0) == 0 and inuse.get("site_b", 0) == 0, text
+    # The leak: samples ~ Binomial(rounds, p) (one 1024-byte block a round).
+    p = 1 - math.exp(-1024 / RATE)
+    want = ROUNDS * p
+    got = samples(leaked, 1024)
+    half = Z * math.sqrt(want * (1 - p))
+    print(f"inuse_space leak {leaked / 1e6:.2f} MB vs truth {truth['leaked_bytes'] / 1e6:.2f} MB "
+          f"({got:.0f} samples, expected {want:.0f} +- {half:.0f})")
+    assert abs(got - want) <= half, text
+
+
+def test_allocs_default_and_delta_heap(alloc_server, tmp_path):
+    s, truth = alloc_server
+    st, _, body = s.get("/debug/pprof/allocs")
+    assert st == 200
+    f = tmp_path / "allocs.pb.gz"
+    f.write_bytes(body)
+    r = subprocess.run(["go", "tool", "pprof", "-top", str(f)], capture_output=True, text=True,
+                       env=go_env(tmp_path), timeout=120)
+    assert "Type: alloc_space" in r.stdout, r.stdout
+    raw = subprocess.run(["go", "tool", "pprof", "-raw", str(f)], capture_output=True,
+                         text=True, env=go_env(tmp_path), timeout=120).stdout
+    assert re.search(r"alloc_objects/count alloc_space/bytes(\[dflt\])? inuse_objects/count "
+                     r"inuse_space/bytes", raw), raw[:600]
+    assert f"Period: {RATE}" in raw and "PeriodType: space bytes" in raw, raw[:400]
+
+    # godeltaprof: the first delta holds everything, the next (the workload
+    # now sleeps) no new allocations, but still the leak in use.
+    first, _ = top(s.url + "/debug/pprof/delta_heap", "alloc_space", tmp_path)
+    second_alloc, t2 = top(s.url + "/debug/pprof/delta_heap", "alloc_space", tmp_path)
+    third_inuse, t3 = top(s.url + "/debug/pprof/delta_heap", "inuse_space", tmp_path)
+    assert first.get("site_b", 0) > 0 and first.get("leak", 0) > 0, first
+    assert sum(second_alloc.values()) == 0, t2
+    assert third_inuse.get("leak", 0) > 0.5 * truth["leaked_bytes"], t3
