@@ -167,6 +167,9 @@ static enum MHD_Result route_get(struct request *r)
 	if (!strcmp(u, "/debug/pprof/heap") || !strcmp(u, "/debug/pprof/allocs") ||
 	    !strcmp(u, "/debug/pprof/delta_heap"))
 		return serve_heap__get(r, u + 13);
+	if (!strcmp(u, "/debug/pprof/block") || !strcmp(u, "/debug/pprof/mutex") ||
+	    !strcmp(u, "/debug/pprof/delta_block") || !strcmp(u, "/debug/pprof/delta_mutex"))
+		return serve_block__get(r, u + 13);
 	if (!strcmp(u, "/metrics"))
 		return serve_metrics__get(r);
 	if (!strcmp(u, "/api/state"))
@@ -413,6 +416,8 @@ int serve__start(struct serve **out, struct daemon *d, const struct serve_opts *
 	if (!sv)
 		return -ENOMEM;
 	sv->d = d;
+	counts__init(&sv->prev_block);
+	counts__init(&sv->prev_mutex);
 	err = o->token_file ? read_token(o->token_file, &sv->token) : 0;
 	if (!err)
 		err = random_hex(sv->csrf, 16);
@@ -451,6 +456,8 @@ void serve__stop(struct serve *sv)
 		MHD_stop_daemon(sv->mhd);
 	}
 	serve_heap__free(sv);
+	counts__free(&sv->prev_block);
+	counts__free(&sv->prev_mutex);
 	free(sv->token);
 	free(sv);
 }

@@ -32,9 +32,16 @@ struct serve {
 	uint64_t log_sec;	   /* rate limit of the request log */
 	unsigned int logged, suppressed;
 	uint64_t requests, rejected;
-	struct serve_conn *conns;    /* open connections, see serve_conn.c */
-	uint64_t slow_closed;	     /* connections closed for want of a request */
-	struct heap_prev *heap_prev; /* delta_heap's previous scrape */
+	struct serve_conn *conns;	      /* open connections, see serve_conn.c */
+	uint64_t slow_closed;		      /* connections closed for want of a request */
+	struct heap_prev *heap_prev;	      /* delta_heap's previous scrape */
+	struct counts prev_block, prev_mutex; /* delta_block's and delta_mutex's */
+};
+
+enum prof_kind {
+	PROF_CPU = 0,
+	PROF_BLOCK,
+	PROF_MUTEX,
 };
 
 struct request {
@@ -42,9 +49,10 @@ struct request {
 	struct MHD_Connection *conn;
 	const char *url, *method;
 	struct daemon_window w;
-	bool started;	  /* the access handler has seen it */
-	bool bad_uri;	  /* a NUL or control character in the URI */
-	bool window_open; /* w is subscribed */
+	bool started;	     /* the access handler has seen it */
+	bool bad_uri;	     /* a NUL or control character in the URI */
+	bool window_open;    /* w is subscribed */
+	enum prof_kind kind; /* what the window becomes */
 	bool suspended;
 	struct MHD_Response *resp; /* ready to queue once resumed */
 	unsigned int status;
@@ -117,6 +125,25 @@ void serve_conn__request(struct MHD_Connection *c, bool started);
  * Return: how many were shut down.
  */
 int serve_conn__reap(struct serve *sv);
+
+/**
+ * serve_pprof__window - answer @r with a @kind profile of the next
+ * ?seconds=N (a window subscription; the connection waits)
+ */
+enum MHD_Result serve_pprof__window(struct request *r, enum prof_kind kind);
+
+/* @which: "block", "mutex", "delta_block" or "delta_mutex" */
+enum MHD_Result serve_block__get(struct request *r, const char *which);
+
+/**
+ * serve_block__filter - the off-CPU stacks of @src (@mutex: only those
+ * waiting on a lock) into @out
+ */
+int serve_block__filter(struct daemon *d, const struct counts *src, bool mutex, struct counts *out);
+
+/** serve_block__encode - @c as a contentions/delay pprof in a malloc'ed buffer */
+int serve_block__encode(struct daemon *d, const struct counts *c, uint64_t start_ns,
+			uint64_t duration_ns, char **buf, size_t *len);
 
 /** serve_pprof__abort - free what a request that never completed still holds */
 void serve_pprof__abort(struct request *r);

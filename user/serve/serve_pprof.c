@@ -158,23 +158,42 @@ static int encode(struct profile *p, uint64_t start_mono, char **buf, size_t *le
 	return err;
 }
 
+/* The window's samples as the profile the client asked for. */
+static int window_bytes(struct request *r, struct daemon_window *w, char **buf, size_t *len)
+{
+	struct daemon *d = r->sv->d;
+	struct profile *p;
+	struct counts c;
+	int err;
+
+	if (r->kind != PROF_CPU) {
+		counts__init(&c);
+		err = serve_block__filter(d, &w->counts, r->kind == PROF_MUTEX, &c);
+		if (!err)
+			err = serve_block__encode(d, &c, w->start_ns, w->end_ns - w->start_ns, buf,
+						  len);
+		counts__free(&c);
+		return err;
+	}
+	p = serve__profile_of(d, &w->counts, w->start_ns, w->end_ns);
+	if (!p)
+		return -ENOMEM;
+	err = encode(p, w->start_ns, buf, len);
+	profile__free(p);
+	return err;
+}
+
 static void profile_done(struct daemon_window *w, void *ctx)
 {
 	struct request *r = ctx;
-	struct serve *sv = r->sv;
-	struct profile *p;
 	char *buf = NULL;
 	size_t len = 0;
-	int err = -ENOMEM;
+	int err;
 
 	r->window_open = false;
-	sv->n_windows--;
-	p = serve__profile_of(sv->d, &w->counts, w->start_ns, w->end_ns);
+	r->sv->n_windows--;
+	err = window_bytes(r, w, &buf, &len);
 	counts__free(&w->counts);
-	if (p) {
-		err = encode(p, w->start_ns, &buf, &len);
-		profile__free(p);
-	}
 	r->status = err ? 500 : 200;
 	r->resp = err ? MHD_create_response_from_buffer(strlen("cannot build the profile\n"),
 							(void *)"cannot build the profile\n",
@@ -192,6 +211,11 @@ static void profile_done(struct daemon_window *w, void *ctx)
 
 enum MHD_Result serve_pprof__profile(struct request *r)
 {
+	return serve_pprof__window(r, PROF_CPU);
+}
+
+enum MHD_Result serve_pprof__window(struct request *r, enum prof_kind kind)
+{
 	struct serve *sv = r->sv;
 	const char *v = NULL;
 	size_t len = 0;
@@ -208,6 +232,7 @@ enum MHD_Result serve_pprof__profile(struct request *r)
 	if (sv->n_windows >= SERVE_MAX_WINDOWS)
 		return serve__error(r, 429, "%d profiles are already being taken",
 				    SERVE_MAX_WINDOWS);
+	r->kind = kind;
 	r->w.done = profile_done;
 	r->w.ctx = r;
 	if (daemon__window_open(sv->d, &r->w, (uint64_t)seconds * 1000000000ULL))
