@@ -114,8 +114,13 @@ static inline int unit_run(int argc, char **argv)
 	return failed ? 1 : 0;
 }
 
-/* UNIT_MAIN() - the binary's main(); the tests registered themselves. */
-#define UNIT_MAIN()                                                                                \
+/*
+ * UNIT_MAIN() - the binary's main(); the tests registered themselves. A list
+ * (the old UNIT_MAIN(UNIT_ENTRY(a), ...)) is refused with a message saying so.
+ */
+#define UNIT_MAIN(...)                                                                             \
+	_Static_assert(sizeof(#__VA_ARGS__) == 1,                                                  \
+		       "UNIT_MAIN() takes no list: UNIT_TEST(name) registers each test");          \
 	int main(int argc, char **argv)                                                            \
 	{                                                                                          \
 		return unit_run(argc, argv);                                                       \
