@@ -93,6 +93,7 @@ void options_usage(FILE *f)
 	      "      --per-thread      put the thread id under the process root frame\n"
 	      "      --call-graph M    fp, dwarf or auto (default auto)\n"
 	      "      --stack-size KIB  user stack copied per sample for dwarf unwinding (16)\n"
+	      "      --ringbuf-mb MB   event ring buffer, a power of two (default 16)\n"
 	      "Tracing:\n"
 	      "  --trace SPEC          FUNC, BIN:FUNC, FILE:LINE, FUNC+OFF, FUNC(arg, p->f, ret)\n"
 	      "  --by EXPR             group the latency of the (first) trace by a value\n"
@@ -111,6 +112,7 @@ void options_usage(FILE *f)
 	      "      --top N           rows of the top table at exit (default 20, 0 = none)\n"
 	      "      --no-tui          batch mode even on a terminal\n"
 	      "  -v, --verbose         libbpf and verifier messages\n"
+	      "  -h, --help            this text\n"
 	      "Memory (--alloc, served as /debug/pprof/heap, allocs, delta_heap):\n"
 	      "      --alloc           probe malloc/calloc/realloc/free/posix_memalign/\n"
 	      "                        aligned_alloc and anonymous mmap/munmap in libc\n"
@@ -128,19 +130,37 @@ void options_usage(FILE *f)
 	      f);
 }
 
-static int parse_double(const char *arg, const char *what, double min, double max, double *out)
+/*
+ * A number in [@min, @max]; with @whole a count (Hz, KiB, rows, MiB), which
+ * must be a whole number rather than be truncated silently.
+ */
+static int parse_number(const char *arg, const char *what, double min, double max, bool whole,
+			double *out)
 {
 	char *end;
 	double v;
 
 	errno = 0;
 	v = strtod(arg, &end);
-	if (errno || end == arg || *end || v < min || v > max) {
-		lp_err("invalid %s '%s' (expected a number from %g to %g)", what, arg, min, max);
+	/* written so that NaN, which compares false with everything, fails */
+	if (errno || end == arg || *end || !(v >= min && v <= max) ||
+	    (whole && v != (double)(long long)v)) {
+		lp_err("invalid %s '%s' (expected a %s from %g to %g)", what, arg,
+		       whole ? "whole number" : "number", min, max);
 		return -EINVAL;
 	}
 	*out = v;
 	return 0;
+}
+
+static int parse_double(const char *arg, const char *what, double min, double max, double *out)
+{
+	return parse_number(arg, what, min, max, false, out);
+}
+
+static int parse_whole(const char *arg, const char *what, double min, double max, double *out)
+{
+	return parse_number(arg, what, min, max, true, out);
 }
 
 static int parse_pids(const char *arg, struct options *o)
@@ -195,7 +215,7 @@ int options_parse(int argc, char **argv, struct options *o)
 			o->all = true;
 			break;
 		case 'F':
-			if (parse_double(optarg, "frequency", 1, 100000, &v))
+			if (parse_whole(optarg, "frequency", 1, 100000, &v))
 				return -EINVAL;
 			o->freq = (unsigned int)v;
 			break;
@@ -278,12 +298,12 @@ int options_parse(int argc, char **argv, struct options *o)
 			}
 			break;
 		case OPT_STACK_SIZE:
-			if (parse_double(optarg, "stack size", 1, 64, &v))
+			if (parse_whole(optarg, "stack size", 1, 64, &v))
 				return -EINVAL;
 			o->stack_kib = (unsigned int)v;
 			break;
 		case OPT_TOP:
-			if (parse_double(optarg, "row count", 0, 100000, &v))
+			if (parse_whole(optarg, "row count", 0, 100000, &v))
 				return -EINVAL;
 			o->top_rows = (int)v;
 			break;
@@ -291,7 +311,7 @@ int options_parse(int argc, char **argv, struct options *o)
 			o->per_thread = true;
 			break;
 		case OPT_RINGBUF:
-			if (parse_double(optarg, "ring buffer size", 1, 1024, &v))
+			if (parse_whole(optarg, "ring buffer size", 1, 1024, &v))
 				return -EINVAL;
 			o->ringbuf_mb = (unsigned int)v;
 			/* ring buffer sizes must be a power of two pages */
@@ -308,7 +328,7 @@ int options_parse(int argc, char **argv, struct options *o)
 			o->alloc = true;
 			break;
 		case OPT_ALLOC_RATE:
-			if (parse_double(optarg, "allocation sampling rate", 1, 1e12, &v))
+			if (parse_whole(optarg, "allocation sampling rate", 1, 1e12, &v))
 				return -EINVAL;
 			o->alloc_rate_bytes = (uint64_t)v;
 			o->alloc = true;
