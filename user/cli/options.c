@@ -126,7 +126,8 @@ void options_usage(FILE *f)
 	      "2 usage, 3 no such process / command, 4 missing privileges (root or\n"
 	      "CAP_BPF+CAP_PERFMON), 5 kernel unsupported (no BTF or perf events),\n"
 	      "6 BPF load/attach failed, 7 output not writable, 8 probe not resolvable,\n"
-	      "9 -p names a kernel thread.\n",
+	      "9 -p names a kernel thread, 10 validate inconclusive (see liveprof\n"
+	      "validate --help).\n",
 	      f);
 }
 

@@ -6,11 +6,12 @@
  * With --from, the comparison is of per-function SELF shares: the leaf
  * frame of each measured sample is mapped back from the emitted name to the
  * profile's name, samples whose leaf is not one of the profile's functions
- * (the runtime's calibration, sleeps, the kernel) are left out, and the
- * total variation distance 0.5 * sum |expected - measured| must stay within
- * --tolerance. With --scenario, liveprof splits the handler's calls into
- * slow and fast, and at least 90% of the samples in the slow cause must land
- * in the slow profile.
+ * (the runtime's calibration, sleeps, the kernel) are left out, and the total
+ * variation distance 0.5 * sum |expected - measured| is weighed against the
+ * distance that sampling noise alone gives at that many samples
+ * (validate_plan.c says how; validate_noise.c simulates the noise). The
+ * samples are taken in up to VALIDATE_MAX_LOOKS looks within --seconds,
+ * stopping as soon as one decides. --scenario is in validate_scenario.c.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -23,19 +24,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "user/util/atomic_file.h"
 #include "user/synth/emit.h"
 #include "user/util/log.h"
 #include "user/profile/profile_read.h"
-#include "user/synth/scenario.h"
+#include "user/synth/validate.h"
 
-/* The share of the cause's samples that must be in the slow profile. */
-#define SPLIT_MIN_SHARE 0.9
-
-struct vopts {
-	const char *from, *spec, *lang, *liveprof, *keep;
-	double seconds, tolerance, freq;
-};
+/* Counts above 2^53 are not exact as doubles, and the sums would overflow. */
+#define VALIDATE_MAX_TOTAL (1ULL << 53)
 
 static void validate_usage(FILE *f)
 {
@@ -48,168 +43,38 @@ static void validate_usage(FILE *f)
 		"profile it with liveprof and compare with what the input says.\n"
 		"\n"
 		"  -f, --from PROFILE     folded or gzip pprof: compare per-function self shares\n"
-		"                         and fail when their total variation distance > T\n"
+		"                         (functions too small to resolve share one cell) by\n"
+		"                         their total variation distance (TVD), against the\n"
+		"                         TVD that sampling noise alone gives at that many\n"
+		"                         samples (q, its 99.9%% bound): FAIL when TVD > T + q,\n"
+		"                         PASS when TVD + q <= T, else INCONCLUSIVE\n"
 		"  -s, --scenario SPEC    latency scenario (see liveprof emit --help): split the\n"
-		"                         handler and fail when < 90%% of the slow cause's "
-		"samples\n"
-		"                         are in the slow profile\n"
+		"                         handler (the slow cause's samples must be in the slow\n"
+		"                         profile) and compare p50/p95/p99 with the program's\n"
+		"                         own measurements\n"
 		"  -l, --lang LANG        c (default) or go\n"
-		"  -S, --seconds S        how long liveprof samples (default 10)\n"
-		"  -t, --tolerance T      largest acceptable distance (default 0.05)\n"
-		"  -F, --freq HZ          sampling frequency (default 99)\n"
+		"  -P, --program PROG     run PROG, a program `liveprof emit --lang LANG` wrote\n"
+		"                         and you built, instead of emitting one from PROFILE:\n"
+		"                         checks that liveprof measures PROG as PROFILE says\n"
+		"  -S, --seconds S        sampling budget, the upper bound (default 60); the\n"
+		"                         run stops as soon as the samples decide\n"
+		"  -t, --tolerance T      the largest systematic TVD that counts as right\n"
+		"                         (default 0.05)\n"
+		"  -F, --freq HZ          sampling frequency (default: chosen from the profile\n"
+		"                         and the budget, 99 to 999)\n"
 		"  -k, --keep DIR         work in DIR and keep the program and profiles there\n"
+		"      --seed N           seed of the noise simulation (default 1)\n"
 		"      --liveprof PATH    the liveprof to test (default: this one)\n"
 		"  -h, --help             this text\n"
 		"\n"
-		"Exit status: 0 within tolerance, 1 validation failed or the program or liveprof\n"
-		"could not be built or run, 2 bad usage or malformed input.\n");
+		"Exit status: 0 PASS, 1 FAIL (by design at most 1 run in 1,000 fails when the\n"
+		"TVD is within T), 10 INCONCLUSIVE (too few samples; the output says about how\n"
+		"many would decide), 2 bad usage or malformed input, 3 the program could not\n"
+		"be built or run (a missing compiler is named), or liveprof's own exit status\n"
+		"(4 and up) when it could not profile.\n");
 }
 
-/* Run @argv (with @env "K=V" entries added) and return its pid; stdout to /dev/null if @quiet. */
-static pid_t spawn(char *const argv[], char *const env[], bool quiet)
-{
-	pid_t pid = fork();
-
-	if (pid < 0)
-		return -errno;
-	if (pid == 0) {
-		for (; env && *env; env++)
-			putenv(*env);
-		if (quiet && !freopen("/dev/null", "w", stdout))
-			_exit(127);
-		execvp(argv[0], argv);
-		fprintf(stderr, "liveprof: cannot run '%s': %s\n", argv[0], strerror(errno));
-		_exit(127);
-	}
-	return pid;
-}
-
-/* Wait for @pid; return its exit status, 128 + signal, or a negative errno. */
-static int wait_exit(pid_t pid)
-{
-	int st;
-
-	while (waitpid(pid, &st, 0) < 0) {
-		if (errno != EINTR)
-			return -errno;
-	}
-	if (WIFEXITED(st))
-		return WEXITSTATUS(st);
-	return 128 + WTERMSIG(st);
-}
-
-static int run_wait(char *const argv[], char *const env[])
-{
-	pid_t pid = spawn(argv, env, false);
-
-	return pid < 0 ? pid : wait_exit(pid);
-}
-
-static void stop_child(pid_t pid)
-{
-	kill(pid, SIGTERM);
-	wait_exit(pid);
-}
-
-static void sleep_s(double s)
-{
-	struct timespec ts = {(time_t)s, (long)((s - (time_t)s) * 1e9)};
-
-	while (nanosleep(&ts, &ts) && errno == EINTR)
-		;
-}
-
-/* Build the emitted source in @dir; 0 or EXIT_RUNTIME after a message. */
-static int build(const char *lang, const char *dir, const char *src, const char *prog)
-{
-	char gocache[4096];
-	int ret;
-
-	if (!strcmp(lang, "c")) {
-		char *argv[] = {"cc", "-O1",	    "-g",	 (char *)src,
-				"-o", (char *)prog, "-lpthread", NULL};
-
-		ret = run_wait(argv, NULL);
-	} else {
-		char *argv[] = {"go", "build", "-o", (char *)prog, (char *)src, NULL};
-		char *env[] = {"GO111MODULE=off", "GOFLAGS=", NULL, NULL};
-
-		/* go needs a writable cache even for one file; HOME may be unset. */
-		if (!getenv("GOCACHE") && !getenv("HOME")) {
-			snprintf(gocache, sizeof(gocache), "GOCACHE=%s/gocache", dir);
-			env[2] = gocache;
-		}
-		ret = run_wait(argv, env);
-	}
-	if (ret) {
-		lp_err("validate: building '%s' failed (%s %d)", src, ret < 0 ? "error" : "exit",
-		       ret);
-		return EXIT_RUNTIME;
-	}
-	return 0;
-}
-
-/* Run liveprof on @pid; 0 or EXIT_RUNTIME after a message. */
-static int profile_pid(const struct vopts *vo, pid_t pid, const char *out, const char *split)
-{
-	char pidbuf[32], fbuf[32], dbuf[32];
-	char *argv[16];
-	int n = 0, ret;
-	pid_t lp;
-
-	snprintf(pidbuf, sizeof(pidbuf), "%d", (int)pid);
-	snprintf(fbuf, sizeof(fbuf), "%g", vo->freq);
-	snprintf(dbuf, sizeof(dbuf), "%g", vo->seconds);
-	argv[n++] = (char *)vo->liveprof;
-	argv[n++] = "-p";
-	argv[n++] = pidbuf;
-	argv[n++] = "-F";
-	argv[n++] = fbuf;
-	argv[n++] = "-d";
-	argv[n++] = dbuf;
-	if (split) {
-		argv[n++] = "--split";
-		argv[n++] = (char *)split;
-	}
-	argv[n++] = "-o";
-	argv[n++] = (char *)out;
-	argv[n++] = "--no-tui";
-	/* emitted programs inline their spin loop: its samples are the caller's */
-	argv[n++] = "--no-inline";
-	argv[n] = NULL;
-	/* Its report goes to stdout; ours is the comparison. Errors still show. */
-	lp = spawn(argv, NULL, true);
-	ret = lp < 0 ? lp : wait_exit(lp);
-	if (ret) {
-		if (split && ret == EXIT_USAGE)
-			lp_err("validate: liveprof --split %s failed (exit %d); this liveprof may "
-			       "not support --split yet",
-			       split, ret);
-		else if (split)
-			lp_err("validate: liveprof --split %s -p %s failed (exit %d)", split,
-			       pidbuf, ret);
-		else
-			lp_err("validate: liveprof -p %s failed (exit %d)", pidbuf, ret);
-		return EXIT_RUNTIME;
-	}
-	return 0;
-}
-
-struct share_row {
-	const char *name;
-	double expected, measured;
-};
-
-static int cmp_row(const void *a, const void *b)
-{
-	const struct share_row *x = a, *y = b;
-
-	if (x->expected != y->expected)
-		return x->expected < y->expected ? 1 : -1;
-	return strcmp(x->name, y->name);
-}
-
-/* The profile name of an emitted function name, or -1. */
+/* The profile index of an emitted function name, or -1. */
 static long lookup_ident(const struct emit_tree *t, const char *lang, const char *frame)
 {
 	size_t i;
@@ -226,256 +91,212 @@ static long lookup_ident(const struct emit_tree *t, const char *lang, const char
 	return -1;
 }
 
-static int compare_shares(const struct vopts *vo, const struct emit_tree *t, const char *folded)
+/* Add the leaves of the measured profile @path to the cells; 0 or an exit status. */
+static int add_measured(const char *lang, const struct emit_tree *t, struct vcells *vc,
+			const char *path, uint64_t *elsewhere)
 {
 	char err[PROFILE_READ_ERRSZ + 64];
-	struct share_row *rows = NULL;
-	uint64_t *count = NULL, matched = 0, other = 0;
 	struct profile *m = NULL;
-	double tvd = 0;
-	size_t i, shown, hidden;
+	size_t i;
 	int ret;
 
-	ret = profile_read_file(folded, &m, err, sizeof(err));
+	ret = profile_read_file(path, &m, err, sizeof(err));
 	if (ret) {
+		/* A look in which the program was never on a CPU has no samples. */
+		if (strstr(err, "no samples"))
+			return 0;
 		lp_err("validate: %s", err);
-		return EXIT_RUNTIME;
-	}
-	count = calloc(t->n_names, sizeof(*count));
-	rows = calloc(t->n_names, sizeof(*rows));
-	if (!count || !rows) {
-		lp_err("validate: out of memory");
-		ret = EXIT_RUNTIME;
-		goto out;
+		return EXIT_NO_TARGET;
 	}
 	for (i = 0; i < m->n_samples; i++) {
 		const struct profile_sample *s = &m->samples[i];
 		long k;
 
-		if (!s->depth || s->frames[s->depth - 1] >= m->n_frames)
-			continue;
-		k = lookup_ident(t, vo->lang, m->frames[s->frames[s->depth - 1]].name);
-		if (k < 0) {
-			other += s->count;
+		if (!s->depth || s->frames[s->depth - 1] >= m->n_frames) {
+			*elsewhere += s->count;
 			continue;
 		}
-		count[k] += s->count;
-		matched += s->count;
+		k = lookup_ident(t, lang, m->frames[s->frames[s->depth - 1]].name);
+		if (k < 0)
+			*elsewhere += s->count;
+		else
+			vc->measured[vc->cell_of[k]] += s->count;
 	}
-	if (!matched) {
-		lp_err("validate: none of the %llu samples is in a function of the profile",
-		       (unsigned long long)other);
-		ret = EXIT_RUNTIME;
-		goto out;
-	}
-	for (i = 0; i < t->n_names; i++) {
-		rows[i].name = t->names[i].orig;
-		rows[i].expected = (double)t->names[i].self / (double)t->total;
-		rows[i].measured = (double)count[i] / (double)matched;
-		tvd += fabs(rows[i].expected - rows[i].measured);
-	}
-	tvd *= 0.5;
-	qsort(rows, t->n_names, sizeof(*rows), cmp_row);
-	printf("%-40s %9s %9s %8s\n", "function (self share)", "expected", "measured", "diff");
-	for (i = 0, shown = 0; i < t->n_names && shown < 40; i++) {
-		if (rows[i].expected == 0 && rows[i].measured == 0)
-			continue;
-		printf("%-40.40s %8.2f%% %8.2f%% %+7.2f%%\n", rows[i].name, 100 * rows[i].expected,
-		       100 * rows[i].measured, 100 * (rows[i].measured - rows[i].expected));
-		shown++;
-	}
-	for (hidden = 0; i < t->n_names; i++)
-		hidden += rows[i].expected > 0 || rows[i].measured > 0;
-	if (hidden)
-		printf("(%zu more functions not shown)\n", hidden);
-	printf("samples: %llu in the profile's functions, %llu elsewhere (left out)\n",
-	       (unsigned long long)matched, (unsigned long long)other);
-	printf("total variation distance: %.4f (tolerance %.4f): %s\n", tvd, vo->tolerance,
-	       tvd <= vo->tolerance ? "PASS" : "FAIL");
-	ret = tvd <= vo->tolerance ? EXIT_OK : EXIT_RUNTIME;
-out:
-	free(count);
-	free(rows);
 	profile__free(m);
-	return ret;
+	return 0;
 }
 
-/* Samples in @path whose stack holds @fn; -1 after a message. */
-static long long count_with_frame(const char *path, const char *fn)
+/* Whether the counts of @p add up without overflow; 0 or EXIT_USAGE after a message. */
+static int check_total(const char *path, const struct profile *p)
 {
-	char err[PROFILE_READ_ERRSZ + 64];
-	struct profile *p;
-	long long n = 0;
-	size_t i, j;
+	uint64_t total = 0;
+	size_t i;
 
-	if (access(path, R_OK) != 0)
-		return 0; /* an empty class may have no file */
-	if (profile_read_file(path, &p, err, sizeof(err))) {
-		/* "no samples" is an empty class, not an error. */
-		if (strstr(err, "no samples"))
-			return 0;
-		lp_err("validate: %s", err);
-		return -1;
-	}
 	for (i = 0; i < p->n_samples; i++) {
-		const struct profile_sample *s = &p->samples[i];
+		if (p->samples[i].count > VALIDATE_MAX_TOTAL - total) {
+			lp_err("validate: the counts in '%s' add up to more than 2^53 samples",
+			       path);
+			return EXIT_USAGE;
+		}
+		total += p->samples[i].count;
+	}
+	return 0;
+}
 
-		for (j = 0; j < s->depth; j++) {
-			if (s->frames[j] < p->n_frames &&
-			    !strcmp(p->frames[s->frames[j]].name, fn)) {
-				n += (long long)s->count;
-				break;
-			}
+/* Whether @t has two functions with self samples to compare; 0 or EXIT_USAGE. */
+static int check_functions(const char *path, const struct emit_tree *t)
+{
+	size_t i, with_self = 0, only = 0;
+
+	for (i = 0; i < t->n_names; i++) {
+		if (t->names[i].self) {
+			with_self++;
+			only = i;
 		}
 	}
-	profile__free(p);
-	return n;
+	if (with_self >= 2)
+		return 0;
+	lp_err("validate: '%s' has samples in a single function ('%s'): nothing to compare", path,
+	       with_self ? t->names[only].orig : "");
+	return EXIT_USAGE;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+static const char *const verdict_name[] = {"PASS", "FAIL", "INCONCLUSIVE"};
 
-	return x < y ? -1 : x > y;
+static void print_verdict(const struct vresult *r, const struct vopts *vo, double rate, double freq)
+{
+	printf("total variation distance: %.4f (tolerance %.4f)\n", r->tvd, vo->tolerance);
+	printf("TVD %.3f (noise %.3f +- %.3f at %llu samples, %.2f%% bound %.3f; compared at "
+	       "leaf-function level): %s\n",
+	       r->tvd, r->noise.mean, r->noise.sd, (unsigned long long)r->n,
+	       100 * (1 - r->noise.alpha), r->noise.quantile, verdict_name[r->verdict]);
+	if (r->verdict == VERDICT_PASS)
+		printf("PASS: TVD + bound <= %.3f: liveprof's own distance is within the "
+		       "tolerance\n",
+		       vo->tolerance);
+	else if (r->verdict == VERDICT_FAIL)
+		printf("FAIL: TVD - bound > %.3f: liveprof measures a different profile than "
+		       "the program runs\n",
+		       vo->tolerance);
+	else if (isfinite(r->n_needed) && rate > 0)
+		printf("INCONCLUSIVE: needs about %.0f samples (about %.0f s at %g Hz at this "
+		       "run's rate; try --seconds %.0f)\n",
+		       ceil(r->n_needed), ceil(r->n_needed / rate), freq,
+		       ceil(1.2 * r->n_needed / rate));
+	else
+		printf("INCONCLUSIVE: the distance is too close to the tolerance to decide\n");
 }
 
-/* Summarise the program's own ground truth. */
-static void report_truth(const char *path)
+/* Sample @pid in looks until one decides or the budget is spent; an exit status. */
+static int sample_and_decide(const struct vopts *vo, const struct emit_tree *t, struct vcells *vc,
+			     const struct vplan *plan, pid_t pid, const char *dir)
 {
-	uint64_t *lat = NULL, v;
-	size_t n = 0, cap = 0, slow = 0;
-	FILE *f = fopen(path, "r");
-	int s;
+	double used = 0, look_s = plan->seconds, freq = plan->freq, rate = 0, t0;
+	uint64_t elsewhere = 0;
+	struct vresult r = {0};
+	char out[4096];
+	int look, ret;
 
-	if (!f) {
-		lp_warn("validate: the program wrote no ground truth to '%s'", path);
-		return;
-	}
-	while (fscanf(f, "%lu %d", &v, &s) == 2) {
-		if (n == cap) {
-			size_t nc = cap ? cap * 2 : 4096;
-			uint64_t *nl = realloc(lat, nc * sizeof(*nl));
-
-			if (!nl)
-				break;
-			lat = nl;
-			cap = nc;
+	for (look = 1; look <= VALIDATE_MAX_LOOKS; look++) {
+		snprintf(out, sizeof(out), "%s/measured%d.folded", dir, look);
+		t0 = validate_now();
+		ret = validate_run_liveprof(vo, pid, freq, look_s, out, NULL, NULL);
+		if (ret)
+			return ret;
+		used += look_s;
+		ret = add_measured(vo->lang, t, vc, out, &elsewhere);
+		if (ret)
+			return ret;
+		ret = vcells_decide(vc, vo->tolerance, VALIDATE_ALPHA / VALIDATE_MAX_LOOKS,
+				    vo->seed, &r);
+		if (ret) {
+			lp_err("validate: out of memory");
+			return EXIT_RUNTIME;
 		}
-		lat[n++] = v;
-		slow += s != 0;
+		rate = used > 0 ? (double)r.n / used : 0;
+		printf("look %d: %g s at %g Hz (%.1f s with liveprof's start): %llu samples "
+		       "so far, TVD %.4f, bound %.4f: %s\n",
+		       look, look_s, freq, validate_now() - t0, (unsigned long long)r.n, r.tvd,
+		       r.noise.quantile, verdict_name[r.verdict]);
+		fflush(stdout);
+		if (r.verdict != VERDICT_INCONCLUSIVE || vo->seconds - used < 1)
+			break;
+		if (!r.n) {
+			/* Never on a CPU yet (a loaded machine): spend the rest. */
+			look_s = vo->seconds - used;
+			continue;
+		}
+		/* Raise the frequency before the length when the budget is short. */
+		look_s = (r.n_needed - (double)r.n) / rate;
+		if (!vo->freq && freq < 999 && look_s > vo->seconds - used) {
+			rate *= 999 / freq;
+			look_s = (r.n_needed - (double)r.n) / rate;
+			freq = 999;
+		}
+		/* Beyond 4x what is left, the budget cannot decide: stop here. */
+		if (!isfinite(look_s) || look_s > 4 * (vo->seconds - used))
+			break;
+		look_s = fmin(vo->seconds - used, fmax(1, ceil(1.1 * look_s)));
 	}
-	fclose(f);
-	if (n) {
-		qsort(lat, n, sizeof(*lat), cmp_u64);
-		printf("ground truth: %zu calls, %zu slow (%.2f%%); latency p50 %.1f us, p95 %.1f "
-		       "us, p99 %.1f us\n",
-		       n, slow, 100.0 * slow / n, lat[n / 2] / 1e3, lat[(size_t)(n * 0.95)] / 1e3,
-		       lat[(size_t)(n * 0.99)] / 1e3);
+	vcells_print(vc, elsewhere);
+	if (!r.n && elsewhere) {
+		lp_err("validate: none of the %llu samples is in a function of the profile",
+		       (unsigned long long)elsewhere);
+		return EXIT_NO_TARGET;
 	}
-	free(lat);
+	if (!r.n) {
+		printf("INCONCLUSIVE: no samples in %g s; needs about %.0f samples\n", used,
+		       ceil(plan->n_target));
+		return EXIT_INCONCLUSIVE;
+	}
+	print_verdict(&r, vo, rate, freq);
+	return r.verdict == VERDICT_PASS   ? EXIT_OK
+	       : r.verdict == VERDICT_FAIL ? EXIT_RUNTIME
+					   : EXIT_INCONCLUSIVE;
 }
 
-static int validate_scenario(const struct vopts *vo, const char *dir)
+/* EXIT_NO_TARGET after a message when @pid (running @prog) has already exited, else 0. */
+static int exited_early(const char *prog, pid_t pid)
 {
-	char src[4096], prog[4096], truth[4096], outdir[4096], slowp[4096], fastp[4096];
-	char dur[32], split[256], envt[4200], err[PROFILE_READ_ERRSZ + 64];
+	int st;
+
+	if (waitpid(pid, &st, WNOHANG) != pid)
+		return 0;
+	lp_err("validate: '%s' exited (%s %d) before it could be profiled", prog,
+	       WIFEXITED(st) ? "status" : "signal", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+	return EXIT_NO_TARGET;
+}
+
+/* Emit @t's program for @p into @dir and build it; 0 or an exit status. */
+static int emit_and_build(const struct vopts *vo, const struct profile *p, const char *dir,
+			  char *prog, size_t progsz)
+{
+	char src[4096], err[PROFILE_READ_ERRSZ + 256];
 	struct emit_opts o = {.utilization = 1, .threads = 1};
-	struct scenario sc = {0};
-	long long in_slow, in_fast;
-	struct atomic_file af;
-	pid_t pid;
 	int ret;
 
-	ret = scenario_read_file(&sc, vo->spec, err, sizeof(err));
-	if (ret) {
-		lp_err("%s", err);
-		scenario_free(&sc);
-		return ret == -ENOMEM ? EXIT_RUNTIME : EXIT_USAGE;
-	}
-	snprintf(src, sizeof(src), "%s/scenario.c", dir);
-	snprintf(prog, sizeof(prog), "%s/scenario", dir);
-	snprintf(truth, sizeof(truth), "%s/truth.txt", dir);
-	snprintf(outdir, sizeof(outdir), "%s/split/", dir);
-	snprintf(slowp, sizeof(slowp), "%s/split/slow.folded", dir);
-	snprintf(fastp, sizeof(fastp), "%s/split/fast.folded", dir);
-	o.source = vo->spec;
+	snprintf(src, sizeof(src), "%s/synthetic.%s", dir, vo->lang);
+	snprintf(prog, progsz, "%s/synthetic", dir);
+	o.source = vo->from;
 	o.out_path = src;
-	/* Longer than the profiling window; stopped with SIGTERM afterwards. */
+	/* Longer than the budget; stopped with SIGTERM afterwards. */
 	o.duration_s = vo->seconds + 60;
-	ret = atomic_file__open(&af, src);
-	if (!ret) {
-		ret = scenario_write_c(af.fp, &sc, &o);
-		if (ret)
-			atomic_file__abort(&af);
-		else
-			ret = atomic_file__commit(&af);
-	}
+	ret = emit_write_file(emit_backend_find(vo->lang), p, &o, src, err, sizeof(err));
 	if (ret) {
-		lp_err("validate: cannot write '%s': %s", src, strerror(-ret));
-		ret = EXIT_RUNTIME;
-		goto out;
+		lp_err("validate: %s", err);
+		return ret == -EINVAL ? EXIT_USAGE : EXIT_RUNTIME;
 	}
-	ret = build("c", dir, src, prog);
-	if (ret)
-		goto out;
-	snprintf(dur, sizeof(dur), "%g", o.duration_s);
-	snprintf(envt, sizeof(envt), "LIVEPROF_TRUTH=%s", truth);
-	{
-		char *argv[] = {prog, dur, NULL};
-		char *env[] = {envt, NULL};
-
-		pid = spawn(argv, env, true);
-	}
-	if (pid < 0) {
-		lp_err("validate: cannot run '%s': %s", prog, strerror((int)-pid));
-		ret = EXIT_RUNTIME;
-		goto out;
-	}
-	sleep_s(0.3);
-	mkdir(outdir, 0755);
-	/*
-	 * Split a little below the fast share: at exactly p95 for 5% slow calls
-	 * the threshold lands among the slow calls themselves, and any jitter
-	 * sends half of them to "fast". Below it, the slow class holds every
-	 * slow call and a few fast ones, which never run the cause.
-	 */
-	snprintf(split, sizeof(split), "%s@p%d", sc.handler, (int)floor(sc.fast_pct * 0.95));
-	ret = profile_pid(vo, pid, outdir, split);
-	stop_child(pid);
-	if (ret)
-		goto out;
-	report_truth(truth);
-	in_slow = count_with_frame(slowp, sc.cause);
-	in_fast = count_with_frame(fastp, sc.cause);
-	if (in_slow < 0 || in_fast < 0) {
-		ret = EXIT_RUNTIME;
-		goto out;
-	}
-	if (in_slow + in_fast == 0) {
-		lp_err("validate: no samples in '%s' in either profile%s", sc.cause,
-		       sc.wait == SCENARIO_CPU ? ""
-					       : " (a sleep or block cause needs off-CPU samples)");
-		ret = EXIT_RUNTIME;
-		goto out;
-	}
-	printf("samples in %s: %lld in slow.folded, %lld in fast.folded: %.1f%% in slow "
-	       "(need >= %.0f%%): %s\n",
-	       sc.cause, in_slow, in_fast, 100.0 * in_slow / (in_slow + in_fast),
-	       100 * SPLIT_MIN_SHARE,
-	       (double)in_slow / (in_slow + in_fast) >= SPLIT_MIN_SHARE ? "PASS" : "FAIL");
-	ret = (double)in_slow / (in_slow + in_fast) >= SPLIT_MIN_SHARE ? EXIT_OK : EXIT_RUNTIME;
-out:
-	scenario_free(&sc);
-	return ret;
+	return validate_build(vo->lang, dir, src, prog);
 }
 
 static int validate_profile(const struct vopts *vo, const char *dir)
 {
-	char src[4096], prog[4096], out[4096], dur[32], err[PROFILE_READ_ERRSZ + 256];
-	struct emit_opts o = {.utilization = 1, .threads = 1};
-	const struct emit_backend *b = emit_backend_find(vo->lang);
+	char prog[4096], dur[32], err[PROFILE_READ_ERRSZ + 256];
 	struct emit_tree t = {0};
+	struct vcells vc = {0};
 	struct profile *p = NULL;
+	double t0 = validate_now();
+	struct vplan plan;
 	pid_t pid;
 	int ret;
 
@@ -484,48 +305,62 @@ static int validate_profile(const struct vopts *vo, const char *dir)
 		lp_err("%s", err);
 		return ret == -ENOMEM ? EXIT_RUNTIME : EXIT_USAGE;
 	}
-	snprintf(src, sizeof(src), "%s/synthetic.%s", dir, vo->lang);
-	snprintf(prog, sizeof(prog), "%s/synthetic", dir);
-	snprintf(out, sizeof(out), "%s/measured.folded", dir);
-	o.source = vo->from;
-	o.out_path = src;
-	o.duration_s = vo->seconds + 60;
-	ret = emit_write_file(b, p, &o, src, err, sizeof(err));
-	if (ret) {
-		lp_err("validate: %s", err);
-		ret = ret == -EINVAL ? EXIT_USAGE : EXIT_RUNTIME;
+	ret = check_total(vo->from, p);
+	if (ret)
 		goto out;
-	}
 	/* The same tree and names as the emitted program, for the expectations. */
 	ret = emit_tree__build(&t, p);
 	if (!ret)
-		ret = emit_tree__idents(&t, b->rules);
+		ret = emit_tree__idents(&t, emit_backend_find(vo->lang)->rules);
 	if (ret) {
+		lp_err("validate: cannot build the call tree of '%s': %s", vo->from,
+		       strerror(-ret));
+		ret = ret == -ENOMEM ? EXIT_RUNTIME : EXIT_USAGE;
+		goto out;
+	}
+	ret = check_functions(vo->from, &t);
+	if (!ret && !vo->program)
+		ret = validate_check_compiler(vo->lang);
+	if (ret)
+		goto out;
+	if (vcells_plan(&vc, &t, vo, &plan)) {
 		lp_err("validate: out of memory");
 		ret = EXIT_RUNTIME;
 		goto out;
 	}
-	ret = build(vo->lang, dir, src, prog);
+	printf("plan: about %.0f samples decide at tolerance %g; sampling at %g Hz, first look "
+	       "%g s of a %g s budget\n",
+	       ceil(plan.n_target), vo->tolerance, plan.freq, plan.seconds, vo->seconds);
+	fflush(stdout);
+	if (vo->program)
+		snprintf(prog, sizeof(prog), "%s", vo->program);
+	else
+		ret = emit_and_build(vo, p, dir, prog, sizeof(prog));
 	if (ret)
 		goto out;
-	snprintf(dur, sizeof(dur), "%g", o.duration_s);
+	if (!vo->program)
+		printf("built %zu functions in %.1f s\n", t.n_names, validate_now() - t0);
+	snprintf(dur, sizeof(dur), "%g", vo->seconds + 60);
 	{
 		char *argv[] = {prog, dur, NULL};
 
-		pid = spawn(argv, NULL, true);
+		pid = validate_spawn(argv, NULL, true);
 	}
 	if (pid < 0) {
 		lp_err("validate: cannot run '%s': %s", prog, strerror((int)-pid));
-		ret = EXIT_RUNTIME;
+		ret = EXIT_NO_TARGET;
 		goto out;
 	}
 	/* Let calibration finish: it is not part of the profile. */
-	sleep_s(0.3);
-	ret = profile_pid(vo, pid, out, NULL);
-	stop_child(pid);
-	if (!ret)
-		ret = compare_shares(vo, &t, out);
+	validate_sleep(0.3);
+	ret = exited_early(prog, pid);
+	if (ret)
+		goto out; /* reaped */
+	ret = sample_and_decide(vo, &t, &vc, &plan, pid, dir);
+	/* Also reaps a program that exited meanwhile (a zombie ignores the signal). */
+	validate_stop(pid);
 out:
+	vcells_free(&vc);
 	emit_tree__free(&t);
 	profile__free(p);
 	return ret;
@@ -535,9 +370,13 @@ out:
 static void cleanup_dir(const char *dir)
 {
 	static const char *const files[] = {
-		"synthetic.c",	     "synthetic.go",	  "synthetic", "measured.folded",
-		"scenario.c",	     "scenario",	  "truth.txt", "split/slow.folded",
-		"split/fast.folded", "split/diff.folded", NULL,
+		"synthetic.c",	     "synthetic.go",
+		"synthetic",	     "measured1.folded",
+		"measured2.folded",  "measured3.folded",
+		"scenario.c",	     "scenario",
+		"truth.txt",	     "split.json",
+		"split/slow.folded", "split/fast.folded",
+		"split/diff.folded", NULL,
 	};
 	char path[4096];
 	size_t i;
@@ -552,9 +391,23 @@ static void cleanup_dir(const char *dir)
 	rmdir(dir);
 }
 
-int cmd_validate(int argc, char **argv)
+/* Parse a positive number option into @dst; false after a message. */
+static bool parse_num(const char *arg, const char *opt, double *dst, double max)
 {
-	enum { OPT_LIVEPROF = 256 };
+	char *end;
+
+	errno = 0;
+	*dst = strtod(arg, &end);
+	if (errno || end == arg || *end || !isfinite(*dst) || *dst <= 0 || *dst > max) {
+		lp_err("validate: bad value '%s' for '%s'", arg, opt);
+		return false;
+	}
+	return true;
+}
+
+static int parse_args(int argc, char **argv, struct vopts *vo)
+{
+	enum { OPT_LIVEPROF = 256, OPT_SEED };
 	static const struct option longopts[] = {
 		{"from", required_argument, NULL, 'f'},
 		{"scenario", required_argument, NULL, 's'},
@@ -563,55 +416,55 @@ int cmd_validate(int argc, char **argv)
 		{"tolerance", required_argument, NULL, 't'},
 		{"freq", required_argument, NULL, 'F'},
 		{"keep", required_argument, NULL, 'k'},
+		{"program", required_argument, NULL, 'P'},
+		{"seed", required_argument, NULL, OPT_SEED},
 		{"liveprof", required_argument, NULL, OPT_LIVEPROF},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	struct vopts vo = {
-		.lang = "c",
-		.liveprof = "/proc/self/exe",
-		.seconds = 10,
-		.tolerance = 0.05,
-		.freq = 99,
-	};
-	char tmpl[] = "/tmp/liveprof-validate.XXXXXX";
-	const char *dir;
-	char *end;
-	int c, ret;
+	double seed;
+	bool ok = true;
+	int c;
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":f:s:l:S:t:F:k:h", longopts, NULL)) != -1) {
-		double *dst = NULL;
-
+	while (ok && (c = getopt_long(argc, argv, ":f:s:l:S:t:F:k:P:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
-			vo.from = optarg;
+			vo->from = optarg;
 			break;
 		case 's':
-			vo.spec = optarg;
+			vo->spec = optarg;
 			break;
 		case 'l':
-			vo.lang = optarg;
+			vo->lang = optarg;
 			break;
 		case 'S':
-			dst = &vo.seconds;
+			ok = parse_num(optarg, argv[optind - 2], &vo->seconds, 3600);
+			vo->seconds_given = true;
 			break;
 		case 't':
-			dst = &vo.tolerance;
+			ok = parse_num(optarg, argv[optind - 2], &vo->tolerance, 1);
 			break;
 		case 'F':
-			dst = &vo.freq;
+			ok = parse_num(optarg, argv[optind - 2], &vo->freq, 100000);
+			break;
+		case OPT_SEED:
+			ok = parse_num(optarg, argv[optind - 2], &seed, 1e15);
+			vo->seed = (uint64_t)seed;
 			break;
 		case 'k':
-			vo.keep = optarg;
+			vo->keep = optarg;
+			break;
+		case 'P':
+			vo->program = optarg;
 			break;
 		case OPT_LIVEPROF:
-			vo.liveprof = optarg;
+			vo->liveprof = optarg;
 			break;
 		case 'h':
 			validate_usage(stdout);
-			return EXIT_OK;
+			return -1;
 		case ':':
 			lp_err("validate: option '%s' needs an argument", argv[optind - 1]);
 			return EXIT_USAGE;
@@ -620,40 +473,58 @@ int cmd_validate(int argc, char **argv)
 			       argv[optind - 1]);
 			return EXIT_USAGE;
 		}
-		if (dst) {
-			errno = 0;
-			*dst = strtod(optarg, &end);
-			if (errno || end == optarg || *end || !isfinite(*dst) || *dst <= 0 ||
-			    (dst == &vo.tolerance && *dst > 1) || *dst > 1e6) {
-				lp_err("validate: bad value '%s' for '%s'", optarg,
-				       argv[optind - 2]);
-				return EXIT_USAGE;
-			}
-		}
 	}
+	if (!ok)
+		return EXIT_USAGE;
 	if (optind < argc) {
 		lp_err("validate: unexpected argument '%s'", argv[optind]);
 		return EXIT_USAGE;
 	}
-	if (!!vo.from == !!vo.spec) {
+	if (!!vo->from == !!vo->spec) {
 		lp_err("validate: give exactly one of --from PROFILE and --scenario SPEC");
 		return EXIT_USAGE;
 	}
-	if (strcmp(vo.lang, "c") && strcmp(vo.lang, "go")) {
-		lp_err("validate: --lang must be c or go, not '%s'", vo.lang);
+	if (vo->program && !vo->from) {
+		lp_err("validate: --program needs --from PROFILE");
 		return EXIT_USAGE;
 	}
+	if (strcmp(vo->lang, "c") && strcmp(vo->lang, "go")) {
+		lp_err("validate: --lang must be c or go, not '%s'", vo->lang);
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
+int cmd_validate(int argc, char **argv)
+{
+	struct vopts vo = {
+		.lang = "c",
+		.liveprof = "/proc/self/exe",
+		.seconds = 60,
+		.tolerance = 0.05,
+		.seed = 1,
+	};
+	char tmpl[] = "/tmp/liveprof-validate.XXXXXX";
+	const char *dir;
+	int ret;
+
+	ret = parse_args(argc, argv, &vo);
+	if (ret)
+		return ret < 0 ? EXIT_OK : ret;
+	/* A scenario's percentiles need calls, not a long run: 10 s unless told. */
+	if (vo.spec && !vo.seconds_given)
+		vo.seconds = 10;
 	if (vo.keep) {
 		if (mkdir(vo.keep, 0755) && errno != EEXIST) {
 			lp_err("validate: cannot create '%s': %s", vo.keep, strerror(errno));
-			return EXIT_RUNTIME;
+			return EXIT_OUTPUT;
 		}
 		dir = vo.keep;
 	} else {
 		dir = mkdtemp(tmpl);
 		if (!dir) {
 			lp_err("validate: cannot create a directory in /tmp: %s", strerror(errno));
-			return EXIT_RUNTIME;
+			return EXIT_OUTPUT;
 		}
 	}
 	ret = vo.from ? validate_profile(&vo, dir) : validate_scenario(&vo, dir);
