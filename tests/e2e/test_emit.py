@@ -388,12 +388,23 @@ def test_scenario_ground_truth(liveprof, tmp_path):
     assert slow and slow[len(slow) // 2] > 0.9e6
 
 
+def validate_passed(r):
+    """validate's own verdict (see tests/e2e/test_validate.py for its error rates:
+    FAIL at most 1 run in 1,000 when liveprof is within the tolerance). An
+    INCONCLUSIVE (exit 9: the machine gave too few samples in the budget) is
+    neither a pass nor a failure: the test is skipped and says so."""
+    print(r.stdout[-2500:], r.stderr)
+    if r.returncode == 9:
+        pytest.skip("validate was inconclusive: " + r.stdout.strip().splitlines()[-1])
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr
+    assert re.search(r"^TVD [\d.]+ \(noise .*\): PASS$", r.stdout, re.M), r.stdout
+
+
 def test_validate_c(liveprof):
     r = run([liveprof, "validate", "--from", os.path.join(CORPUS, "flat.folded"),
-             "--seconds", "10"], timeout=120)
-    print(r.stdout)
+             "--seconds", "20"], timeout=120)
     assert "total variation distance" in r.stdout, r.stderr
-    assert r.returncode == 0, r.stdout + r.stderr
+    validate_passed(r)
 
 
 def test_validate_reads_liveprof_pprof(liveprof, tmp_path):
@@ -450,21 +461,18 @@ def validate_samples(stdout):
 
 
 def test_validate_go(liveprof, tmp_path):
-    """Gap 1: the Go backend validates within TVD 0.08 at 99 Hz over 10 s.
+    """Gap 1: the Go backend validates (issue 12: its rounds no longer alias with 99 Hz).
 
     Go shows the emitted functions as main.NAME; validate maps them back to the
     profile's names (and main_fn, the renamed 'main', back to 'main')."""
     if not shutil.which("go"):
         pytest.skip("go is not installed")
     r = run([liveprof, "validate", "--from", os.path.join(CORPUS, "flat.folded"),
-             "--lang", "go", "--seconds", "10", "--tolerance", "0.08"],
-            env=go_env(tmp_path), timeout=120)
-    print(r.stdout)
-    assert r.returncode == 0, r.stdout + r.stderr
+             "--lang", "go", "--seconds", "20"], env=go_env(tmp_path), timeout=120)
     # Every function of the input was found under its own name.
     for name in ("parse", "compute", "encode", "log"):
         assert re.search(r"^%s\s+[\d.]+%%\s+[1-9][\d.]*%%" % name, r.stdout, re.M), r.stdout
-    assert validate_tvd(r.stdout) <= 0.08
+    validate_passed(r)
 
 
 def nearest_rank(sorted_vals, pct):
@@ -612,26 +620,13 @@ def captured_1000(liveprof, tmp_path_factory):
 
 
 def check_round_trip(liveprof, profile, shares_from=None):
-    # validate samples at 999 Hz for 10 s: up to ~10,000 samples when the program
-    # gets a whole CPU. On this busy 2-core VM allow it 60%: n = 6,000. The
-    # captured profile has ~40 leaf functions with self time (plus ~15 inner
-    # ones and a few libc/startup frames), which gives an expected sampling-noise
-    # TVD of about 0.03 at n = 6,000 (noise_tvd computes it from the profile).
-    # The tolerance is that noise plus the 0.02 the C backend's calibration may
-    # miss by (flat profiles measured by perf stay within it): T = noise + 0.02.
-    n = 6000
-    noise = noise_tvd(shares_from or profile, n)
-    tol = round(noise + 0.02, 3)
-    r = run([liveprof, "validate", "--from", profile, "--seconds", "10", "-F", "999",
-             "--tolerance", str(tol)], timeout=120)
-    print(r.stdout[-1500:])
-    print("expected sampling-noise TVD at n=%d: %.4f; tolerance %.3f" % (n, noise, tol))
-    samples = validate_samples(r.stdout)
-    if r.returncode != 0 and samples < n:
-        pytest.skip("the machine is too loaded: %d samples in 10 s at 999 Hz (TVD %.4f)"
-                    % (samples, validate_tvd(r.stdout)))
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr
-    assert validate_tvd(r.stdout) <= tol
+    # validate derives its own check from the profile (issue 12): it plans the
+    # samples, merges functions too small to resolve, and weighs the TVD against
+    # the simulated sampling noise at the samples it took.
+    r = run([liveprof, "validate", "--from", profile, "--seconds", "30"], timeout=180)
+    n = validate_samples(r.stdout)
+    print("noise_tvd at n=%d over every leaf: %.4f" % (n, noise_tvd(shares_from or profile, n)))
+    validate_passed(r)
 
 
 def test_round_trip_1000_nodes_folded(liveprof, captured_1000):
@@ -664,11 +659,8 @@ def test_validate_wide_at_4999hz(liveprof):
     profile = os.path.join(CORPUS, "wide.folded")
     print("expected noise TVD: n=990 %.3f, n=10000 %.3f, n=30000 %.3f"
           % (noise_tvd(profile, 990), noise_tvd(profile, 10000), noise_tvd(profile, 30000)))
-    r = run([liveprof, "validate", "--from", profile, "--seconds", "10", "-F", "4999",
-             "--tolerance", "0.05"], timeout=120)
-    print(r.stdout[-600:])
+    r = run([liveprof, "validate", "--from", profile, "--seconds", "10", "-F", "4999"],
+            timeout=120)
     n = validate_samples(r.stdout)
     print("noise at the measured n=%d: %.3f" % (n, noise_tvd(profile, n)))
-    if r.returncode != 0 and noise_tvd(profile, n) > 0.035:
-        pytest.skip("too loaded: %d samples, noise alone %.3f" % (n, noise_tvd(profile, n)))
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr
+    validate_passed(r)

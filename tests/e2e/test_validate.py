@@ -270,3 +270,36 @@ def test_help_documents_the_outcomes(liveprof):
     text = re.sub(r"\s+", " ", r.stdout)
     for s in ("0 PASS", "1 FAIL", "9 INCONCLUSIVE", "1 run in 1,000"):
         assert s in text, r.stdout
+
+
+FIVE = """server;main;handle;decode_frame 30
+server;main;handle;parse_header 25
+server;main;handle;checksum 20
+server;main;handle;write_reply 15
+server;main;log_line 10
+"""
+
+
+def test_go_five_functions(liveprof, tmp_path):
+    """The 5-function profile of issue 12 through the Go backend. Its old rounds
+    (~10 ms, lengths from a golden-ratio sequence) aliased with 99 Hz (10.1 ms)
+    when the calibration put the mean round near that period (decode_frame
+    37.8% instead of 30% in 1 run of 3); that needs an idle CPU and an unlucky
+    calibration, so this test passes without the fix on most runs: the aliasing
+    is shown by tests/emit/go_alias_sim.py, not here."""
+    import shutil
+    if not shutil.which("go"):
+        pytest.skip("go is not installed")
+    prof = tmp_path / "five.folded"
+    prof.write_text(FIVE)
+    home = tmp_path / "gohome"
+    home.mkdir()
+    env = dict(os.environ, GO111MODULE="off", GOFLAGS="", HOME=str(home),
+               GOCACHE=str(home / "cache"), GOPATH=str(home / "go"))
+    r = run([liveprof, "validate", "--from", str(prof), "--lang", "go", "--seconds", "30"],
+            env=env)
+    print(r.stdout[-2000:], r.stderr)
+    if r.returncode == EXIT_INCONCLUSIVE:
+        pytest.skip("too few samples: " + r.stdout.strip().splitlines()[-1])
+    assert r.returncode == EXIT_PASS, r.stdout + r.stderr
+    assert verdict(r.stdout)["verdict"] == "PASS"
