@@ -19,7 +19,11 @@
 
 pid_t validate_spawn(char *const argv[], char *const env[], bool quiet)
 {
-	pid_t pid = fork();
+	pid_t pid;
+
+	/* The child's freopen() would write our buffered report a second time. */
+	fflush(stdout);
+	pid = fork();
 
 	if (pid < 0)
 		return -errno;
