@@ -427,7 +427,12 @@ def test_validate_reads_liveprof_pprof(liveprof, tmp_path):
         pytest.skip("liveprof wrote a pprof without samples: " + r.stderr.strip())
     assert r.returncode == 0, r.stderr
     build_c(again)
-    assert "leaf_199" in open(again).read()
+    # Every sample ends in a leaf, so the capture has some; which ones depends on
+    # the samples the machine gave (leaf_199 is 1% of the work: missed in 2 s at
+    # 199 Hz with probability 0.99^n, 37% at n = 100), so the check is that the
+    # names came back exactly, not that a given leaf was sampled.
+    got = set(re.findall(r"\bleaf_\d{3}\b", open(again).read()))
+    assert got and got <= set("leaf_%03d" % i for i in range(200)), got
 
 
 def test_validate_scenario(liveprof):
