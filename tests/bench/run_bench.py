@@ -6,7 +6,8 @@ figure is a ratio of two measurements taken next to each other in the same
 run, repeated BENCH_REPS times (default 5) and given as min / median / max.
 
     /usr/bin/python3 tests/bench/run_bench.py [SECTION...]
-    sections: slowdown percall daemon replay symbols first rss unwind (default: all)
+    sections: slowdown percall daemon replay symbols first rss unwind soak (default: all)
+    SOAK_S=S       length of the HTTP soak (default 600)
     BENCH_REPS=N   repetitions (>= 5 for the published figures)
     BENCH_RSS_S=S  length of the 16-thread profile (default 30)
 """
@@ -591,6 +592,21 @@ def bench_unwind(res):
     res["unwind"] = {"text": text}
 
 
+def bench_soak(res):
+    script = ROOT / "tests" / "bench" / "bench_soak.py"
+    soak_s = float(os.environ.get("SOAK_S", "600"))
+    log(f"soak: tests/bench/bench_soak.py ({soak_s:.0f} s of liveprof serve, scraped)")
+    try:
+        r = subprocess.run(["/usr/bin/python3", str(script)], cwd=ROOT, stdout=subprocess.PIPE,
+                           text=True, timeout=soak_s + 600)
+        text = r.stdout.strip()
+        if r.returncode:
+            text = f"bench_soak.py FAILED (exit status {r.returncode}).\n\n```\n{text[-2000:]}\n```"
+    except subprocess.TimeoutExpired:
+        text = "bench_soak.py FAILED: timed out."
+    res["soak"] = {"text": text}
+
+
 # ---------------------------------------------------------------- report
 
 def write_report(res, started, load0):
@@ -688,6 +704,9 @@ def write_report(res, started, load0):
     L.append("## Unwinding (tests/bench/bench_unwind.py)\n")
     L.append((res.get("unwind") or {}).get("text", "not run") + "\n")
 
+    L.append("## Soak of the HTTP server (tests/bench/bench_soak.py)\n")
+    L.append((res.get("soak") or {}).get("text", "not run") + "\n")
+
     L.append("## Goals\n")
     L.append("| goal | result | met |\n| --- | --- | --- |")
 
@@ -721,7 +740,7 @@ def write_report(res, started, load0):
 
 SECTIONS = {"slowdown": bench_slowdown, "percall": bench_percall, "daemon": bench_daemon,
             "replay": bench_replay, "symbols": bench_symbols, "first": bench_first, "rss": bench_rss,
-            "unwind": bench_unwind}
+            "unwind": bench_unwind, "soak": bench_soak}
 
 
 def main():

@@ -1,0 +1,99 @@
+#!/usr/bin/python3
+"""Soak: `liveprof serve` for SOAK_S seconds (default 600) at 999 Hz on
+tests/workloads/manystacks (up to 65,536 distinct stacks), scraped all the
+time (/debug/pprof/profile?seconds=5 back to back, /metrics and /api/state
+every second), with liveprof's RSS read every second. Prints a Markdown
+table for BENCHMARKS.md (run by tests/bench/run_bench.py, section soak).
+
+    SOAK_S=600 /usr/bin/python3 tests/bench/bench_soak.py
+"""
+
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SOAK_S = float(os.environ.get("SOAK_S", "600"))
+WARMUP_S = min(120.0, SOAK_S / 5)
+
+
+def rss_kb(pid):
+    try:
+        m = re.search(r"VmRSS:\s+(\d+)", Path(f"/proc/{pid}/status").read_text())
+        return int(m.group(1)) if m else None
+    except OSError:
+        return None
+
+
+def main():
+    wl = subprocess.Popen([str(ROOT / "tests/build/manystacks"), str(SOAK_S + 120)])
+    err = open("/tmp/liveprof-soak.stderr", "w")
+    lp = subprocess.Popen([str(ROOT / "liveprof"), "serve", "--http", "127.0.0.1:0", "-p",
+                           str(wl.pid), "-F", "999"], stdout=subprocess.DEVNULL, stderr=err)
+    url = None
+    for _ in range(600):
+        m = re.search(r"serving (http://\S+)/", Path("/tmp/liveprof-soak.stderr").read_text())
+        if m:
+            url = m.group(1)
+            break
+        time.sleep(0.1)
+    if not url:
+        sys.exit("liveprof serve did not start")
+    stop = threading.Event()
+    scrapes = {"profile": 0, "metrics": 0, "state": 0, "errors": 0}
+
+    def get(path, key):
+        try:
+            with urllib.request.urlopen(url + path, timeout=60) as r:
+                r.read()
+            scrapes[key] += 1
+        except OSError:
+            scrapes["errors"] += 1
+
+    def profiles():
+        while not stop.is_set():
+            get("/debug/pprof/profile?seconds=5", "profile")
+
+    th = threading.Thread(target=profiles, daemon=True)
+    th.start()
+    t0 = time.monotonic()
+    series = []
+    while time.monotonic() - t0 < SOAK_S:
+        get("/metrics", "metrics")
+        get("/api/state", "state")
+        series.append((time.monotonic() - t0, rss_kb(lp.pid)))
+        time.sleep(max(0.0, 1 - (time.monotonic() - t0) % 1))
+    with urllib.request.urlopen(url + "/metrics", timeout=60) as r:
+        metrics = r.read().decode()
+    stop.set()
+    lp.send_signal(signal.SIGINT)
+    lp.wait(timeout=60)
+    wl.kill()
+    wl.wait()
+    stacks = re.search(r"^liveprof_stacks (\S+)", metrics, re.M).group(1)
+    samples = re.search(r"^liveprof_samples_total (\S+)", metrics, re.M).group(1)
+    after = [kb for t, kb in series if t >= WARMUP_S and kb]
+    base = after[0] if after else None
+    last = after[-1] if after else None
+    growth = (last - base) / base * 100 if base else float("nan")
+    print("| figure | value |\n| --- | --- |")
+    print(f"| run | {SOAK_S:.0f} s at 999 Hz, RSS read every second, warm-up {WARMUP_S:.0f} s |")
+    print(f"| RSS after warm-up / at the end / max | {base / 1024:.1f} / {last / 1024:.1f} / "
+          f"{max(after) / 1024:.1f} MiB |")
+    print(f"| RSS growth after warm-up | {growth:+.1f} % (the issue asks for at most 10 %) |")
+    print(f"| RSS median of the last minute | "
+          f"{statistics.median(after[-60:]) / 1024:.1f} MiB |")
+    print(f"| distinct stacks interned, samples | {stacks}, {samples} |")
+    print(f"| scrapes: profile (5 s windows), metrics, state, errors | {scrapes['profile']}, "
+          f"{scrapes['metrics']}, {scrapes['state']}, {scrapes['errors']} |")
+
+
+if __name__ == "__main__":
+    main()
