@@ -60,6 +60,7 @@ def test_web_ui_flame_zoom_split(liveprof, procs, wl, tmp_path):
     assert out["ranks"] and out["ranks"][0]["frame"] == "slow_path", out["ranks"]
     assert out["ranks"][0]["sig"], out["ranks"]
     assert out["mode"] == "diff"
+    assert out["window_set"] and out["untraced"], out
     assert out["csrf_less"] == 403, out
     assert "403 POST '/api/command'" in err, err
     for shot in ("1-flame.png", "2-zoomed.png", "3-split-diff.png"):

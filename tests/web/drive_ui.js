@@ -109,6 +109,27 @@ async function main() {
     out.mode = await page.evaluate(() => document.getElementById('mode').value);
     await page.screenshot({ path: path.join(outdir, '3-split-diff.png'), fullPage: true });
 
+    // Change the window from the page: the status line follows.
+    await page.click('#winsec', { clickCount: 3 });
+    await page.type('#winsec', '5');
+    await page.click('#setwin');
+    try {
+      await page.waitForFunction(() => /5 s window/.test(document.getElementById('status').textContent),
+                                 { timeout: 10000 });
+      out.window_set = true;
+    } catch (e) {
+      out.window_set = false;
+    }
+    // Untrace from the page: the split goes with its trace.
+    await page.click('#untrace');
+    try {
+      await page.waitForFunction(() => document.getElementById('splitbox').hidden &&
+                                 !document.querySelector('#traces tbody tr'), { timeout: 10000 });
+      out.untraced = true;
+    } catch (e) {
+      out.untraced = false;
+    }
+
     // A POST without the CSRF header is refused, whatever the page's origin
     // (the browser logs that 403 as an error: keep it out of out.errors).
     out.errors_before_csrf = out.errors.length;
