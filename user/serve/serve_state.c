@@ -13,6 +13,7 @@
 #include "bpf/liveprof.h"
 #include "user/profile/writers.h"
 #include "user/serve/serve_internal.h"
+#include "user/session/alloc.h"
 #include "user/session/report.h"
 #include "user/session/split.h"
 #include "user/session/traces.h"
@@ -196,19 +197,83 @@ static json_t *split_json(struct daemon *d, bool window)
 	return o;
 }
 
-static json_t *state_json(struct serve *sv, bool window)
+/*
+ * The flamegraph's values for @source: cpu (samples), block or mutex
+ * (microseconds blocked, needs --offcpu), inuse or alloc (KiB, whole run,
+ * needs --alloc). Return: 0, -ENOENT when the source is not available.
+ */
+static int source_counts(struct daemon *d, const char *source, const struct counts *c,
+			 struct counts *out)
+{
+	struct counts tmp;
+	int err = 0;
+
+	if (!strcmp(source, "cpu"))
+		return counts__merge(out, c);
+	if (!strcmp(source, "block") || !strcmp(source, "mutex")) {
+		if (!d->core.opts->offcpu)
+			return -ENOENT;
+		counts__init(&tmp);
+		err = serve_block__filter(d, c, !strcmp(source, "mutex"), &tmp);
+		counts_for_each(&tmp, sc) if (sc->weight_ns >= 1000) err |=
+			counts__add(out, stack_count__id(sc), sc->weight_ns / 1000, 0);
+		counts__free(&tmp);
+		return err;
+	}
+	if (!strcmp(source, "inuse") || !strcmp(source, "alloc")) {
+		const struct alloc_stack *st;
+		size_t n;
+		bool inuse = !strcmp(source, "inuse");
+
+		if (!d->alloc)
+			return -ENOENT;
+		st = alloc__stacks(d->alloc, &n);
+		for (size_t i = 0; i < n; i++) {
+			double kib = (inuse ? st[i].inuse_space : st[i].alloc_space) / 1024;
+
+			if (kib >= 1)
+				err |= counts__add(out, (uint32_t)i, (uint64_t)kib, 0);
+		}
+		return err;
+	}
+	return -ENOENT;
+}
+
+static json_t *sources_json(struct daemon *d)
+{
+	json_t *a = json_array();
+
+	json_array_append_new(a, json_string("cpu"));
+	if (d->core.opts->offcpu) {
+		json_array_append_new(a, json_string("block"));
+		json_array_append_new(a, json_string("mutex"));
+	}
+	if (d->alloc) {
+		json_array_append_new(a, json_string("inuse"));
+		json_array_append_new(a, json_string("alloc"));
+	}
+	return a;
+}
+
+static json_t *state_json(struct serve *sv, bool window, const char *source)
 {
 	struct daemon *d = sv->d;
-	struct counts c;
-	json_t *o, *flame;
+	struct counts c, src;
+	json_t *o, *flame = NULL;
+	int err = 0;
 
 	counts__init(&c);
-	if (window && daemon__window_counts(d, &c)) {
-		counts__free(&c);
-		return NULL;
-	}
-	flame = flame_json(d, window ? &c : NULL);
+	counts__init(&src);
+	if (window)
+		err = daemon__window_counts(d, &c);
+	if (!err)
+		err = source_counts(d, source, window ? &c : &d->total, &src);
+	if (!err)
+		flame = flame_json(d, &src);
 	counts__free(&c);
+	counts__free(&src);
+	if (err == -ENOMEM)
+		return NULL;
 	o = json_pack("{s:s,s:I,s:I,s:I,s:i,s:f,s:i,s:b,s:I}", "csrf", sv->csrf, "samples",
 		      (json_int_t)d->samples, "lost", (json_int_t)d->counters[LP_CNT_LOST],
 		      "stacks", (json_int_t)stack_store__count(d->stacks), "hz", (int)d->freq,
@@ -223,6 +288,13 @@ static json_t *state_json(struct serve *sv, bool window)
 					: d->core.opts->all  ? "all processes"
 							     : "processes"));
 	json_object_set_new(o, "flame", flame ? flame : json_null());
+	json_object_set_new(o, "source", json_string(source));
+	json_object_set_new(o, "unit",
+			    json_string(!strcmp(source, "cpu") ? "samples"
+					: !strcmp(source, "block") || !strcmp(source, "mutex")
+						? "us"
+						: "KiB"));
+	json_object_set_new(o, "sources", sources_json(d));
 	json_object_set_new(o, "traces", traces_json(d, window));
 	json_object_set_new(o, "split", split_json(d, window));
 	return o;
@@ -231,6 +303,7 @@ static json_t *state_json(struct serve *sv, bool window)
 enum MHD_Result serve_ui__state(struct request *r)
 {
 	const char *v = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "view");
+	const char *source = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "source");
 	bool window = true;
 	json_t *o;
 	char *s;
@@ -239,8 +312,13 @@ enum MHD_Result serve_ui__state(struct request *r)
 		return serve__error(r, 400, "invalid view '%.32s' (window or run)", v);
 	if (v && !strcmp(v, "run"))
 		window = false;
+	if (!source)
+		source = "cpu";
+	if (strcmp(source, "cpu") && strcmp(source, "block") && strcmp(source, "mutex") &&
+	    strcmp(source, "inuse") && strcmp(source, "alloc"))
+		return serve__error(r, 400, "invalid source '%.32s'", source);
 	daemon__symbolize_new(r->sv->d);
-	o = state_json(r->sv, window);
+	o = state_json(r->sv, window, source);
 	s = o ? json_dumps(o, JSON_COMPACT) : NULL;
 	json_decref(o);
 	if (!s)

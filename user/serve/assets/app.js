@@ -67,6 +67,10 @@ function childMap(n) {
   return m;
 }
 
+function mode() {
+  return $('mode').value;
+}
+
 function flameTrees() {
   const s = ui.state;
   const mode = $('mode').value;
@@ -112,7 +116,8 @@ function drawFlame() {
     r.setAttribute('y', depth * ROW);
     r.setAttribute('width', Math.max(w - 0.5, 0.5).toFixed(1));
     r.setAttribute('height', ROW - 1);
-    let info = `${n.n}: ${n.v} samples, ${pct(n.v / tree.v)}`;
+    const unit = mode() === 'all' ? ui.state.unit || 'samples' : 'samples';
+    let info = `${n.n}: ${n.v} ${unit}, ${pct(n.v / tree.v)}`;
     if (other) {
       const fs = o && totalFast ? o.v / totalFast : 0;
       const ss = n.v / totalSlow;
@@ -153,7 +158,8 @@ function drawFlame() {
   $('matched').textContent = re ? `matched ${pct(matched / Math.max(top.v, 1))}` : '';
   $('flamewhat').textContent =
     (ui.zoom.length ? 'zoomed on ' + ui.zoom[ui.zoom.length - 1] + ' - ' : '') +
-    `${tree.v} samples` + (other ? ', colour: slow share minus fast share' : '');
+    `${tree.v} ${mode() === 'all' ? ui.state.unit || 'samples' : 'samples'}` +
+    (other ? ', colour: slow share minus fast share' : '');
 }
 
 function searchRe() {
@@ -252,6 +258,25 @@ function drawSplit() {
   }
 }
 
+const SOURCE_NAMES = { cpu: 'CPU', block: 'blocked (us)', mutex: 'lock waits (us)',
+                       inuse: 'heap in use (KiB)', alloc: 'allocated (KiB)' };
+
+// The profiles this run has: CPU always, block/mutex with --offcpu, heap with --alloc.
+function drawSources() {
+  const sel = $('source');
+  const want = ui.state.sources || ['cpu'];
+  if ([...sel.options].map((o) => o.value).join() === want.join()) return;
+  const cur = sel.value;
+  sel.textContent = '';
+  for (const s of want) {
+    const o = document.createElement('option');
+    o.value = s;
+    o.textContent = SOURCE_NAMES[s] || s;
+    sel.appendChild(o);
+  }
+  sel.value = want.includes(cur) ? cur : 'cpu';
+}
+
 function drawStatus() {
   const s = ui.state;
   $('target').textContent = s.target;
@@ -263,10 +288,12 @@ function drawStatus() {
 async function poll() {
   const t0 = performance.now();
   try {
-    const r = await fetch('/api/state?view=' + view(), { cache: 'no-store' });
+    const r = await fetch(`/api/state?view=${view()}&source=${$('source').value}`,
+                          { cache: 'no-store' });
     if (r.ok) {
       ui.state = await r.json();
       ui.csrf = ui.state.csrf;
+      drawSources();
       drawStatus();
       drawFlame();
       drawTraces();
@@ -328,6 +355,7 @@ function wire() {
   $('reset').onclick = () => { ui.zoom = []; if (ui.state) drawFlame(); };
   $('search').oninput = () => { if (ui.state) drawFlame(); };
   $('mode').onchange = () => { ui.zoom = []; if (ui.state) drawFlame(); };
+  $('source').onchange = () => { ui.zoom = []; $('mode').value = 'all'; };
   for (const r of document.querySelectorAll('input[name=view]')) r.onchange = () => {};
 }
 
