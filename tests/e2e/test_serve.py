@@ -203,3 +203,32 @@ def test_prometheus_p99(liveprof, wl, tmp_path):
           f"{scrapes} scrapes")
     assert scrapes >= 5, scrapes
     assert lo <= got_ns <= hi, (got_ns, want, lo, hi)
+
+
+def test_http_in_batch_mode(liveprof, procs, wl, tmp_path):
+    """--http next to a batch run: served while it runs, outputs written at its end."""
+    p = procs.start([wl("fastslow"), "120"])
+    port = free_port()
+    out = tmp_path / "out.folded"
+    lp = subprocess.Popen([str(liveprof), "--no-tui", "-p", str(p.pid), "-F", "199", "-d", "8",
+                           "--http", f"127.0.0.1:{port}", "-o", str(out)],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        body = None
+        while time.monotonic() < deadline and body is None:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+                    body = r.read().decode()
+            except OSError:
+                time.sleep(0.2)
+        assert body and "liveprof_samples_total" in body, body
+        so, se = lp.communicate(timeout=60)
+    finally:
+        if lp.poll() is None:
+            lp.kill()
+            lp.wait()
+    assert lp.returncode == 0, se
+    assert f"serving http://127.0.0.1:{port}/" in se, se
+    assert out.stat().st_size > 0
+
