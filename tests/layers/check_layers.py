@@ -46,11 +46,19 @@ ARROWS = {
 }
 
 
+# Arrows that do not pass on: a layer that may use the session does not get
+# to load BPF through it.
+DIRECT_ONLY = {"skel"}
+
+
 def uses(layer):
     """Every layer @layer may use: itself, its arrows, transitively, and util."""
     seen, todo = {layer, "util"}, [layer]
     while todo:
-        for nxt in ARROWS.get(todo.pop(), ()):
+        cur = todo.pop()
+        for nxt in ARROWS.get(cur, ()):
+            if nxt in DIRECT_ONLY and cur != layer:
+                continue
             if nxt not in seen:
                 seen.add(nxt)
                 todo.append(nxt)
