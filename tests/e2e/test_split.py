@@ -48,8 +48,9 @@ def frame_count(fold, frame):
 CAUSE_H0, CAUSE_BAD = 0.99, 0.95
 CAUSE_NEED = stats.needed(CAUSE_H0, CAUSE_H0 - CAUSE_BAD, sides=1)
 # slow_path does 50x a call's work in 1 call of 32: 61% of the work, but the
-# target's CPU time also holds the probes' time and its syscalls (slow_path
-# got 40% of its samples per CPU-second on the 2-core VM): count on 30%.
+# target's CPU time also holds the probes' time and its syscalls (on the
+# loaded 2-core VM slow_path got 0.4 x HZ samples per CPU-second of the
+# target): count on 0.3.
 CAUSE_CPU_SHARE = 0.3
 
 
