@@ -405,6 +405,28 @@ static bool parse_num(const char *arg, const char *opt, double *dst, double max)
 	return true;
 }
 
+/* The checks across options, after parsing; 0 or EXIT_USAGE after a message. */
+static int check_args(int argc, char **argv, const struct vopts *vo)
+{
+	if (optind < argc) {
+		lp_err("validate: unexpected argument '%s'", argv[optind]);
+		return EXIT_USAGE;
+	}
+	if (!!vo->from == !!vo->spec) {
+		lp_err("validate: give exactly one of --from PROFILE and --scenario SPEC");
+		return EXIT_USAGE;
+	}
+	if (vo->program && !vo->from) {
+		lp_err("validate: --program needs --from PROFILE");
+		return EXIT_USAGE;
+	}
+	if (strcmp(vo->lang, "c") && strcmp(vo->lang, "go")) {
+		lp_err("validate: --lang must be c or go, not '%s'", vo->lang);
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
 static int parse_args(int argc, char **argv, struct vopts *vo)
 {
 	enum { OPT_LIVEPROF = 256, OPT_SEED };
@@ -476,23 +498,7 @@ static int parse_args(int argc, char **argv, struct vopts *vo)
 	}
 	if (!ok)
 		return EXIT_USAGE;
-	if (optind < argc) {
-		lp_err("validate: unexpected argument '%s'", argv[optind]);
-		return EXIT_USAGE;
-	}
-	if (!!vo->from == !!vo->spec) {
-		lp_err("validate: give exactly one of --from PROFILE and --scenario SPEC");
-		return EXIT_USAGE;
-	}
-	if (vo->program && !vo->from) {
-		lp_err("validate: --program needs --from PROFILE");
-		return EXIT_USAGE;
-	}
-	if (strcmp(vo->lang, "c") && strcmp(vo->lang, "go")) {
-		lp_err("validate: --lang must be c or go, not '%s'", vo->lang);
-		return EXIT_USAGE;
-	}
-	return 0;
+	return check_args(argc, argv, vo);
 }
 
 int cmd_validate(int argc, char **argv)
