@@ -444,7 +444,7 @@ def test_validate_scenario(liveprof):
     if r.returncode == 10:
         pytest.skip("too few calls to bound a percentile: " + r.stdout[-500:])
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "in slow.folded" in r.stdout
+    assert re.search(r"^split at p\d+: .* in slow.folded, .*: PASS$", r.stdout, re.M), r.stdout
     # liveprof's p50/p95/p99 against the truth of its own window (issue 12): the
     # bounds come from the call counts (binomial ranks, 1 in 1,000 over the three),
     # the histogram's bucket width and the probes' measured cost.

@@ -4,8 +4,9 @@
  * scenario, let liveprof split its handler, and check two things against
  * the program's own ground truth (one "latency_ns slow" line per call):
  *
- * - the split: at least 90% of the samples in the slow cause must land in
- *   the slow profile;
+ * - the split: the share of the slow cause's samples in the slow profile
+ *   must match the share of slow calls the truth puts above the threshold
+ *   (see check_split());
  * - the percentiles: liveprof's p50/p95/p99 of the handler must lie within
  *   bounds derived from the counts. liveprof's p-quantile is the value at
  *   rank ~pM of its M calls; that rank is Binomial(M, p), and the truth's
@@ -34,8 +35,10 @@
 #include "user/synth/scenario.h"
 #include "user/synth/validate.h"
 
-/* The share of the cause's samples that must be in the slow profile. */
-#define SPLIT_MIN_SHARE 0.9
+/* The split's share must be known to +-10% (Wilson interval 0.2 wide) to decide. */
+#define SPLIT_RESOLUTION 0.2
+
+static const char *const verdict_names[] = {"PASS", "FAIL", "INCONCLUSIVE"};
 /*
  * liveprof's latency histograms have 2^6 linear sub-buckets per power of
  * two (LP_HIST_SUB_BITS in bpf/liveprof.h, which this layer cannot
@@ -49,6 +52,7 @@
 struct truth {
 	uint64_t *lat; /* sorted */
 	size_t n, slow;
+	uint64_t *slow_lat; /* the slow calls' latencies, sorted */
 };
 
 static int cmp_u64(const void *a, const void *b)
@@ -87,11 +91,22 @@ static int read_truth(const char *path, uint64_t from, uint64_t to, struct truth
 			tr->lat = nl;
 			cap = nc;
 		}
+		if (s) {
+			uint64_t *ns = realloc(tr->slow_lat, cap * sizeof(*ns));
+
+			if (!ns) {
+				fclose(f);
+				return -ENOMEM;
+			}
+			tr->slow_lat = ns;
+			tr->slow_lat[tr->slow++] = v;
+		}
 		tr->lat[tr->n++] = v;
-		tr->slow += s != 0;
 	}
 	fclose(f);
 	qsort(tr->lat, tr->n, sizeof(*tr->lat), cmp_u64);
+	if (tr->slow)
+		qsort(tr->slow_lat, tr->slow, sizeof(*tr->slow_lat), cmp_u64);
 	return tr->n ? 0 : -ENODATA;
 }
 
@@ -139,12 +154,51 @@ static long long count_with_frame(const char *path, const char *fn)
 	return n;
 }
 
-/* The split's check; an enum vverdict, or -1 after a message. */
-static int check_split(const struct scenario *sc, const char *slowp, const char *fastp)
+/* The share of the slow calls at or above @t ns. */
+static double slow_above(const struct truth *tr, double t)
+{
+	size_t lo = 0, hi = tr->slow;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if ((double)tr->slow_lat[mid] < t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return tr->slow ? (double)(tr->slow - lo) / (double)tr->slow : 0;
+}
+
+/* The Wilson score interval of @k successes in @n at two-sided normal quantile @z. */
+static void wilson(double k, double n, double z, double *lo, double *hi)
+{
+	double p = k / n, d = 1 + z * z / n, c = (p + z * z / (2 * n)) / d;
+	double h = z * sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d;
+
+	*lo = fmax(0, c - h);
+	*hi = fmin(1, c + h);
+}
+
+/*
+ * The split's check; an enum vverdict, or -1 after a message.
+ *
+ * A sample in the cause belongs to a slow call, and lands in the slow
+ * profile when that call's latency is above liveprof's threshold (its
+ * p@pct). The truth says which share of the slow calls are above it: on a
+ * busy machine, preempted fast calls can outlast slow ones and move the
+ * threshold. liveprof's threshold lies between the truth's quantiles at
+ * pct -+ the rank error (as for the percentiles), so the expected share lies
+ * in [e_lo, e_hi]; the measured share's Wilson interval (same z) must meet
+ * it. An interval wider than SPLIT_RESOLUTION cannot tell: INCONCLUSIVE.
+ */
+static int check_split(const struct scenario *sc, const struct truth *tr, double calls, double pct,
+		       double z, const char *slowp, const char *fastp)
 {
 	long long in_slow = count_with_frame(slowp, sc->cause);
 	long long in_fast = count_with_frame(fastp, sc->cause);
-	double share;
+	double p = pct / 100, s, e_lo, e_hi, w_lo, w_hi, n;
+	int v;
 
 	if (in_slow < 0 || in_fast < 0)
 		return -1;
@@ -155,21 +209,35 @@ static int check_split(const struct scenario *sc, const char *slowp, const char 
 			       : " (a sleep or block cause needs off-CPU samples)");
 		return -1;
 	}
-	share = (double)in_slow / (double)(in_slow + in_fast);
-	printf("split: samples in %s: %lld in slow.folded, %lld in fast.folded: %.1f%% in slow "
-	       "(need >= %.0f%%): %s\n",
-	       sc->cause, in_slow, in_fast, 100 * share, 100 * SPLIT_MIN_SHARE,
-	       share >= SPLIT_MIN_SHARE ? "PASS" : "FAIL");
-	return share >= SPLIT_MIN_SHARE ? VERDICT_PASS : VERDICT_FAIL;
+	n = (double)(in_slow + in_fast);
+	s = z * sqrt(p * (1 - p) * (1.0 / calls + 1.0 / (double)tr->n));
+	e_lo = slow_above(tr, (double)truth_at(tr, fmin(1, p + s)) * (1 + HIST_REL_ERR));
+	e_hi = slow_above(tr, (double)truth_at(tr, fmax(0, p - s)) * (1 - HIST_REL_ERR));
+	wilson((double)in_slow, n, z, &w_lo, &w_hi);
+	if (w_hi < e_lo || w_lo > e_hi)
+		v = VERDICT_FAIL;
+	else if (w_hi - w_lo > SPLIT_RESOLUTION)
+		v = VERDICT_INCONCLUSIVE;
+	else
+		v = VERDICT_PASS;
+	printf("split at p%g: samples in %s: %lld in slow.folded, %lld in fast.folded: %.1f%% "
+	       "in slow [%.1f%%, %.1f%%]; the truth puts %.1f%%-%.1f%% of the slow calls above "
+	       "the threshold: %s\n",
+	       pct, sc->cause, in_slow, in_fast, 100 * in_slow / n, 100 * w_lo, 100 * w_hi,
+	       100 * e_lo, 100 * e_hi, verdict_names[v]);
+	return v;
 }
 
 /* The percentiles' check against @tr; an enum vverdict, or -1 after a message. */
 static int check_percentiles(const struct scenario *sc, const char *truthp, uint64_t end_ns,
-			     const char *json_path)
+			     const char *json_path, double split_pct, const char *slowp,
+			     const char *fastp)
 {
 	static const double pcts[] = {50, 95, 99};
 	/* Two-sided, shared by the three percentiles. */
-	double z = 3.6, worst = VERDICT_PASS; /* P(|Z| > 3.6) * 3 ~ 0.001 */
+	/* Two-sided, shared by the split and the three percentiles: 4 x P(|Z| > 3.7) ~ 0.001. */
+	double z = 3.7;
+	int worst, sv;
 	struct truth truth = {0}, *tr;
 	double window;
 	json_error_t jerr;
@@ -190,6 +258,7 @@ static int check_percentiles(const struct scenario *sc, const char *truthp, uint
 	ret = read_truth(truthp, end_ns - (uint64_t)(window * 1e9), end_ns, &truth);
 	if (ret) {
 		free(truth.lat);
+		free(truth.slow_lat);
 		lp_err("validate: the program's ground truth '%s' has no calls in liveprof's "
 		       "window",
 		       truthp);
@@ -203,6 +272,14 @@ static int check_percentiles(const struct scenario *sc, const char *truthp, uint
 	       "then, %zu slow (probe cost %llu ns a call)\n",
 	       sc->handler, (unsigned long long)calls, window, tr->n, tr->slow,
 	       (unsigned long long)cost);
+	sv = check_split(sc, tr, (double)calls, split_pct, z, slowp, fastp);
+	if (sv < 0) {
+		json_decref(root);
+		free(truth.lat);
+		free(truth.slow_lat);
+		return -1;
+	}
+	worst = sv;
 	for (i = 0; i < sizeof(pcts) / sizeof(pcts[0]); i++) {
 		char key[32];
 		double p = pcts[i] / 100, s, lo, hi, got;
@@ -213,7 +290,8 @@ static int check_percentiles(const struct scenario *sc, const char *truthp, uint
 		if (calls * (1 - p) < PCT_MIN_TAIL || tr->n * (1 - p) < PCT_MIN_TAIL) {
 			printf("  p%g: liveprof %.1f us: INCONCLUSIVE (needs about %.0f calls)\n",
 			       pcts[i], got / 1e3, ceil(PCT_MIN_TAIL / (1 - p)));
-			worst = VERDICT_INCONCLUSIVE;
+			if (worst == VERDICT_PASS)
+				worst = VERDICT_INCONCLUSIVE;
 			continue;
 		}
 		s = z * sqrt(p * (1 - p) * (1.0 / (double)calls + 1.0 / (double)tr->n));
@@ -228,6 +306,7 @@ static int check_percentiles(const struct scenario *sc, const char *truthp, uint
 	}
 	json_decref(root);
 	free(truth.lat);
+	free(truth.slow_lat);
 	return (int)worst;
 }
 
@@ -260,11 +339,11 @@ static int scenario_build(const struct vopts *vo, const struct scenario *sc, con
 	return validate_build("c", dir, src, prog);
 }
 
-static int scenario_verdict(int split, int pct)
+static int scenario_verdict(int v)
 {
-	if (split == VERDICT_FAIL || pct == VERDICT_FAIL)
+	if (v == VERDICT_FAIL)
 		return EXIT_RUNTIME;
-	if (pct == VERDICT_INCONCLUSIVE)
+	if (v == VERDICT_INCONCLUSIVE)
 		return EXIT_INCONCLUSIVE;
 	return EXIT_OK;
 }
@@ -275,7 +354,8 @@ int validate_scenario(const struct vopts *vo, const char *dir)
 	char dur[32], split[256], envt[4200], err[PROFILE_READ_ERRSZ + 64];
 	uint64_t end_ns;
 	struct scenario sc = {0};
-	int ret, sv, pv;
+	double split_pct;
+	int ret, pv;
 	pid_t pid;
 
 	ret = scenario_read_file(&sc, vo->spec, err, sizeof(err));
@@ -314,17 +394,17 @@ int validate_scenario(const struct vopts *vo, const char *dir)
 	 * sends half of them to "fast". Below it, the slow class holds every
 	 * slow call and a few fast ones, which never run the cause.
 	 */
-	snprintf(split, sizeof(split), "%s@p%d", sc.handler, (int)floor(sc.fast_pct * 0.95));
-	ret = validate_run_liveprof(vo, pid, vo->freq ? vo->freq : 99, vo->seconds, outdir, split,
+	split_pct = floor(sc.fast_pct * 0.95);
+	snprintf(split, sizeof(split), "%s@p%g", sc.handler, split_pct);
+	ret = validate_run_liveprof(vo, pid, vo->freq ? vo->freq : 999, vo->seconds, outdir, split,
 				    json);
 	end_ns = lp_now_ns();
 	/* SIGTERM makes the program write its truth. */
 	validate_stop(pid);
 	if (ret)
 		goto out;
-	sv = check_split(&sc, slowp, fastp);
-	pv = sv < 0 ? -1 : check_percentiles(&sc, truthp, end_ns, json);
-	ret = sv < 0 || pv < 0 ? EXIT_NO_TARGET : scenario_verdict(sv, pv);
+	pv = check_percentiles(&sc, truthp, end_ns, json, split_pct, slowp, fastp);
+	ret = pv < 0 ? EXIT_NO_TARGET : scenario_verdict(pv);
 	printf("scenario: %s\n", ret == EXIT_OK		    ? "PASS"
 				 : ret == EXIT_RUNTIME	    ? "FAIL"
 				 : ret == EXIT_INCONCLUSIVE ? "INCONCLUSIVE"
