@@ -17,7 +17,7 @@ mkdir -p "$LOGS"
 failed=0
 for i in $(seq 1 "$N"); do
 	dir=$(mktemp -d /tmp/liveprof-fresh.XXXXXX)
-	log="$LOGS/run-$i-$(date -u +%Y%m%dT%H%M%S).log"
+	log="$LOGS/run-$i-$(date -u +%Y%m%dT%H%M%S)-$$.log"
 	t0=$(date +%s)
 	if git clone -q "$REPO" "$dir/liveprof" >"$log" 2>&1; then
 		(cd "$dir/liveprof" && make test) >>"$log" 2>&1
