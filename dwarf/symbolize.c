@@ -594,7 +594,9 @@ enum sym_addr_kind symbolizer__addr_kind(struct symbolizer *s, int pid, uint64_t
 {
 	const struct sym_map *m;
 
-	if (find_map(s, pid, addr, &m) || !m)
+	if (find_map(s, pid, addr, &m))
+		return SYM_ADDR_UNKNOWN;
+	if (!m)
 		return SYM_ADDR_NONE;
 	if (m->path[0] == '/' || !strcmp(m->path, "[vdso]") || !strcmp(m->path, "[vsyscall]"))
 		return SYM_ADDR_CODE;

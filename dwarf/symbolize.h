@@ -90,6 +90,7 @@ enum sym_addr_kind {
 	SYM_ADDR_ANON,	   /* executable anonymous memory (JIT code) */
 	SYM_ADDR_UPROBES,  /* the kernel's [uprobes] page (trampoline, XOL slots) */
 	SYM_ADDR_DATA,	   /* an executable [stack] or [heap]: still data */
+	SYM_ADDR_UNKNOWN,  /* the process's maps cannot be read (gone before we looked) */
 };
 
 /**
@@ -97,7 +98,7 @@ enum sym_addr_kind {
  * @pid: the process; its maps are read if unknown, and re-read (at most
  *       every 50 ms) when @addr is in none of them, as for resolve
  *
- * Return: the kind, SYM_ADDR_NONE also when the maps cannot be read.
+ * Return: the kind; SYM_ADDR_UNKNOWN when the maps cannot be read.
  */
 enum sym_addr_kind symbolizer__addr_kind(struct symbolizer *s, int pid, uint64_t addr);
 
@@ -109,8 +110,8 @@ enum sym_addr_kind symbolizer__addr_kind(struct symbolizer *s, int pid, uint64_t
  * Return: 0, -ENOENT if @addr is in no file-backed executable mapping, or
  * a negative errno.
  */
-int symbolizer__file_pos(struct symbolizer *s, int pid, uint64_t addr, uint64_t *dev,
-			 uint64_t *ino, uint64_t *file_offset);
+int symbolizer__file_pos(struct symbolizer *s, int pid, uint64_t addr, uint64_t *dev, uint64_t *ino,
+			 uint64_t *file_offset);
 
 /**
  * symbolizer__addr_of - the address where @pid maps @file_offset of the

@@ -173,6 +173,8 @@ UNIT_TEST(cut_where_not_code)
 	CHECK_EQ_INT(stack_fixup__cut(sym, getpid(), pcs, 4), 2); /* a stack address */
 	CHECK_EQ_INT(stack_fixup__cut(sym, getpid(), mult, 3), 2);
 	CHECK_EQ_INT(stack_fixup__cut(sym, getpid(), heap, 2), 1);
+	/* a process whose maps cannot be read: nothing to judge by, nothing cut */
+	CHECK_EQ_INT(stack_fixup__cut(sym, 0x3fffffff, mult, 3), 3);
 	symbolizer__free(sym);
 }
 

@@ -190,7 +190,8 @@ unsigned int stack_fixup__cut(struct symbolizer *sym, uint32_t pid, const uint64
 	for (unsigned int i = 0; i < n; i++) {
 		enum sym_addr_kind k = symbolizer__addr_kind(sym, (int)pid, pcs[i]);
 
-		if (k == SYM_ADDR_CODE)
+		/* no maps to judge by (a process gone before we saw it): keep */
+		if (k == SYM_ADDR_CODE || k == SYM_ADDR_UNKNOWN)
 			continue;
 		/* the leaf is where the thread runs, whatever it is; callers
 		 * are only believed in code we can name */
