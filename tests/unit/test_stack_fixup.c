@@ -94,6 +94,13 @@ UNIT_TEST(trampoline_after_the_return_program)
 	sample(LP_UPROBE_TRAMP_LO + 0xf, SLOT - 8, false);
 	poke(SLOT, RET);
 	check_returned(SLOT - 8);
+	/* an outer call 16 bytes above is not the one returning */
+	sample(LP_UPROBE_TRAMP_LO + 0x10, SLOT, false);
+	smp.s.n_calls = 1;
+	smp.s.calls[0].ret_addr = 0x555500009999ULL;
+	smp.s.calls[0].ret_slot = SLOT + 16;
+	poke(SLOT, RET);
+	check_returned(SLOT);
 	/* before the syscall, nothing says where to return: lost, not guessed */
 	sample(LP_UPROBE_TRAMP_LO + 4, SLOT - 16, false);
 	poke(SLOT, RET);

@@ -46,11 +46,10 @@ static int tramp_pushed(uint64_t off)
 
 /*
  * The call in flight that is returning through the trampoline: the one
- * whose return address was at the slot the table gives for @off, or else
- * the innermost one whose slot is within the trampoline's reach of sp:
- * inside the uretprobe syscall the kernel has already moved sp back above
- * the slot while ip still says 0xd. Calls' slots are 16 bytes apart at
- * least (the ABI's alignment at a call), so the innermost is the one.
+ * whose return address was at the slot the table gives for @off. Inside
+ * the uretprobe syscall (ip says 0xd) the kernel first moves sp back to
+ * just above the slot, while it runs the return programs: the slot is then
+ * sp - 8. Exact matches only: an outer call's slot can be 16 bytes above.
  *
  * With no such call, its return program has run. The kernel (6.18,
  * handle_trampoline) sets ip to the real return address before it runs
@@ -64,14 +63,11 @@ static int returning_call(const struct lp_sample *s, uint64_t off)
 	int pushed = tramp_pushed(off);
 	uint64_t sp = s->regs.sp;
 
-	if (pushed >= 0)
-		for (int i = n - 1; i >= 0; i--)
-			if (s->calls[i].ret_slot == sp + (uint64_t)pushed - 8)
-				return i;
 	for (int i = n - 1; i >= 0; i--) {
 		uint64_t slot = s->calls[i].ret_slot;
 
-		if (slot + 8 >= sp && slot <= sp + 16)
+		if ((pushed >= 0 && slot == sp + (uint64_t)pushed - 8) ||
+		    (off == 0xd && slot == sp - 8))
 			return i;
 	}
 	return -1;
