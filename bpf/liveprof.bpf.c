@@ -11,6 +11,7 @@
 #include <bpf/bpf_core_read.h>
 #include "liveprof.h"
 #include "maps.bpf.h"
+#include "cost.bpf.h"
 #include "sampler.bpf.h"
 #include "fetch.bpf.h"
 #include "tracer.bpf.h"

@@ -16,7 +16,7 @@
 #define LP_MAX_USTACK	   127 /* user frames per sample (perf's default max) */
 #define LP_MAX_KSTACK	   64  /* kernel frames per sample */
 #define LP_MAX_CALLS	   8   /* traced calls in flight tagged on a sample (innermost) */
-#define LP_MAX_DEPTH	   32  /* traced calls in flight tracked per thread */
+#define LP_MAX_DEPTH	   128 /* traced calls in flight timed per thread (a power of 2) */
 #define LP_MAX_PROBES	   256 /* probe ids are < this */
 #define LP_MAX_FETCH_OPS   16  /* ops in one value-fetch program */
 #define LP_MAX_VALUES	   6   /* captured values per probe hit */
@@ -28,6 +28,7 @@
 #define LP_UPROBE_TRAMP_HI 0x7ffffffff000ULL
 #define LP_MAX_STACK_COPY  (64 << 10) /* user stack bytes after a sample, a power of 2 */
 #define LP_REDZONE	   128	      /* bytes below sp sent along with a stack copy */
+#define LP_CALIB_SLOTS	   1024	      /* timer-interrupt lengths kept by the calibration */
 
 enum lp_event_type {
 	LP_EV_SAMPLE = 1,   /* struct lp_sample: on-CPU tick or off-CPU block */
@@ -45,7 +46,7 @@ enum lp_event_type {
 enum lp_counter {
 	LP_CNT_SAMPLES = 0,   /* samples of target threads seen by the sampler */
 	LP_CNT_LOST,	      /* events dropped because the ring buffer was full */
-	LP_CNT_CALLS_DROPPED, /* calls not tracked: per-thread call stack full */
+	LP_CNT_CALLS_DROPPED, /* calls counted but not timed: deeper than LP_MAX_DEPTH */
 	LP_CNT_CALLS_UNWOUND, /* stale frames discarded (longjmp, exceptions) */
 	LP_CNT_OFFCPU,	      /* off-CPU events emitted */
 	LP_CNT_FETCH_FAULTS,  /* value fetches that faulted */
@@ -117,6 +118,12 @@ struct lp_call_end {
 	__u64 start_ns;
 	__u64 latency_ns;
 	__u64 by_value; /* the --by value captured at entry, if any */
+	/*
+	 * What samples and nested traced calls' probes cost this call,
+	 * already subtracted from latency_ns (unless raw latency was asked
+	 * for, then 0 was subtracted and this says what would have been).
+	 */
+	__u64 overhead_ns;
 };
 
 #define LP_CF_LINE_HIT (1u << 0) /* the --when line was hit during the call */
@@ -162,6 +169,13 @@ struct lp_probe_cfg {
 	__u32 when_of;	    /* with LP_PCF_WHEN: mark in-flight calls of this probe LINE_HIT */
 	__u32 n_ret_values; /* fetch programs run at return, after the entry ones */
 	__u64 module_bias;  /* load bias of the probed module in the target */
+	/*
+	 * Calibrated probe costs of this site (0 if unknown): cost_ns is what
+	 * one entry+return pair adds to the calls around it, self_ns the part
+	 * of it that falls inside the call's own measured latency.
+	 */
+	__u64 cost_ns;
+	__u64 self_ns;
 };
 
 #define LP_PCF_EMIT_VALUES (1u << 0) /* send an LP_EV_HIT with the values of every hit */
@@ -175,6 +189,8 @@ struct lp_probe_cfg {
 struct lp_probe_stats {
 	__u64 calls;
 	__u64 max_ns;
+	__u64 untimed; /* functions: calls counted but not timed (too deep) */
+	__u64 reserved;
 };
 
 enum lp_probe_kind {
@@ -267,13 +283,14 @@ LP_ASSERT_AT(struct lp_sample, stack_len, 48);
 LP_ASSERT_AT(struct lp_sample, comm, 52);
 LP_ASSERT_AT(struct lp_sample, regs, 72);
 LP_ASSERT_AT(struct lp_sample, ustack, 96 + 32 * LP_MAX_CALLS);
-LP_ASSERT_SIZE(struct lp_call_end, 56);
+LP_ASSERT_SIZE(struct lp_call_end, 64);
 LP_ASSERT_SIZE(struct lp_fetch_op, 16);
 LP_ASSERT_SIZE(struct lp_fetch_prog, 8 + 16 * LP_MAX_FETCH_OPS);
-LP_ASSERT_SIZE(struct lp_probe_cfg, 32);
-LP_ASSERT_SIZE(struct lp_probe_stats, 16);
+LP_ASSERT_SIZE(struct lp_probe_cfg, 48);
+LP_ASSERT_SIZE(struct lp_probe_stats, 32);
 LP_ASSERT_SIZE(struct lp_value, 8 + LP_STR_LEN);
 LP_ASSERT_AT(struct lp_hit, values, 56);
 LP_ASSERT_SIZE(struct lp_by_key, 16);
+_Static_assert((LP_MAX_DEPTH & (LP_MAX_DEPTH - 1)) == 0, "LP_MAX_DEPTH is a power of 2");
 
 #endif /* LIVEPROF_H */

@@ -48,8 +48,12 @@ static __always_inline void stash_switch_out(void *ctx, struct task_struct *prev
 	if (!z)
 		return;
 	/* Under a split only blocks inside traced calls matter. */
-	if (rt && rt->offcpu_only_in_calls && !bpf_map_lookup_elem(&thread_calls, &tid))
-		return;
+	if (rt && rt->offcpu_only_in_calls) {
+		struct lp_thread_calls *tc = thread_calls_of(prev, false);
+
+		if (!tc || !tc->depth)
+			return;
+	}
 	if (bpf_map_update_elem(&offcpu_start, &tid, z, BPF_ANY))
 		return;
 	s = bpf_map_lookup_elem(&offcpu_start, &tid);
@@ -102,7 +106,7 @@ static __always_inline void emit_switch_in(struct task_struct *next, __u32 tgid,
 		s->n_kstack = st->kstack_bytes / sizeof(__u64);
 		s->flags |= LP_SF_KSTACK;
 	}
-	tag_calls(s, tid);
+	tag_calls(s, next);
 	bpf_ringbuf_submit(s, rb_flags());
 	count_event(LP_CNT_OFFCPU);
 }

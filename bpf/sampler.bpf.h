@@ -13,9 +13,9 @@
  * sampled, so that their returns send LP_EV_CALL_END. Marking here is
  * what keeps the event rate bounded by the sampling rate.
  */
-static __always_inline void tag_calls(struct lp_sample *s, __u32 tid)
+static __always_inline void tag_calls(struct lp_sample *s, struct task_struct *task)
 {
-	struct lp_thread_calls *tc = bpf_map_lookup_elem(&thread_calls, &tid);
+	struct lp_thread_calls *tc = thread_calls_of(task, false);
 	__u32 depth, first = 0, i;
 
 	s->n_calls = 0;
@@ -42,7 +42,7 @@ static __always_inline void tag_calls(struct lp_sample *s, __u32 tid)
 		f->flags |= LP_FS_SAMPLED;
 		s->calls[i].probe_id = f->probe_id;
 		s->calls[i].depth = first + i;
-		s->calls[i].call_id = f->call_id;
+		s->calls[i].call_id = ((__u64)s->tid << 32) | f->seq;
 		s->calls[i].ret_addr = f->ret_addr;
 		s->calls[i].ret_slot = f->sp;
 	}
@@ -92,7 +92,7 @@ static __always_inline void fill_sample(void *ctx, struct lp_sample *s, __u32 tg
 			s->flags |= LP_SF_KSTACK;
 		}
 	}
-	tag_calls(s, tid);
+	tag_calls(s, task);
 }
 
 #define LP_PAGE_SIZE 4096
@@ -185,21 +185,30 @@ int lp_sample_cpu(struct bpf_perf_event_data *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = (__u32)id;
+	__u64 t0 = bpf_ktime_get_ns(); /* this sample's cost starts here (cost.bpf.h) */
 	struct lp_sample *s;
 
-	if (!is_target(tgid) || is_paused())
+	if (is_calib(tid))
+		mark_calib_bracket(); /* sampled like a target; the daemon drops it */
+	else if (!is_target(tgid) || is_paused())
 		return 0;
-	count_event(LP_CNT_SAMPLES);
-	if (stack_copy_bytes)
-		return send_with_stack(ctx, tgid, tid);
+	else
+		count_event(LP_CNT_SAMPLES);
+	if (stack_copy_bytes) {
+		send_with_stack(ctx, tgid, tid);
+		charge_sample(t0);
+		return 0;
+	}
 	s = bpf_ringbuf_reserve(&events, sizeof(*s), 0);
 	if (!s) {
 		count_event(LP_CNT_LOST);
+		charge_sample(t0);
 		return 0;
 	}
 	fill_sample(ctx, s, tgid, tid);
 	s->weight_ns = ctx->sample_period;
 	bpf_ringbuf_submit(s, rb_flags());
+	charge_sample(t0);
 	return 0;
 }
 

@@ -3,10 +3,13 @@
  * tracer.bpf.h - function entry/return and line probes.
  *
  * Each attachment carries a BPF cookie: the probe id in the low 32 bits.
- * A per-thread stack of calls in flight (map thread_calls) pairs returns
- * with entries by stack pointer, which makes it recursion-safe and lets
- * it drop frames that longjmp or an exception skipped: a frame whose
+ * A per-thread stack of calls in flight (task storage thread_calls) pairs
+ * returns with entries by stack pointer, which makes it recursion-safe and
+ * lets it drop frames that longjmp or an exception skipped: a frame whose
  * return-address slot is at or below the current stack pointer is gone.
+ * Calls deeper than LP_MAX_DEPTH are counted (probe_stats.untimed) but
+ * not timed. Latencies are net of what samples and nested traced calls'
+ * probes cost the call (cost.bpf.h), unless raw_latency is set.
  */
 #ifndef LP_TRACER_BPF_H
 #define LP_TRACER_BPF_H
@@ -24,26 +27,27 @@ static __always_inline __u32 call_idx(__u32 i)
 	return i & CALLS_MASK;
 }
 
-/*
- * Unique while the thread lives, never 0, and free: the thread's own
- * counter, already at hand, instead of a per-CPU map lookup per call.
- */
-static __always_inline __u64 next_call_id(struct lp_thread_calls *tc, __u32 tid)
+/* Unique while the thread lives and never 0: the thread's own counter. */
+static __always_inline __u32 next_seq(struct lp_thread_calls *tc)
 {
 	if (++tc->seq == 0)
 		tc->seq = 1;
-	return ((__u64)tid << 32) | tc->seq;
+	return tc->seq;
 }
 
-static __always_inline struct lp_thread_calls *get_thread_calls(__u32 tid, bool create)
+static __always_inline __u64 call_id_of(__u32 tid, const struct lp_frame_state *fs)
 {
-	struct lp_thread_calls *tc = bpf_map_lookup_elem(&thread_calls, &tid);
-	static const struct lp_thread_calls empty;
+	return ((__u64)tid << 32) | fs->seq;
+}
 
-	if (tc || !create)
-		return tc;
-	bpf_map_update_elem(&thread_calls, &tid, &empty, BPF_NOEXIST);
-	return bpf_map_lookup_elem(&thread_calls, &tid);
+/* A call too deep to time is still counted, beside the histogram. */
+static __always_inline void count_untimed(__u32 probe_id)
+{
+	struct lp_probe_stats *st = bpf_map_lookup_elem(&probe_stats, &probe_id);
+
+	if (st)
+		__sync_fetch_and_add(&st->untimed, 1);
+	count_event(LP_CNT_CALLS_DROPPED);
 }
 
 /*
@@ -115,12 +119,12 @@ SEC("uprobe")
 int BPF_KPROBE(lp_func_entry)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32, tid = (__u32)id;
+	__u32 tgid = id >> 32;
 	__u32 probe_id = (__u32)bpf_get_attach_cookie(ctx);
 	struct lp_thread_calls *tc;
 	struct lp_probe_cfg *cfg;
 	struct lp_frame_state *fs;
-	__u64 sp = ctx->sp, ret_addr = 0, by = 0;
+	__u64 sp = ctx->sp, ret_addr = 0;
 	__u32 d, k;
 
 	/* No target lookup: uprobes are attached per target pid, so they fire
@@ -131,7 +135,7 @@ int BPF_KPROBE(lp_func_entry)
 	cfg = bpf_map_lookup_elem(&probes, &probe_id);
 	if (!cfg)
 		return 0;
-	tc = get_thread_calls(tid, true);
+	tc = thread_calls_of(bpf_get_current_task_btf(), true);
 	if (!tc)
 		return 0;
 	d = tc->depth;
@@ -143,50 +147,76 @@ int BPF_KPROBE(lp_func_entry)
 	}
 	if (d >= LP_MAX_DEPTH) {
 		tc->depth = d;
-		count_event(LP_CNT_CALLS_DROPPED);
+		count_untimed(probe_id);
 		return 0;
 	}
 	bpf_probe_read_user(&ret_addr, sizeof(ret_addr), (void *)sp);
 	fs = &tc->f[call_idx(d)];
 	fs->probe_id = probe_id;
 	fs->flags = 0;
-	fs->call_id = next_call_id(tc, tid);
+	fs->seq = next_seq(tc);
 	fs->sp = sp;
 	fs->ret_addr = ret_addr;
-	fs->by_value = 0;
 	if (cfg->n_values) {
 		if (cfg->flags & LP_PCF_EMIT_VALUES)
 			lp_emit_values(ctx, probe_id, VALUES_RANGE(0, cfg->n_values, 0),
-				       cfg->module_bias, fs->call_id);
+				       cfg->module_bias, call_id_of((__u32)id, fs));
 		if (cfg->by_index >= 0 && cfg->by_index < LP_MAX_VALUES) {
-			by = lp_fetch_value(ctx, probe_id * LP_MAX_VALUES + cfg->by_index,
-					    cfg->module_bias);
-			fs->by_value = by;
+			fs->by_value = lp_fetch_value(
+				ctx, probe_id * LP_MAX_VALUES + cfg->by_index, cfg->module_bias);
 			fs->flags |= LP_FS_HAS_BY;
 		}
 	}
 	tc->depth = d + 1;
 	/* Last, so the latency excludes our own work above. */
+	fs->ovh0 = tc->overhead_ns;
 	fs->start_ns = bpf_ktime_get_ns();
 	return 0;
+}
+
+/* Send the end of a sampled call, so the daemon can class its samples. */
+static __always_inline void send_call_end(const struct lp_frame_state *fs, __u64 id,
+					  __u64 lat, __u64 charged)
+{
+	struct lp_call_end *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+
+	if (!e) {
+		count_event(LP_CNT_LOST);
+		return;
+	}
+	e->hdr.type = LP_EV_CALL_END;
+	e->hdr.size = sizeof(*e);
+	e->pid = id >> 32;
+	e->tid = (__u32)id;
+	e->probe_id = fs->probe_id;
+	e->flags = 0;
+	if (fs->flags & LP_FS_LINE_HIT)
+		e->flags |= LP_CF_LINE_HIT;
+	if (fs->flags & LP_FS_HAS_BY)
+		e->flags |= LP_CF_HAS_BY;
+	e->call_id = call_id_of((__u32)id, fs);
+	e->start_ns = fs->start_ns;
+	e->latency_ns = lat;
+	e->by_value = fs->by_value;
+	e->overhead_ns = charged;
+	bpf_ringbuf_submit(e, rb_flags());
 }
 
 static __always_inline int on_return(struct pt_regs *ctx, __u64 entry_sp)
 {
 	__u64 now = bpf_ktime_get_ns();
 	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32, tid = (__u32)id;
 	__u32 probe_id = (__u32)bpf_get_attach_cookie(ctx);
 	struct lp_thread_calls *tc;
 	struct lp_frame_state *fs;
 	struct lp_probe_stats *st;
 	struct lp_probe_cfg *cfg;
-	__u64 lat, *slot;
+	__u64 lat, charged, *slot;
 	__u32 d, k, idx;
 
-	if (filter_all && tgid == self_tgid)
+	if (filter_all && (id >> 32) == self_tgid)
 		return 0;
-	tc = get_thread_calls(tid, false);
+	tc = thread_calls_of(bpf_get_current_task_btf(), false);
 	cfg = bpf_map_lookup_elem(&probes, &probe_id);
 	if (!tc || !cfg)
 		return 0;
@@ -206,11 +236,18 @@ static __always_inline int on_return(struct pt_regs *ctx, __u64 entry_sp)
 	}
 	fs = &tc->f[call_idx(d - 1)];
 	if (fs->sp != entry_sp || fs->probe_id != probe_id) {
-		/* Entered before we attached, or its entry was dropped. */
+		/* Entered before we attached, or too deep to time (counted). */
 		tc->depth = d;
 		return 0;
 	}
+	/* Net of what samples and nested probes cost it, and of the part of
+	 * its own probes that lies between our two timestamps. */
+	charged = tc->overhead_ns - fs->ovh0 + cfg->self_ns;
 	lat = now - fs->start_ns;
+	if (!raw_latency)
+		lat = lat > charged ? lat - charged : 0;
+	/* The calls around this one see all of its probes' cost. */
+	tc->overhead_ns += cfg->cost_ns;
 	idx = probe_id * LP_HIST_BUCKETS + lp_hist_bucket(lat);
 	slot = bpf_map_lookup_elem(&hist, &idx);
 	if (slot)
@@ -233,30 +270,9 @@ static __always_inline int on_return(struct pt_regs *ctx, __u64 entry_sp)
 	}
 	if (cfg->n_ret_values)
 		lp_emit_values(ctx, probe_id, VALUES_RANGE(cfg->n_values, cfg->n_ret_values, 1),
-			       cfg->module_bias, fs->call_id);
-	if (fs->flags & LP_FS_SAMPLED) {
-		struct lp_call_end *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-
-		if (e) {
-			e->hdr.type = LP_EV_CALL_END;
-			e->hdr.size = sizeof(*e);
-			e->pid = tgid;
-			e->tid = tid;
-			e->probe_id = probe_id;
-			e->flags = 0;
-			if (fs->flags & LP_FS_LINE_HIT)
-				e->flags |= LP_CF_LINE_HIT;
-			if (fs->flags & LP_FS_HAS_BY)
-				e->flags |= LP_CF_HAS_BY;
-			e->call_id = fs->call_id;
-			e->start_ns = fs->start_ns;
-			e->latency_ns = lat;
-			e->by_value = fs->by_value;
-			bpf_ringbuf_submit(e, rb_flags());
-		} else {
-			count_event(LP_CNT_LOST);
-		}
-	}
+			       cfg->module_bias, call_id_of((__u32)id, fs));
+	if (fs->flags & LP_FS_SAMPLED)
+		send_call_end(fs, id, lat, charged);
 	tc->depth = d - 1;
 	return 0;
 }
@@ -279,7 +295,7 @@ SEC("uprobe")
 int BPF_KPROBE(lp_line_hit)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32, tid = (__u32)id;
+	__u32 tgid = id >> 32;
 	__u32 probe_id = (__u32)bpf_get_attach_cookie(ctx);
 	struct lp_probe_stats *st;
 	struct lp_probe_cfg *cfg;
@@ -294,14 +310,14 @@ int BPF_KPROBE(lp_line_hit)
 	if (st)
 		__sync_fetch_and_add(&st->calls, 1);
 	if (cfg->flags & LP_PCF_WHEN) {
-		struct lp_thread_calls *tc = get_thread_calls(tid, false);
+		struct lp_thread_calls *tc = thread_calls_of(bpf_get_current_task_btf(), false);
 
 		if (tc) {
 			for (k = 0; k < LP_MAX_DEPTH; k++) {
 				if (k >= tc->depth)
 					break;
-				if (tc->f[k].probe_id == cfg->when_of)
-					tc->f[k].flags |= LP_FS_LINE_HIT;
+				if (tc->f[call_idx(k)].probe_id == cfg->when_of)
+					tc->f[call_idx(k)].flags |= LP_FS_LINE_HIT;
 			}
 		}
 	}

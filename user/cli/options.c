@@ -36,6 +36,7 @@ enum {
 	OPT_HTTP_TOKEN,
 	OPT_ALLOC,
 	OPT_ALLOC_RATE,
+	OPT_RAW_LATENCY,
 };
 
 static const struct option long_opts[] = {
@@ -69,6 +70,7 @@ static const struct option long_opts[] = {
 	{"http-token", required_argument, NULL, OPT_HTTP_TOKEN},
 	{"alloc", no_argument, NULL, OPT_ALLOC},
 	{"alloc-rate", required_argument, NULL, OPT_ALLOC_RATE},
+	{"raw-latency", no_argument, NULL, OPT_RAW_LATENCY},
 	{NULL, 0, NULL, 0},
 };
 
@@ -100,6 +102,7 @@ void options_usage(FILE *f)
 	      "  --window SEC          sliding window for live figures (default 10)\n"
 	      "  --interval SEC        print the tables every SEC seconds\n"
 	      "  --max-overhead PCT    detach a trace whose estimated cost passes PCT% of a CPU\n"
+	      "  --raw-latency         latencies as measured, not net of liveprof's own cost\n"
 	      "Split:\n"
 	      "  --split FUNC[@pNN]    slow (>= pNN, default p95) vs fast calls of FUNC\n"
 	      "  --when FILE:LINE      keep only calls in which that line ran\n"
@@ -282,6 +285,9 @@ int options_parse(int argc, char **argv, struct options *o)
 			break;
 		case OPT_OFFCPU:
 			o->offcpu = true;
+			break;
+		case OPT_RAW_LATENCY:
+			o->raw_latency = true;
 			break;
 		case OPT_PER_CALL:
 			o->per_call = true;

@@ -35,6 +35,7 @@ struct bpf_session {
 		bool entry;
 	} sites[MAX_UPROBE_LINKS];
 	int sites_hw; /* slots below this may hold a site */
+	struct bpf_link *calib_link;
 	void *hist_mem;
 	size_t hist_len;
 	void *stats_mem;
@@ -63,6 +64,22 @@ static void *map_mmap(struct bpf_map *map, size_t *len)
 		return NULL;
 	*len = sz;
 	return mem;
+}
+
+/*
+ * Time every timer interrupt (cost.bpf.h): a sample's cost is then
+ * measured whole. Without the tracepoints the sampler charges its own
+ * time plus the calibrated rest.
+ */
+static void attach_timer_bracket(struct bpf_session *s)
+{
+	struct liveprof_bpf *k = s->skel;
+
+	if (!k->links.lp_timer_entry)
+		k->links.lp_timer_entry = bpf_program__attach(k->progs.lp_timer_entry);
+	if (!k->links.lp_timer_exit)
+		k->links.lp_timer_exit = bpf_program__attach(k->progs.lp_timer_exit);
+	k->bss->timer_bracket = k->links.lp_timer_entry && k->links.lp_timer_exit;
 }
 
 int bpf_session__open(struct bpf_session **out, const struct bpf_session_opts *o)
@@ -110,6 +127,7 @@ int bpf_session__open(struct bpf_session **out, const struct bpf_session_opts *o
 		goto fail;
 	}
 	s->skel->rodata->stack_copy_bytes = o->stack_copy_bytes;
+	s->skel->rodata->raw_latency = o->raw_latency;
 	/* One build slot per CPU for samples with a stack copy; none without. */
 	bpf_map__set_max_entries(s->skel->maps.sample_buf, o->stack_copy_bytes ? s->nr_cpus : 1);
 	/* 16 KiB copies at 999 Hz are 16 MB/s per CPU: give the daemon more
@@ -127,6 +145,8 @@ int bpf_session__open(struct bpf_session **out, const struct bpf_session_opts *o
 			bpf_program__set_autoload(s->skel->progs.lp_func_return, false);
 			bpf_program__set_autoload(s->skel->progs.lp_func_ret_insn, false);
 			bpf_program__set_autoload(s->skel->progs.lp_line_hit, false);
+			bpf_program__set_autoload(s->skel->progs.lp_timer_entry, false);
+			bpf_program__set_autoload(s->skel->progs.lp_timer_exit, false);
 		}
 		/* The stack map of an unused program still costs memory. */
 		bpf_map__set_max_entries(s->skel->maps.offcpu_start, 1);
@@ -142,6 +162,8 @@ int bpf_session__open(struct bpf_session **out, const struct bpf_session_opts *o
 		if (err)
 			goto fail;
 	}
+	if (o->tracing || o->offcpu)
+		attach_timer_bracket(s);
 	s->hist_mem = map_mmap(s->skel->maps.hist, &s->hist_len);
 	s->stats_mem = map_mmap(s->skel->maps.probe_stats, &s->stats_len);
 	if (!s->hist_mem || !s->stats_mem) {
@@ -379,7 +401,7 @@ int bpf_session__clear_probe(struct bpf_session *s, uint32_t id)
 		return -EINVAL;
 	for (unsigned int i = 0; i < LP_HIST_BUCKETS; i++)
 		h[(size_t)id * LP_HIST_BUCKETS + i] = 0;
-	st[id].calls = st[id].max_ns = 0;
+	st[id].calls = st[id].max_ns = st[id].untimed = 0;
 	return bpf_map__update_elem(s->skel->maps.probes, &id, sizeof(id), &none, sizeof(none),
 				    BPF_ANY);
 }
@@ -428,6 +450,54 @@ int bpf_session__set_paused(struct bpf_session *s, bool paused, bool offcpu_only
 				    BPF_ANY);
 }
 
+int bpf_session__attach_calib(struct bpf_session *s, int perf_fd, uint32_t tid)
+{
+	if (s->calib_link)
+		return -EBUSY;
+	s->calib_link = bpf_program__attach_perf_event(s->skel->progs.lp_sample_cpu, perf_fd);
+	if (!s->calib_link)
+		return errno ? -errno : -EINVAL;
+	__atomic_store_n(&s->skel->bss->calib_tid, tid, __ATOMIC_RELAXED);
+	return 0;
+}
+
+void bpf_session__detach_calib(struct bpf_session *s)
+{
+	bpf_link__destroy(s->calib_link);
+	s->calib_link = NULL;
+	__atomic_store_n(&s->skel->bss->calib_tid, 0, __ATOMIC_RELAXED);
+}
+
+const volatile uint64_t *bpf_session__calib_samples(struct bpf_session *s)
+{
+	return (const volatile uint64_t *)&s->skel->bss->calib_samples;
+}
+
+size_t bpf_session__calib_brackets(struct bpf_session *s, uint64_t *out, size_t max, bool reset)
+{
+	size_t n;
+
+	if (reset) {
+		__atomic_store_n(&s->skel->bss->calib_brackets, 0, __ATOMIC_RELAXED);
+		return 0;
+	}
+	if (!s->skel->bss->timer_bracket)
+		return 0;
+	n = __atomic_load_n(&s->skel->bss->calib_brackets, __ATOMIC_RELAXED);
+	if (n > LP_CALIB_SLOTS)
+		n = LP_CALIB_SLOTS;
+	if (n > max)
+		n = max;
+	for (size_t i = 0; i < n; i++)
+		out[i] = s->skel->bss->calib_bracket_ns[i];
+	return n;
+}
+
+void bpf_session__set_sample_irq_ns(struct bpf_session *s, uint64_t ns)
+{
+	__atomic_store_n(&s->skel->bss->sample_irq_ns, ns, __ATOMIC_RELAXED);
+}
+
 int bpf_session__nr_cpus(struct bpf_session *s)
 {
 	return s->nr_cpus;
@@ -441,6 +511,7 @@ void bpf_session__close(struct bpf_session *s)
 		bpf_session__stop_sampling(s);
 	for (int i = 0; i < MAX_UPROBE_LINKS; i++)
 		bpf_link__destroy(s->uprobe_links[i]);
+	bpf_session__detach_calib(s);
 	ring_buffer__free(s->rb);
 	if (s->hist_mem)
 		munmap(s->hist_mem, s->hist_len);

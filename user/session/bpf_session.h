@@ -29,6 +29,7 @@ struct bpf_session_opts {
 	 * user space; 0: frame-pointer stacks only (at most LP_MAX_STACK_COPY) */
 	unsigned int stack_copy_bytes;
 	bool verbose; /* print libbpf's log, including the verifier's */
+	bool raw_latency; /* latencies as measured, not net of liveprof's own cost */
 };
 
 enum bpf_probe_prog {
@@ -118,6 +119,28 @@ const volatile uint64_t *bpf_session__hist(struct bpf_session *s);
 
 /** bpf_session__probe_stats - the mmap'ed per-probe stats, LP_MAX_PROBES entries */
 const volatile struct lp_probe_stats *bpf_session__probe_stats(struct bpf_session *s);
+
+/**
+ * bpf_session__attach_calib - run the sampler on the perf event @perf_fd
+ * of the daemon's own thread @tid as if it were a target (one at a time;
+ * see sample_cost.c); the daemon drops those samples
+ *
+ * Return: 0 or a negative errno.
+ */
+int bpf_session__attach_calib(struct bpf_session *s, int perf_fd, uint32_t tid);
+/** bpf_session__detach_calib - detach the calibration sampler, if attached */
+void bpf_session__detach_calib(struct bpf_session *s);
+/** bpf_session__calib_samples - the count of calibration samples, live */
+const volatile uint64_t *bpf_session__calib_samples(struct bpf_session *s);
+/**
+ * bpf_session__calib_brackets - timer-interrupt lengths recorded while the
+ * calibration sampler ran: copies up to @max into @out and returns how
+ * many; with @reset, forgets them instead and returns 0. 0 also when the
+ * timer interrupt is not timed.
+ */
+size_t bpf_session__calib_brackets(struct bpf_session *s, uint64_t *out, size_t max, bool reset);
+/** bpf_session__set_sample_irq_ns - charge @ns more per sample than the sampler times */
+void bpf_session__set_sample_irq_ns(struct bpf_session *s, uint64_t ns);
 
 /** bpf_session__by_hist_fd - fd of the --by (probe, value, bucket) -> count map */
 int bpf_session__by_hist_fd(struct bpf_session *s);

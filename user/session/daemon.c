@@ -331,6 +331,9 @@ static int on_sample(struct daemon *d, const struct lp_sample *s, size_t size)
 		d->events_bad++;
 		return 0;
 	}
+	/* liveprof's own calibration thread (sample_cost.c), never a target */
+	if (s->pid == (uint32_t)getpid())
+		return 0;
 	flags = (s->flags & LP_SF_OFFCPU) ? STACK_F_OFFCPU : 0;
 	nu = unwind_user(d, s, s + 1, us, &flags);
 	/* whatever the unwinder said, a caller must be code */

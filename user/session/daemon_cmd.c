@@ -12,6 +12,7 @@
 
 #include "user/session/bpf_session.h"
 #include "user/session/daemon.h"
+#include "user/session/sample_cost.h"
 #include "user/session/split.h"
 #include "user/session/traces.h"
 #include "user/util/exit_codes.h"
@@ -47,6 +48,7 @@ int daemon__open(struct daemon *d, struct options *o, bool tracing)
 		.tracing = tracing || o->n_traces || o->split_spec,
 		.ringbuf_mb = o->ringbuf_mb,
 		.verbose = o->verbose,
+		.raw_latency = o->raw_latency,
 		/* fp still copies a little: enough for CFI to find a frameless
 		 * leaf's return address (daemon.c, unwind_user) */
 		.stack_copy_bytes =
@@ -65,6 +67,9 @@ int daemon__open(struct daemon *d, struct options *o, bool tracing)
 		d->core.bpf = bpf; /* daemon__close() frees it */
 		return EXIT_RUNTIME;
 	}
+	/* Before any sample can land in a traced call: its cost is charged. */
+	if (bo.tracing && sample_cost__calibrate(bpf, &d->core.sample_cost))
+		lp_warn("cannot measure what a sample costs; sampled calls' latencies include it");
 	return EXIT_OK;
 }
 

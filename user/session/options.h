@@ -43,6 +43,7 @@ struct options {
 	double window_s;
 	double interval_s;
 	double max_overhead_pct;
+	bool raw_latency; /* --raw-latency: do not subtract sampling/probe cost */
 	/* split */
 	const char *split_spec; /* FUNC[@pNN] */
 	const char *when_spec;

@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include "user/session/options.h"
+#include "user/session/sample_cost.h"
 
 struct bpf_session;
 struct stack_symbols;
@@ -33,6 +34,7 @@ struct session_core {
 	pid_t child;	   /* launched command, 0 if none */
 	uint64_t start_ns; /* CLOCK_MONOTONIC at the start of the run */
 	uint64_t end_ns;   /* ... at its end, 0 while it runs */
+	struct sample_cost sample_cost; /* what a sample costs a thread (calibrated) */
 };
 
 #endif

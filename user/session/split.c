@@ -16,6 +16,7 @@
 
 #include "user/session/split.h"
 #include "user/profile/stack_symbols.h"
+#include "user/session/session_core.h"
 #include "user/session/split_rank.h"
 #include "user/session/traces.h"
 #include "user/util/util.h"
@@ -39,7 +40,8 @@ struct held_call {
 };
 
 struct done_call {
-	uint64_t latency_ns;
+	uint64_t latency_ns; /* net of liveprof's cost, unless --raw-latency */
+	uint64_t overhead_ns;
 	uint64_t end_ns;
 	uint64_t first; /* into the entry pool */
 	uint32_t n;
@@ -241,6 +243,7 @@ static int log_call(struct split *s, const struct held_call *h, const struct lp_
 	memcpy(s->pool + s->n_pool, h->e, h->n * sizeof(*h->e));
 	dc = &s->done[s->n_done++];
 	dc->latency_ns = e->latency_ns;
+	dc->overhead_ns = e->overhead_ns;
 	dc->end_ns = e->start_ns + e->latency_ns;
 	dc->first = s->n_pool;
 	dc->n = h->n;
@@ -413,6 +416,55 @@ static int cmp_rank(const void *a, const void *b)
 	return strcmp(x->frame, y->frame);
 }
 
+static uint64_t hist_median(const uint64_t *hist, uint64_t total)
+{
+	uint64_t acc = 0;
+
+	for (int b = 0; b < LP_HIST_BUCKETS && total; b++) {
+		acc += hist[b];
+		if (acc * 2 >= total)
+			return traces__bucket_value(b);
+	}
+	return 0;
+}
+
+/*
+ * How far the correction of sampled calls can be trusted. Each sample's
+ * charge is its timed timer interrupt plus the calibrated rest
+ * (sample_cost.c), known to +-spread_ns; a call with k samples is off by
+ * up to k * spread_ns. When that reaches the gap between the threshold and
+ * the median, a sampled call's class is decided by the correction's error
+ * rather than by the call: say so, and star nothing.
+ */
+static void correction_check(const struct split *s, uint64_t since, struct split_result *r)
+{
+	const struct session_core *c = traces__core(s->traces);
+	const struct sample_cost *sc = &c->sample_cost;
+	double sum = 0, unc = 0;
+	size_t n = 0;
+
+	r->raw_latency = c->opts->raw_latency;
+	for (size_t i = 0; i < s->n_done; i++) {
+		const struct done_call *dc = &s->done[i];
+		uint64_t k = 0;
+
+		if (dc->end_ns < since)
+			continue;
+		for (uint32_t j = 0; j < dc->n; j++)
+			k += s->pool[dc->first + j].count;
+		sum += dc->overhead_ns;
+		/* uncalibrated: the rest is unknown, as large as what was charged */
+		unc += sc->measured ? (double)k * sc->spread_ns : (double)dc->overhead_ns;
+		n++;
+	}
+	if (!n)
+		return;
+	r->correction_ns = sum / n;
+	r->correction_unc_ns = unc / n;
+	r->correction_exceeds = !r->raw_latency && r->threshold_ns > r->median_ns &&
+				r->correction_unc_ns >= (double)(r->threshold_ns - r->median_ns);
+}
+
 int split__compute(struct split *s, bool window, bool use_weight, struct split_result *r)
 {
 	int ti = traces__find(s->traces, s->probe_id);
@@ -455,7 +507,9 @@ int split__compute(struct split *s, bool window, bool use_weight, struct split_r
 		else
 			r->all_fast_calls += hist[b];
 	}
+	r->median_ns = hist_median(hist, r->all_slow_calls + r->all_fast_calls);
 	free(hist);
+	correction_check(s, since, r);
 
 	for (size_t i = 0; i < s->n_done; i++) {
 		const struct done_call *dc = &s->done[i];
@@ -509,6 +563,9 @@ int split__compute(struct split *s, bool window, bool use_weight, struct split_r
 	err = split_rank__apply(r->ranks, r->n_ranks, r->slow_samples, r->fast_samples);
 	if (err)
 		return err;
+	/* classes decided by the correction's error: nothing can be significant */
+	for (int i = 0; i < r->n_ranks && r->correction_exceeds; i++)
+		r->ranks[i].significant = false;
 	qsort(r->ranks, r->n_ranks, sizeof(*r->ranks), cmp_rank);
 	return 0;
 }
@@ -575,6 +632,23 @@ void split__print(const struct split_result *r, FILE *f, int rows)
 			"  %" PRIu64 " calls never returned (expired), %" PRIu64
 			" samples dropped, %" PRIu64 " calls filtered out by --when\n",
 			r->orphans, r->dropped, r->filtered);
+	if (r->raw_latency)
+		fprintf(f,
+			"  raw latencies (--raw-latency): sampled calls include what sampling "
+			"cost them (%.1f us per sampled call)\n",
+			r->correction_ns / 1e3);
+	else
+		fprintf(f,
+			"  latencies net of liveprof's own cost: %.1f +- %.1f us subtracted per "
+			"sampled call (median call %.1f us)\n",
+			r->correction_ns / 1e3, r->correction_unc_ns / 1e3, r->median_ns / 1e3);
+	if (r->correction_exceeds)
+		fprintf(f,
+			"  calls too short to class: the correction's uncertainty (%.1f us) is not "
+			"below the gap between the threshold and the median (%.1f us); nothing is "
+			"marked significant\n",
+			r->correction_unc_ns / 1e3,
+			((double)r->threshold_ns - (double)r->median_ns) / 1e3);
 	fprintf(f, "  %-40s %8s %8s %9s %7s %9s\n", "frame (more in slow calls first)", "slow%",
 		"fast%", "delta", "z", "p(Holm)");
 	for (int i = 0; i < r->n_ranks && i < rows; i++) {
@@ -618,6 +692,11 @@ json_t *split__json(const struct split_result *r, int rows)
 	json_object_set_new(o, "orphan_calls", json_integer(r->orphans));
 	json_object_set_new(o, "dropped_samples", json_integer(r->dropped));
 	json_object_set_new(o, "filtered_calls", json_integer(r->filtered));
+	json_object_set_new(o, "raw_latency", json_boolean(r->raw_latency));
+	json_object_set_new(o, "median_ns", json_integer(r->median_ns));
+	json_object_set_new(o, "correction_ns", json_real(r->correction_ns));
+	json_object_set_new(o, "correction_uncertainty_ns", json_real(r->correction_unc_ns));
+	json_object_set_new(o, "correction_exceeds_signal", json_boolean(r->correction_exceeds));
 	for (int i = 0; i < r->n_ranks && i < rows; i++) {
 		const struct split_frame_rank *k = &r->ranks[i];
 

@@ -48,6 +48,19 @@ struct split_result {
 	struct counts slow, fast;		   /* stack id -> count/weight */
 	struct split_frame_rank *ranks;
 	int n_ranks;
+	/*
+	 * Sampled calls are classed by their latency net of what liveprof's
+	 * samples and nested probes cost them (unless raw_latency). The mean
+	 * correction, its uncertainty per sampled call, and whether that
+	 * uncertainty reaches the gap between the threshold and the median:
+	 * then the classes of sampled calls cannot be trusted and nothing is
+	 * marked significant.
+	 */
+	bool raw_latency;
+	double correction_ns;	    /* mean subtracted per sampled call */
+	double correction_unc_ns;   /* its uncertainty per sampled call */
+	uint64_t median_ns;	    /* of every call */
+	bool correction_exceeds;    /* correction_unc_ns >= threshold - median */
 };
 
 /**

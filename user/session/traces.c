@@ -31,6 +31,11 @@
 #include "user/session/traces_internal.h"
 #include "user/util/util.h"
 
+const struct session_core *traces__core(const struct traces *t)
+{
+	return t->c;
+}
+
 struct traces *traces__new(struct session_core *c, int window_s)
 {
 	struct traces *t = calloc(1, sizeof(*t));

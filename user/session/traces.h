@@ -50,6 +50,9 @@ struct trace_info {
  * Return: the set, or NULL on allocation failure.
  */
 struct traces *traces__new(struct session_core *c, int window_s);
+
+/** traces__core - the session @t belongs to (not owned) */
+const struct session_core *traces__core(const struct traces *t);
 void traces__free(struct traces *t);
 
 /**

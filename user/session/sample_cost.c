@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * sample_cost.c - calibrate what a sample costs the thread it interrupts,
+ * beyond what BPF times of it.
+ *
+ * The calling thread runs pieces of constant work (~4 us each) while the
+ * real sampler samples it every 100 us of its CPU time, and reads the
+ * count of its samples around each piece. The median piece with exactly
+ * one sample inside, minus the median piece with none, is what a sample
+ * adds to a call: the interrupt, perf, the sampler, and the caches it
+ * leaves cold. Medians, because preemption on a busy machine only ever
+ * adds time to a piece, whatever its class. BPF times the timer
+ * interrupt around each sample (cost.bpf.h); the calibration keeps only
+ * what lies beyond that, so the per-sample charge still follows the
+ * machine's load.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/perf_event.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+
+#include "user/session/bpf_session.h"
+#include "user/util/log.h"
+#include "user/session/sample_cost.h"
+
+#define CALIB_PERIOD_NS 100000ULL    /* one sample per 100 us of the thread's CPU */
+#define CALIB_SAMPLED	300	     /* pieces with a sample inside */
+#define CALIB_MAX_NS	600000000ULL /* give up after 0.6 s */
+#define MAX_PIECES	(1u << 16)
+#define PIECE_ITERS	2000 /* ~4 us here */
+
+static volatile unsigned long sink;
+
+static inline uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Half the p10..p90 range of sorted @v. */
+static uint64_t half_range(const uint64_t *v, size_t n)
+{
+	return (v[n * 9 / 10] - v[n / 10]) / 2;
+}
+
+__attribute__((noinline)) static void piece(void)
+{
+	volatile unsigned long acc = 0;
+
+	for (unsigned long i = 0; i < PIECE_ITERS; i++)
+		acc += i ^ (i >> 2);
+	sink += acc;
+}
+
+/*
+ * Time pieces until CALIB_SAMPLED of them had a sample inside (the
+ * thread's CPU time drives the samples: on a busy machine that takes
+ * longer) or CALIB_MAX_NS passed. @with and @without get the durations.
+ */
+static void run_pieces(const volatile uint64_t *count, uint64_t *with, size_t *n_with,
+		       uint64_t *without, size_t *n_without)
+{
+	uint64_t start = mono_ns();
+
+	*n_with = *n_without = 0;
+	while (*n_with < CALIB_SAMPLED && *n_without < MAX_PIECES &&
+	       mono_ns() - start < CALIB_MAX_NS) {
+		uint64_t c0 = *count, t0 = mono_ns(), t1, c1;
+
+		piece();
+		t1 = mono_ns();
+		c1 = *count;
+		if (c1 == c0)
+			without[(*n_without)++] = t1 - t0;
+		else if (c1 == c0 + 1)
+			with[(*n_with)++] = t1 - t0;
+	}
+}
+
+static uint64_t median_sorted(uint64_t *v, size_t n)
+{
+	qsort(v, n, sizeof(*v), cmp_u64);
+	return v[n / 2];
+}
+
+/* From the piece timings (and the timed interrupts, if any) to @out. */
+static void derive(struct bpf_session *bpf, uint64_t *with, size_t nw, uint64_t *without,
+		   size_t nwo, struct sample_cost *out)
+{
+	uint64_t br[LP_CALIB_SLOTS], base = median_sorted(without, nwo);
+	size_t nb;
+
+	out->gap_ns = median_sorted(with, nw);
+	out->gap_ns = out->gap_ns > base ? out->gap_ns - base : 0;
+	out->irq_ns = out->gap_ns;
+	/* each class's own spread: the difference of medians is uncertain
+	 * by both */
+	out->spread_ns =
+		(uint64_t)hypot((double)half_range(with, nw), (double)half_range(without, nwo));
+	nb = bpf_session__calib_brackets(bpf, br, LP_CALIB_SLOTS, false);
+	if (nb >= nw / 2) {
+		/* BPF times each sample's interrupt; charge only the rest. */
+		out->bracket = true;
+		out->bracket_ns = median_sorted(br, nb);
+		out->irq_ns = out->gap_ns > out->bracket_ns ? out->gap_ns - out->bracket_ns : 0;
+	}
+}
+
+int sample_cost__calibrate(struct bpf_session *bpf, struct sample_cost *out)
+{
+	struct perf_event_attr attr = {
+		.type = PERF_TYPE_SOFTWARE,
+		.size = sizeof(attr),
+		.config = PERF_COUNT_SW_CPU_CLOCK,
+		.sample_period = CALIB_PERIOD_NS,
+		.disabled = 1,
+	};
+	uint64_t *with = calloc(CALIB_SAMPLED, sizeof(uint64_t));
+	uint64_t *without = calloc(MAX_PIECES, sizeof(uint64_t));
+	const volatile uint64_t *count = bpf_session__calib_samples(bpf);
+	size_t nw = 0, nwo = 0;
+	int fd = -1, err = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (!with || !without) {
+		err = -ENOMEM;
+		goto out;
+	}
+	fd = syscall(__NR_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0) {
+		err = -errno;
+		goto out;
+	}
+	err = bpf_session__attach_calib(bpf, fd, (uint32_t)syscall(SYS_gettid));
+	if (err)
+		goto out;
+	bpf_session__calib_brackets(bpf, NULL, 0, true);
+	piece(); /* warm */
+	ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
+	run_pieces(count, with, &nw, without, &nwo);
+	ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
+	bpf_session__detach_calib(bpf);
+	out->samples = nw;
+	out->gaps = nwo;
+	if (nw < CALIB_SAMPLED / 2 || nwo < CALIB_SAMPLED) {
+		lp_debug("sample cost: %zu pieces with a sample, %zu without: not calibrated", nw,
+			 nwo);
+		err = -EAGAIN;
+		goto out;
+	}
+	derive(bpf, with, nw, without, nwo, out);
+	out->measured = true;
+	bpf_session__set_sample_irq_ns(bpf, out->irq_ns);
+	lp_debug("sample cost: %lu ns per sample (+- %lu), %lu of it timed per sample in BPF, "
+		 "%lu charged beyond (%zu pieces with a sample, %zu without)",
+		 (unsigned long)out->gap_ns, (unsigned long)out->spread_ns,
+		 (unsigned long)out->bracket_ns, (unsigned long)out->irq_ns, nw, nwo);
+out:
+	if (fd >= 0)
+		close(fd);
+	free(with);
+	free(without);
+	return err;
+}
