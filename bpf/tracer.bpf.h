@@ -40,14 +40,24 @@ static __always_inline __u64 call_id_of(__u32 tid, const struct lp_frame_state *
 	return ((__u64)tid << 32) | fs->seq;
 }
 
-/* A call too deep to time is still counted, beside the histogram. */
+/* A call that cannot be timed is still counted, beside the histogram. */
 static __always_inline void count_untimed(__u32 probe_id)
 {
 	struct lp_probe_stats *st = bpf_map_lookup_elem(&probe_stats, &probe_id);
 
 	if (st)
 		__sync_fetch_and_add(&st->untimed, 1);
-	count_event(LP_CNT_CALLS_DROPPED);
+}
+
+/*
+ * A frame whose return we never saw: longjmp or an exception skipped it,
+ * or the kernel did not hijack its return (it keeps at most 64 pending
+ * uretprobes per thread). The call happened: count it, untimed.
+ */
+static __always_inline void drop_stale(__u32 probe_id)
+{
+	count_untimed(probe_id);
+	count_event(LP_CNT_CALLS_UNWOUND);
 }
 
 /*
@@ -143,11 +153,12 @@ int BPF_KPROBE(lp_func_entry)
 		if (d == 0 || tc->f[call_idx(d - 1)].sp > sp)
 			break;
 		d--;
-		count_event(LP_CNT_CALLS_UNWOUND);
+		drop_stale(tc->f[call_idx(d)].probe_id);
 	}
 	if (d >= LP_MAX_DEPTH) {
 		tc->depth = d;
 		count_untimed(probe_id);
+		count_event(LP_CNT_CALLS_DROPPED);
 		return 0;
 	}
 	bpf_probe_read_user(&ret_addr, sizeof(ret_addr), (void *)sp);
@@ -228,7 +239,7 @@ static __always_inline int on_return(struct pt_regs *ctx, __u64 entry_sp)
 		if (d == 0 || tc->f[call_idx(d - 1)].sp >= entry_sp)
 			break;
 		d--;
-		count_event(LP_CNT_CALLS_UNWOUND);
+		drop_stale(tc->f[call_idx(d)].probe_id);
 	}
 	if (d == 0) {
 		tc->depth = 0;

@@ -1,0 +1,86 @@
+/*
+ * bench_insn.c - probe cost per first-instruction class. Each target
+ * function starts with a known instruction, written in assembly so the
+ * compiler cannot change it:
+ *   rbp   push %rbp        (the kernel emulates it)
+ *   rbx   push %rbx        (emulated too)
+ *   r15   push %r15        (emulated too, REX prefix)
+ *   lea   lea 1(%rdi),%rax (single-stepped out of line)
+ *   sub   sub $8,%rsp      (single-stepped out of line)
+ * main calls insn_CLASS() in a tight loop and prints, every 0.5 s,
+ * "T_NS NS_PER_CALL" (CLOCK_MONOTONIC), like bench_call.
+ * Usage: bench_insn CLASS [SECONDS]
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+long insn_rbp(long x);
+long insn_rbx(long x);
+long insn_r15(long x);
+long insn_lea(long x);
+long insn_sub(long x);
+
+/* Same work in each: a few instructions after the probed one. */
+__asm__(".text\n"
+	".globl insn_rbp\n.type insn_rbp,@function\ninsn_rbp:\n"
+	"\tpush %rbp\n\tmov %rsp,%rbp\n\tlea 1(%rdi),%rax\n\tpop %rbp\n\tret\n"
+	".size insn_rbp,.-insn_rbp\n"
+	".globl insn_rbx\n.type insn_rbx,@function\ninsn_rbx:\n"
+	"\tpush %rbx\n\tlea 1(%rdi),%rbx\n\tmov %rbx,%rax\n\tpop %rbx\n\tret\n"
+	".size insn_rbx,.-insn_rbx\n"
+	".globl insn_r15\n.type insn_r15,@function\ninsn_r15:\n"
+	"\tpush %r15\n\tlea 1(%rdi),%r15\n\tmov %r15,%rax\n\tpop %r15\n\tret\n"
+	".size insn_r15,.-insn_r15\n"
+	".globl insn_lea\n.type insn_lea,@function\ninsn_lea:\n"
+	"\tlea 1(%rdi),%rax\n\tnop\n\tnop\n\tret\n"
+	".size insn_lea,.-insn_lea\n"
+	".globl insn_sub\n.type insn_sub,@function\ninsn_sub:\n"
+	"\tsub $8,%rsp\n\tlea 1(%rdi),%rax\n\tadd $8,%rsp\n\tret\n"
+	".size insn_sub,.-insn_sub\n");
+
+static volatile long sink;
+
+static unsigned long long now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (unsigned long long)t.tv_sec * 1000000000ULL + t.tv_nsec;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct {
+		const char *name;
+		long (*fn)(long);
+	} classes[] = {{"rbp", insn_rbp}, {"rbx", insn_rbx}, {"r15", insn_r15},
+		       {"lea", insn_lea}, {"sub", insn_sub}};
+	long (*fn)(long) = NULL;
+	double seconds = argc > 2 ? atof(argv[2]) : 1e9;
+	unsigned long long start, period, n = 0;
+
+	for (size_t i = 0; argc > 1 && i < sizeof(classes) / sizeof(classes[0]); i++)
+		if (!strcmp(argv[1], classes[i].name))
+			fn = classes[i].fn;
+	if (!fn) {
+		fprintf(stderr, "usage: bench_insn rbp|rbx|r15|lea|sub [SECONDS]\n");
+		return 2;
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	start = period = now_ns();
+	for (;;) {
+		for (int i = 0; i < 64; i++)
+			sink += fn(n + i);
+		n += 64;
+		unsigned long long t = now_ns();
+		if (t - period >= 500000000ULL) {
+			printf("%llu %.2f\n", t, (double)(t - period) / n);
+			n = 0;
+			period = t;
+			if ((t - start) / 1e9 > seconds)
+				return 0;
+		}
+	}
+}
