@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * probe_cost.c - calibrate the cost of a function probe (uprobe at the
+ * entry + uretprobe) per class of first instruction, on this machine.
+ *
+ * Each class has a stub in liveprof's own text that starts with the
+ * class's instruction and does almost nothing else. liveprof probes its
+ * own stub with the same BPF programs as a target's function and times
+ * it: the difference is what a traced call of that class pays. The cost
+ * differs by an order of magnitude between the instructions the kernel
+ * emulates (pushes) and the ones it single-steps out of line, so a guess
+ * from one class is wrong for the others.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bpf/liveprof.h"
+#include "dwarf/proc_maps.h"
+#include "user/bpf_session.h"
+#include "user/probe_cost.h"
+#include "user/traces.h"
+
+#define BATCH	 40 /* calls per timed batch: ~0.1-0.5 ms */
+#define N_BATCH	 40
+#define STUB_ARG 7
+
+/* The stubs: the class's instruction first, then undo it and return. */
+long lp_stub_push_rbp(long x);
+long lp_stub_push_rbx(long x);
+long lp_stub_push_r12(long x);
+long lp_stub_push_r13(long x);
+long lp_stub_push_r14(long x);
+long lp_stub_push_r15(long x);
+long lp_stub_endbr64(long x);
+long lp_stub_sub_rsp(long x);
+long lp_stub_stepped(long x);
+
+#define LP_STUB_PUSH(reg)                                                                          \
+	".globl lp_stub_push_" #reg "\n.hidden lp_stub_push_" #reg "\n.type lp_stub_push_" #reg    \
+	",@function\nlp_stub_push_" #reg ":\n\tpush %" #reg "\n\tlea 1(%rdi),%rax\n\tpop %" #reg   \
+	"\n\tret\n.size lp_stub_push_" #reg ",.-lp_stub_push_" #reg "\n"
+
+__asm__(".text\n" LP_STUB_PUSH(rbp) LP_STUB_PUSH(rbx) LP_STUB_PUSH(r12) LP_STUB_PUSH(r13)
+		LP_STUB_PUSH(r14) LP_STUB_PUSH(r15)
+	".globl lp_stub_endbr64\n.hidden lp_stub_endbr64\n.type lp_stub_endbr64,@function\n"
+	"lp_stub_endbr64:\n\t.byte 0xf3,0x0f,0x1e,0xfa\n\tlea 1(%rdi),%rax\n\tret\n"
+	".size lp_stub_endbr64,.-lp_stub_endbr64\n"
+	".globl lp_stub_sub_rsp\n.hidden lp_stub_sub_rsp\n.type lp_stub_sub_rsp,@function\n"
+	"lp_stub_sub_rsp:\n\tsub $8,%rsp\n\tlea 1(%rdi),%rax\n\tadd $8,%rsp\n\tret\n"
+	".size lp_stub_sub_rsp,.-lp_stub_sub_rsp\n"
+	".globl lp_stub_stepped\n.hidden lp_stub_stepped\n.type lp_stub_stepped,@function\n"
+	"lp_stub_stepped:\n\tlea 1(%rdi),%rax\n\tnop\n\tnop\n\tret\n"
+	".size lp_stub_stepped,.-lp_stub_stepped\n");
+
+static const struct {
+	const char *name;
+	long (*stub)(long);
+} classes[PIC_NR] = {
+	[PIC_PUSH_RBP] = {"push %rbp", lp_stub_push_rbp},
+	[PIC_PUSH_RBX] = {"push %rbx", lp_stub_push_rbx},
+	[PIC_PUSH_R12] = {"push %r12", lp_stub_push_r12},
+	[PIC_PUSH_R13] = {"push %r13", lp_stub_push_r13},
+	[PIC_PUSH_R14] = {"push %r14", lp_stub_push_r14},
+	[PIC_PUSH_R15] = {"push %r15", lp_stub_push_r15},
+	[PIC_PUSH_OTHER] = {"push (other register)", lp_stub_push_rbx},
+	[PIC_ENDBR64] = {"endbr64", lp_stub_endbr64},
+	[PIC_SUB_RSP] = {"sub $imm,%rsp (single-stepped)", lp_stub_sub_rsp},
+	[PIC_STEPPED] = {"single-stepped", lp_stub_stepped},
+};
+
+enum probe_insn_class probe_insn_classify(const uint8_t *b, size_t n)
+{
+	if (n >= 1 && b[0] == 0x55)
+		return PIC_PUSH_RBP;
+	if (n >= 1 && b[0] == 0x53)
+		return PIC_PUSH_RBX;
+	if (n >= 1 && b[0] >= 0x50 && b[0] <= 0x57)
+		return PIC_PUSH_OTHER;
+	if (n >= 2 && b[0] == 0x41 && b[1] >= 0x50 && b[1] <= 0x57)
+		return b[1] >= 0x54 ? PIC_PUSH_R12 + (b[1] - 0x54) : PIC_PUSH_OTHER;
+	if (n >= 4 && b[0] == 0xf3 && b[1] == 0x0f && b[2] == 0x1e && b[3] == 0xfa)
+		return PIC_ENDBR64;
+	/* REX.W 83 /5 ib or 81 /5 id with modrm 0xec: sub $imm,%rsp */
+	if (n >= 3 && b[0] == 0x48 && (b[1] == 0x83 || b[1] == 0x81) && b[2] == 0xec)
+		return PIC_SUB_RSP;
+	return PIC_STEPPED;
+}
+
+const char *probe_insn_class_name(enum probe_insn_class c)
+{
+	return c < PIC_NR ? classes[c].name : "unknown";
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Lower quartile of N_BATCH batch times of BATCH calls of @fn, in ns per call. */
+static double time_batches(long (*fn)(long))
+{
+	static volatile long sink;
+	uint64_t t[N_BATCH];
+
+	for (int b = 0; b < N_BATCH; b++) {
+		uint64_t t0 = mono_ns();
+
+		for (int i = 0; i < BATCH; i++)
+			sink += fn(STUB_ARG + i);
+		t[b] = mono_ns() - t0;
+	}
+	qsort(t, N_BATCH, sizeof(t[0]), cmp_u64);
+	return (double)t[N_BATCH / 4] / BATCH;
+}
+
+static int self_offset(void *fn, uint64_t *off)
+{
+	struct pm_entry *maps = NULL;
+	size_t n = 0;
+	uint64_t a = (uint64_t)fn;
+	int err = -ENOENT;
+
+	if (proc_maps__read(getpid(), true, &maps, &n))
+		return -ESRCH;
+	for (size_t i = 0; i < n; i++) {
+		if (a >= maps[i].start && a < maps[i].end) {
+			*off = a - maps[i].start + maps[i].offset;
+			err = 0;
+			break;
+		}
+	}
+	proc_maps__free(maps, n);
+	return err;
+}
+
+/* Median latency the probes recorded for @id (what they put inside a call). */
+static uint64_t hist_median(struct bpf_session *bpf, int id)
+{
+	const volatile uint64_t *h = bpf_session__hist(bpf) + (size_t)id * LP_HIST_BUCKETS;
+	uint64_t total = 0, acc = 0;
+
+	for (int b = 0; b < LP_HIST_BUCKETS; b++)
+		total += h[b];
+	for (int b = 0; b < LP_HIST_BUCKETS && total; b++) {
+		acc += h[b];
+		if (acc * 2 >= total)
+			return traces__bucket_value(b);
+	}
+	return 0;
+}
+
+int probe_cost_measure(struct bpf_session *bpf, int probe_id, enum probe_insn_class c,
+		       struct probe_cost *out)
+{
+	struct lp_probe_cfg cfg = {.kind = LP_PK_FUNC, .by_index = -1};
+	double base, traced;
+	uint64_t off;
+	int h1 = -1, h2 = -1, err;
+
+	memset(out, 0, sizeof(*out));
+	if (c >= PIC_NR)
+		return -EINVAL;
+	err = self_offset((void *)classes[c].stub, &off);
+	if (err)
+		return err;
+	err = bpf_session__set_probe(bpf, probe_id, &cfg, NULL, 0);
+	if (err)
+		return err;
+	base = time_batches(classes[c].stub);
+	h1 = bpf_session__attach_uprobe(bpf, PROBE_PROG_ENTRY, getpid(), "/proc/self/exe", off,
+					probe_id);
+	h2 = bpf_session__attach_uprobe(bpf, PROBE_PROG_RETURN, getpid(), "/proc/self/exe", off,
+					probe_id);
+	if (h1 < 0 || h2 < 0) {
+		err = h1 < 0 ? h1 : h2;
+		goto out;
+	}
+	traced = time_batches(classes[c].stub);
+	out->cost_ns = traced > base ? (uint64_t)(traced - base) : 0;
+	out->self_ns = hist_median(bpf, probe_id);
+	if (out->self_ns > out->cost_ns)
+		out->self_ns = out->cost_ns;
+	out->measured = true;
+out:
+	bpf_session__detach(bpf, h1);
+	bpf_session__detach(bpf, h2);
+	bpf_session__clear_probe(bpf, probe_id);
+	return err;
+}
