@@ -50,13 +50,26 @@ static __always_inline void count_untimed(__u32 probe_id)
 }
 
 /*
+ * An untimed call ran its entry probe only (no return probe fired): half
+ * of its site's entry+return cost, charged to the calls around it.
+ */
+static __always_inline void charge_entry_only(struct lp_thread_calls *tc, __u32 probe_id)
+{
+	struct lp_probe_cfg *cfg = bpf_map_lookup_elem(&probes, &probe_id);
+
+	if (cfg)
+		tc->overhead_ns += cfg->cost_ns / 2;
+}
+
+/*
  * A frame whose return we never saw: longjmp or an exception skipped it,
  * or the kernel did not hijack its return (it keeps at most 64 pending
  * uretprobes per thread). The call happened: count it, untimed.
  */
-static __always_inline void drop_stale(__u32 probe_id)
+static __always_inline void drop_stale(struct lp_thread_calls *tc, __u32 probe_id)
 {
 	count_untimed(probe_id);
+	charge_entry_only(tc, probe_id);
 	count_event(LP_CNT_CALLS_UNWOUND);
 }
 
@@ -153,11 +166,12 @@ int BPF_KPROBE(lp_func_entry)
 		if (d == 0 || tc->f[call_idx(d - 1)].sp > sp)
 			break;
 		d--;
-		drop_stale(tc->f[call_idx(d)].probe_id);
+		drop_stale(tc, tc->f[call_idx(d)].probe_id);
 	}
 	if (d >= LP_MAX_DEPTH) {
 		tc->depth = d;
 		count_untimed(probe_id);
+		charge_entry_only(tc, probe_id);
 		count_event(LP_CNT_CALLS_DROPPED);
 		return 0;
 	}
@@ -173,8 +187,8 @@ int BPF_KPROBE(lp_func_entry)
 			lp_emit_values(ctx, probe_id, VALUES_RANGE(0, cfg->n_values, 0),
 				       cfg->module_bias, call_id_of((__u32)id, fs));
 		if (cfg->by_index >= 0 && cfg->by_index < LP_MAX_VALUES) {
-			fs->by_value = lp_fetch_value(
-				ctx, probe_id * LP_MAX_VALUES + cfg->by_index, cfg->module_bias);
+			fs->by_value = lp_fetch_value(ctx, probe_id * LP_MAX_VALUES + cfg->by_index,
+						      cfg->module_bias);
 			fs->flags |= LP_FS_HAS_BY;
 		}
 	}
@@ -186,8 +200,8 @@ int BPF_KPROBE(lp_func_entry)
 }
 
 /* Send the end of a sampled call, so the daemon can class its samples. */
-static __always_inline void send_call_end(const struct lp_frame_state *fs, __u64 id,
-					  __u64 lat, __u64 charged)
+static __always_inline void send_call_end(const struct lp_frame_state *fs, __u64 id, __u64 lat,
+					  __u64 charged)
 {
 	struct lp_call_end *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 
@@ -239,7 +253,7 @@ static __always_inline int on_return(struct pt_regs *ctx, __u64 entry_sp)
 		if (d == 0 || tc->f[call_idx(d - 1)].sp >= entry_sp)
 			break;
 		d--;
-		drop_stale(tc->f[call_idx(d)].probe_id);
+		drop_stale(tc, tc->f[call_idx(d)].probe_id);
 	}
 	if (d == 0) {
 		tc->depth = 0;

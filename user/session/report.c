@@ -347,6 +347,10 @@ static void print_header(struct daemon *d, FILE *f)
 		fprintf(f, ", %" PRIu64 " truncated stacks", d->truncated);
 	if (d->unwind_errors)
 		fprintf(f, ", %" PRIu64 " stacks cut at an unwind error", d->unwind_errors);
+	/* "0 lost" must not hide traced calls that were counted but not timed */
+	if (d->counters[LP_CNT_CALLS_DROPPED] || d->counters[LP_CNT_CALLS_UNWOUND])
+		fprintf(f, ", %" PRIu64 " traced calls untimed",
+			d->counters[LP_CNT_CALLS_DROPPED] + d->counters[LP_CNT_CALLS_UNWOUND]);
 	fputc('\n', f);
 	if (d->core.child && d->child_exited) {
 		int st = d->child_status;
@@ -359,10 +363,14 @@ static void print_header(struct daemon *d, FILE *f)
 	if (d->counters[LP_CNT_LOST])
 		lp_warn("%" PRIu64 " events were lost (ring buffer full); raise --ringbuf-mb",
 			d->counters[LP_CNT_LOST]);
-	if (d->counters[LP_CNT_CALLS_DROPPED])
-		lp_warn("%" PRIu64 " traced calls were not measured: more than %d traced calls "
-			"in flight on a thread (deep recursion?)",
-			d->counters[LP_CNT_CALLS_DROPPED], LP_MAX_DEPTH);
+	if (d->counters[LP_CNT_CALLS_DROPPED] || d->counters[LP_CNT_CALLS_UNWOUND])
+		lp_warn("%" PRIu64 " traced calls were counted but not timed: %" PRIu64
+			" deeper than %d traced calls in flight on a thread, %" PRIu64
+			" whose return was not seen (the kernel keeps 64 pending returns per "
+			"thread; longjmp, exceptions)",
+			d->counters[LP_CNT_CALLS_DROPPED] + d->counters[LP_CNT_CALLS_UNWOUND],
+			d->counters[LP_CNT_CALLS_DROPPED], LP_MAX_DEPTH,
+			d->counters[LP_CNT_CALLS_UNWOUND]);
 }
 
 int report__finish(struct daemon *d, FILE *f)

@@ -65,6 +65,7 @@ void trace_free(struct traces *t, struct trace *tr)
 	free(tr->links);
 	free(tr->prev);
 	free(tr->slots);
+	free(tr->untimed_slots);
 	free(tr->spec_text);
 	free(tr->func_name);
 	free(tr->binary);

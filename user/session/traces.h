@@ -24,7 +24,8 @@ enum trace_kind {
 
 /* Latency summary of one trace over some span. */
 struct trace_summary {
-	uint64_t calls;
+	uint64_t calls;				/* timed + untimed */
+	uint64_t untimed;			/* counted, not timed: deeper than the limits */
 	double rate;				/* calls per second over the span */
 	uint64_t p50, p90, p95, p99, p999, max; /* ns */
 	double mean;
@@ -39,7 +40,8 @@ struct trace_info {
 	int n_sites;
 	bool detached;		 /* by --max-overhead */
 	double est_overhead_pct; /* of one CPU */
-	uint64_t probe_cost_ns;	 /* measured per hit */
+	uint64_t probe_cost_ns;	 /* measured per call (entry + return) */
+	const char *insn_class;	 /* class of the first instruction it was measured for */
 };
 
 /**

@@ -179,6 +179,7 @@ static int attach_func(struct traces *t, struct trace *tr, struct probe_target *
 {
 	struct fetch_prog progs[LP_MAX_VALUES];
 	struct lp_probe_cfg cfg = {.kind = LP_PK_FUNC, .by_index = tr->by_index};
+	const struct probe_cost *cost;
 	int ne = 0, nr = 0, id, h, r;
 
 	if (tr->n_ids == 0) {
@@ -197,6 +198,14 @@ static int attach_func(struct traces *t, struct trace *tr, struct probe_target *
 		/* A --by value alone is used in BPF, never sent per call. */
 		cfg.flags = tr->user_args ? LP_PCF_EMIT_VALUES : 0;
 		cfg.module_bias = loc->bias;
+		/* What its probes cost, charged to the traced calls around it
+		 * and taken out of its own latency (tracer.bpf.h). */
+		tr->insn_class = traces_site_class(loc->attach_path, pt->entry_offset);
+		cost = traces_class_cost(t, tr->insn_class);
+		cfg.cost_ns = cost->cost_ns;
+		cfg.self_ns = cost->self_ns;
+		tr->info.probe_cost_ns = cost->cost_ns;
+		tr->info.insn_class = probe_insn_class_name(tr->insn_class);
 		r = bpf_session__set_probe(t->c->bpf, id, &cfg, progs, ne + nr);
 		if (r) {
 			snprintf(err, errlen, "cannot configure probe: %s", strerror(-r));
@@ -234,7 +243,6 @@ static int attach_func(struct traces *t, struct trace *tr, struct probe_target *
 		if (h < 0 || add_link(tr, h))
 			goto fail;
 	}
-	tr->emulated = traces_first_insn_emulated(loc->attach_path, pt->entry_offset);
 	return 0;
 fail:
 	snprintf(err, errlen, "cannot attach a uprobe to '%s' in '%s': %s", tr->spec_text,
@@ -407,8 +415,6 @@ int traces__add_by(struct traces *t, const char *spec, const char *by, char *err
 	struct trace *tr, **v;
 	int r;
 
-	if (!t->cost_measured)
-		traces_measure_cost(t);
 	tr = calloc(1, sizeof(*tr));
 	if (!tr) {
 		snprintf(err, errlen, "out of memory");
@@ -470,7 +476,8 @@ int traces__add_by(struct traces *t, const char *spec, const char *by, char *err
 	tr->info.func = tr->func_name ? tr->func_name : tr->spec_text;
 	tr->info.binary = tr->binary ? tr->binary : tr->spec.binary;
 	tr->info.kind = tr->spec.kind == PROBE_SPEC_LINE ? TRACE_LINE : TRACE_FUNC;
-	tr->info.probe_cost_ns = tr->emulated ? t->cost_emulated_ns : t->cost_stepped_ns;
+	if (tr->info.kind == TRACE_LINE) /* an entry probe alone, a single-stepped one at worst */
+		tr->info.probe_cost_ns = traces_class_cost(t, PIC_STEPPED)->cost_ns / 2;
 	if (!tr->n_ids) {
 		/* pending: reserve the id now so it is stable */
 		int id = traces_alloc_id(t);

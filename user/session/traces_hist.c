@@ -120,12 +120,24 @@ uint64_t traces__percentile(struct traces *t, int i, double pct, bool window)
 	return r;
 }
 
-/* Calls (or line hits) so far. Functions count them in their histogram only. */
+/* Function calls counted but not timed so far (too deep to time). */
+static uint64_t trace_untimed(struct traces *t, struct trace *tr)
+{
+	const volatile struct lp_probe_stats *st = bpf_session__probe_stats(t->c->bpf);
+	uint64_t n = 0;
+
+	for (int k = 0; k < tr->n_ids && tr->info.kind != TRACE_LINE; k++)
+		n += st[tr->ids[k]].untimed;
+	return n;
+}
+
+/* Calls (or line hits) so far: a function's timed calls are in its
+ * histogram, the rest in probe_stats.untimed. */
 static uint64_t trace_calls(struct traces *t, struct trace *tr)
 {
 	const volatile struct lp_probe_stats *st = bpf_session__probe_stats(t->c->bpf);
 	const volatile uint64_t *h = bpf_session__hist(t->c->bpf);
-	uint64_t calls = 0;
+	uint64_t calls = trace_untimed(t, tr);
 
 	for (int k = 0; k < tr->n_ids; k++) {
 		if (tr->info.kind == TRACE_LINE) {
@@ -136,6 +148,16 @@ static uint64_t trace_calls(struct traces *t, struct trace *tr)
 			calls += h[(size_t)tr->ids[k] * LP_HIST_BUCKETS + b];
 	}
 	return calls;
+}
+
+/* Untimed calls in the window: the sum of the per-tick slots. */
+static uint64_t window_untimed(struct traces *t, struct trace *tr)
+{
+	uint64_t n = 0;
+
+	for (int i = 0; tr->untimed_slots && i < t->n_slots; i++)
+		n += tr->untimed_slots[i];
+	return n;
 }
 
 int traces__summary(struct traces *t, int i, bool window, struct trace_summary *out)
@@ -168,7 +190,9 @@ int traces__summary(struct traces *t, int i, bool window, struct trace_summary *
 			out->calls = (uint64_t)(tr->rate * t->n_slots);
 		}
 	} else {
-		out->calls = total;
+		/* every call is counted; the deepest ones have no latency */
+		out->untimed = window ? window_untimed(t, tr) : trace_untimed(t, tr);
+		out->calls = total + out->untimed;
 		out->p50 = traces_hist_percentile(h, total, 50);
 		out->p90 = traces_hist_percentile(h, total, 90);
 		out->p95 = traces_hist_percentile(h, total, 95);
@@ -197,9 +221,23 @@ void traces__set_window(struct traces *t, int seconds)
 			return;
 		free(t->v[i]->slots);
 		t->v[i]->slots = s;
+		free(t->v[i]->untimed_slots);
+		t->v[i]->untimed_slots = NULL; /* reallocated at the next tick */
 	}
 	t->n_slots = seconds;
 	t->cur_slot = 0;
+}
+
+/* This tick's untimed calls into the current window slot. */
+static void tick_untimed(struct traces *t, struct trace *tr)
+{
+	uint64_t cur = trace_untimed(t, tr);
+
+	if (!tr->untimed_slots)
+		tr->untimed_slots = calloc(t->n_slots, sizeof(uint64_t));
+	if (tr->untimed_slots)
+		tr->untimed_slots[t->cur_slot] = cur >= tr->prev_untimed ? cur - tr->prev_untimed : 0;
+	tr->prev_untimed = cur;
 }
 
 void traces__tick(struct traces *t, uint64_t now_ns)
@@ -230,10 +268,11 @@ void traces__tick(struct traces *t, uint64_t now_ns)
 			slot[b] = cur >= tr->prev[b] ? cur - tr->prev[b] : 0;
 			tr->prev[b] = cur;
 		}
+		tick_untimed(t, tr);
 		calls = trace_calls(t, tr);
+		/* the current rate: calls since the last tick, not since the start */
 		tr->rate = (calls - tr->prev_calls) / dt;
 		tr->prev_calls = calls;
-		tr->info.probe_cost_ns = tr->emulated ? t->cost_emulated_ns : t->cost_stepped_ns;
 		tr->info.est_overhead_pct = tr->rate * tr->info.probe_cost_ns / 1e9 * 100;
 		if (tr->info.detached)
 			continue;
@@ -247,12 +286,16 @@ void traces__tick(struct traces *t, uint64_t now_ns)
 				bpf_session__detach(t->c->bpf, tr->links[k]);
 			tr->n_links = 0;
 			tr->info.detached = true;
-		} else if (tr->info.est_overhead_pct > 5 && !tr->warned_overhead) {
-			tr->warned_overhead = true;
-			lp_warn("'%s' costs about %.1f%% of a CPU (%.0f calls/s x %" PRIu64
-				" ns per probe hit); --max-overhead PCT detaches it",
+		} else if (tr->info.est_overhead_pct > 5 &&
+			   tr->info.est_overhead_pct > 2 * tr->warned_pct) {
+			/* again whenever it doubles: the rate is the last second's */
+			tr->warned_pct = tr->info.est_overhead_pct;
+			lp_warn("'%s' costs about %.1f%% of a CPU (%.0f calls/s in the last second x "
+				"%" PRIu64 " ns per call, measured for '%s'); --max-overhead PCT "
+				"detaches it",
 				tr->spec_text, tr->info.est_overhead_pct, tr->rate,
-				tr->info.probe_cost_ns);
+				tr->info.probe_cost_ns,
+				tr->info.insn_class ? tr->info.insn_class : "?");
 		}
 	}
 }

@@ -12,6 +12,7 @@
 #include "bpf/liveprof.h"
 #include "dwarf/fetch_compile.h"
 #include "dwarf/probe_resolve.h"
+#include "user/session/probe_cost.h"
 #include "user/session/traces.h"
 
 #define MAX_IDS_PER_TRACE 64
@@ -43,7 +44,6 @@ struct trace {
 	int *links; /* bpf_session attach handles */
 	int n_links;
 	bool pending; /* its library is not loaded yet */
-	bool warned_overhead;
 	/* histogram: previous cumulative snapshot, window slots */
 	uint64_t *prev;
 	uint64_t *slots; /* n_slots * LP_HIST_BUCKETS */
@@ -54,7 +54,11 @@ struct trace {
 	int n_entry_values;
 	int by_index;	  /* value used for --by, -1 */
 	size_t user_args; /* values the user asked for (the --by one comes after) */
-	bool emulated;	  /* first instruction is emulated by the kernel (push %rbp) */
+	int insn_class;	  /* enum probe_insn_class of the (first) site's first instruction */
+	double warned_pct; /* cost%% last warned about, 0: never */
+	/* calls counted but not timed (too deep): previous total, window slots */
+	uint64_t prev_untimed;
+	uint64_t *untimed_slots; /* n_slots, allocated at the first tick */
 };
 
 struct traces {
@@ -63,8 +67,8 @@ struct traces {
 	int n;
 	bool id_used[LP_MAX_PROBES];
 	int n_slots, cur_slot;
-	uint64_t cost_emulated_ns, cost_stepped_ns; /* measured per probe hit */
-	bool cost_measured;
+	struct probe_cost cost[PIC_NR]; /* per class of first instruction, measured once */
+	bool cost_tried[PIC_NR];
 	uint64_t last_tick_ns;
 };
 
@@ -88,8 +92,8 @@ int traces_alloc_id(struct traces *t);
 int traces_attach_all(struct traces *t, struct trace *tr, char *err, size_t errlen);
 
 /* traces_cost.c */
-void traces_measure_cost(struct traces *t);
-bool traces_first_insn_emulated(const char *path, uint64_t offset);
+int traces_site_class(const char *path, uint64_t offset);
+const struct probe_cost *traces_class_cost(struct traces *t, int insn_class);
 
 /* traces_hist.c */
 uint64_t traces_hist_percentile(const uint64_t *h, uint64_t total, double pct);

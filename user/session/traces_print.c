@@ -96,6 +96,14 @@ void traces__print(struct traces *t, FILE *f, bool histograms)
 				"%-28.28s %10" PRIu64 " %9.0f %9s %9s %9s %9s %9s %9s %6.2f%%%s\n",
 				tr->spec_text, s.calls, s.rate, c[0], c[1], c[2], c[3], c[4], c[5],
 				tr->info.est_overhead_pct, tr->info.detached ? " detached" : "");
+			/* beside the figures it affects: the percentiles are of the
+			 * timed calls only */
+			if (s.untimed)
+				fprintf(f,
+					"%-28.28s %10" PRIu64 " untimed (deeper than %d nested traced "
+					"calls or 64 pending returns): counted, not in the "
+					"percentiles\n",
+					tr->spec_text, s.untimed, LP_MAX_DEPTH);
 		}
 		if (tr->pending)
 			fprintf(f, "    (waiting for '%s' to be loaded)\n", tr->spec.binary);
@@ -175,6 +183,12 @@ json_t *traces__json(struct traces *t)
 		json_object_set_new(o, "calls", json_integer(s.calls));
 		json_object_set_new(o, "rate", json_real(s.rate));
 		if (tr->info.kind == TRACE_FUNC) {
+			json_object_set_new(o, "untimed_calls", json_integer(s.untimed));
+			json_object_set_new(o, "first_insn", json_string(tr->info.insn_class
+										 ? tr->info.insn_class
+										 : ""));
+			json_object_set_new(o, "raw_latency",
+					    json_boolean(t->c->opts->raw_latency));
 			json_object_set_new(o, "p50_ns", json_integer(s.p50));
 			json_object_set_new(o, "p90_ns", json_integer(s.p90));
 			json_object_set_new(o, "p95_ns", json_integer(s.p95));
@@ -184,9 +198,10 @@ json_t *traces__json(struct traces *t)
 			json_object_set_new(o, "mean_ns", json_real(s.mean));
 			json_object_set_new(
 				o, "window",
-				json_pack("{s:I,s:I,s:I,s:I}", "calls", (json_int_t)w.calls,
-					  "p50_ns", (json_int_t)w.p50, "p95_ns", (json_int_t)w.p95,
-					  "p99_ns", (json_int_t)w.p99));
+				json_pack("{s:I,s:I,s:I,s:I,s:I}", "calls", (json_int_t)w.calls,
+					  "untimed_calls", (json_int_t)w.untimed, "p50_ns",
+					  (json_int_t)w.p50, "p95_ns", (json_int_t)w.p95, "p99_ns",
+					  (json_int_t)w.p99));
 		}
 		json_object_set_new(o, "probe_cost_ns", json_integer(tr->info.probe_cost_ns));
 		json_object_set_new(o, "overhead_pct", json_real(tr->info.est_overhead_pct));

@@ -19,9 +19,9 @@
 
 #include "bpf/liveprof.h"
 #include "dwarf/proc_maps.h"
-#include "user/bpf_session.h"
-#include "user/probe_cost.h"
-#include "user/traces.h"
+#include "user/session/bpf_session.h"
+#include "user/session/probe_cost.h"
+#include "user/session/traces.h"
 
 #define BATCH	 40 /* calls per timed batch: ~0.1-0.5 ms */
 #define N_BATCH	 40
@@ -44,16 +44,21 @@ long lp_stub_stepped(long x);
 	"\n\tret\n.size lp_stub_push_" #reg ",.-lp_stub_push_" #reg "\n"
 
 __asm__(".text\n" LP_STUB_PUSH(rbp) LP_STUB_PUSH(rbx) LP_STUB_PUSH(r12) LP_STUB_PUSH(r13)
-		LP_STUB_PUSH(r14) LP_STUB_PUSH(r15)
-	".globl lp_stub_endbr64\n.hidden lp_stub_endbr64\n.type lp_stub_endbr64,@function\n"
-	"lp_stub_endbr64:\n\t.byte 0xf3,0x0f,0x1e,0xfa\n\tlea 1(%rdi),%rax\n\tret\n"
-	".size lp_stub_endbr64,.-lp_stub_endbr64\n"
-	".globl lp_stub_sub_rsp\n.hidden lp_stub_sub_rsp\n.type lp_stub_sub_rsp,@function\n"
-	"lp_stub_sub_rsp:\n\tsub $8,%rsp\n\tlea 1(%rdi),%rax\n\tadd $8,%rsp\n\tret\n"
-	".size lp_stub_sub_rsp,.-lp_stub_sub_rsp\n"
-	".globl lp_stub_stepped\n.hidden lp_stub_stepped\n.type lp_stub_stepped,@function\n"
-	"lp_stub_stepped:\n\tlea 1(%rdi),%rax\n\tnop\n\tnop\n\tret\n"
-	".size lp_stub_stepped,.-lp_stub_stepped\n");
+		LP_STUB_PUSH(r14) LP_STUB_PUSH(
+			r15) ".globl lp_stub_endbr64\n.hidden lp_stub_endbr64\n.type "
+			     "lp_stub_endbr64,@function\n"
+			     "lp_stub_endbr64:\n\t.byte 0xf3,0x0f,0x1e,0xfa\n\tlea "
+			     "1(%rdi),%rax\n\tret\n"
+			     ".size lp_stub_endbr64,.-lp_stub_endbr64\n"
+			     ".globl lp_stub_sub_rsp\n.hidden lp_stub_sub_rsp\n.type "
+			     "lp_stub_sub_rsp,@function\n"
+			     "lp_stub_sub_rsp:\n\tsub $8,%rsp\n\tlea 1(%rdi),%rax\n\tadd "
+			     "$8,%rsp\n\tret\n"
+			     ".size lp_stub_sub_rsp,.-lp_stub_sub_rsp\n"
+			     ".globl lp_stub_stepped\n.hidden lp_stub_stepped\n.type "
+			     "lp_stub_stepped,@function\n"
+			     "lp_stub_stepped:\n\tlea 1(%rdi),%rax\n\tnop\n\tnop\n\tret\n"
+			     ".size lp_stub_stepped,.-lp_stub_stepped\n");
 
 static const struct {
 	const char *name;
