@@ -656,6 +656,10 @@ int daemon__poll(struct daemon *d, int timeout_ms)
 			err = n;
 	}
 	now = lp_now_ns();
+	/* A library a trace waits for is looked for at every poll, not only
+	 * at the tick: calls made in the meantime would be missed. */
+	if (d->traces)
+		traces__retry_pending(d->traces);
 	while (now - d->last_tick_ns >= 1000000000ULL) {
 		d->last_tick_ns += 1000000000ULL;
 		tick(d, now);

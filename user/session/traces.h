@@ -53,6 +53,12 @@ struct trace_info {
  */
 struct traces *traces__new(struct session_core *c, int window_s);
 
+/**
+ * traces__retry_pending - attach the traces whose library was not loaded
+ * yet, if it is now (also done at every tick)
+ */
+void traces__retry_pending(struct traces *t);
+
 /** traces__core - the session @t belongs to (not owned) */
 const struct session_core *traces__core(const struct traces *t);
 void traces__free(struct traces *t);

@@ -199,13 +199,18 @@ static int attach_func(struct traces *t, struct trace *tr, struct probe_target *
 		cfg.flags = tr->user_args ? LP_PCF_EMIT_VALUES : 0;
 		cfg.module_bias = loc->bias;
 		/* What its probes cost, charged to the traced calls around it
-		 * and taken out of its own latency (tracer.bpf.h). */
+		 * and taken out of its own latency (tracer.bpf.h); measured
+		 * after attaching when its class is new, so that the target
+		 * is not left running untraced meanwhile. */
 		tr->insn_class = traces_site_class(loc->attach_path, pt->entry_offset);
-		cost = traces_class_cost(t, tr->insn_class);
-		cfg.cost_ns = cost->cost_ns;
-		cfg.self_ns = cost->self_ns;
-		tr->info.probe_cost_ns = cost->cost_ns;
 		tr->info.insn_class = probe_insn_class_name(tr->insn_class);
+		cost = traces_class_cost(t, tr->insn_class, false);
+		if (cost) {
+			cfg.cost_ns = cost->cost_ns;
+			cfg.self_ns = cost->self_ns;
+			tr->info.probe_cost_ns = cost->cost_ns;
+		}
+		tr->cfg = cfg;
 		r = bpf_session__set_probe(t->c->bpf, id, &cfg, progs, ne + nr);
 		if (r) {
 			snprintf(err, errlen, "cannot configure probe: %s", strerror(-r));
@@ -242,6 +247,13 @@ static int attach_func(struct traces *t, struct trace *tr, struct probe_target *
 					       pt->entry_offset, id);
 		if (h < 0 || add_link(tr, h))
 			goto fail;
+	}
+	if (!traces_class_cost(t, tr->insn_class, false)) {
+		cost = traces_class_cost(t, tr->insn_class, true);
+		tr->cfg.cost_ns = cost->cost_ns;
+		tr->cfg.self_ns = cost->self_ns;
+		tr->info.probe_cost_ns = cost->cost_ns;
+		bpf_session__set_probe(t->c->bpf, id, &tr->cfg, NULL, 0);
 	}
 	return 0;
 fail:
@@ -477,7 +489,7 @@ int traces__add_by(struct traces *t, const char *spec, const char *by, char *err
 	tr->info.binary = tr->binary ? tr->binary : tr->spec.binary;
 	tr->info.kind = tr->spec.kind == PROBE_SPEC_LINE ? TRACE_LINE : TRACE_FUNC;
 	if (tr->info.kind == TRACE_LINE) /* an entry probe alone, a single-stepped one at worst */
-		tr->info.probe_cost_ns = traces_class_cost(t, PIC_STEPPED)->cost_ns / 2;
+		tr->info.probe_cost_ns = traces_class_cost(t, PIC_STEPPED, true)->cost_ns / 2;
 	if (!tr->n_ids) {
 		/* pending: reserve the id now so it is stable */
 		int id = traces_alloc_id(t);
@@ -511,11 +523,10 @@ int traces__set_when(struct traces *t, int func_id, int line_id)
 	if (li < 0)
 		return -ENOENT;
 	for (int k = 0; k < t->v[li]->n_ids; k++) {
-		struct lp_probe_cfg cfg = {
-			.kind = LP_PK_LINE,
-			.flags = LP_PCF_WHEN,
-			.by_index = -1,
-			.when_of = (uint32_t)func_id};
+		struct lp_probe_cfg cfg = {.kind = LP_PK_LINE,
+					   .flags = LP_PCF_WHEN,
+					   .by_index = -1,
+					   .when_of = (uint32_t)func_id};
 
 		/* Values of a line used as --when are not captured. */
 		bpf_session__set_probe(t->c->bpf, t->v[li]->ids[k], &cfg, NULL, 0);

@@ -34,11 +34,13 @@ int traces_site_class(const char *path, uint64_t offset)
 
 /**
  * traces_class_cost - the measured cost of a probe pair on a function whose
- * first instruction is of class @insn_class; measured at the first call
+ * first instruction is of class @insn_class
+ * @measure: measure it now if it has not been tried yet
  *
- * Return: the cost (->measured false, all zero, if it could not be measured).
+ * Return: the cost (->measured false, all zero, if it could not be
+ * measured), or NULL when it was not tried and @measure is false.
  */
-const struct probe_cost *traces_class_cost(struct traces *t, int insn_class)
+const struct probe_cost *traces_class_cost(struct traces *t, int insn_class, bool measure)
 {
 	struct probe_cost *pc;
 	int id, err;
@@ -48,6 +50,8 @@ const struct probe_cost *traces_class_cost(struct traces *t, int insn_class)
 	pc = &t->cost[insn_class];
 	if (t->cost_tried[insn_class])
 		return pc;
+	if (!measure)
+		return NULL;
 	t->cost_tried[insn_class] = true;
 	id = traces_alloc_id(t);
 	if (id < 0)

@@ -228,6 +228,23 @@ void traces__set_window(struct traces *t, int seconds)
 	t->cur_slot = 0;
 }
 
+static void retry_pending(struct traces *t, struct trace *tr)
+{
+	char err[512];
+
+	if (!tr->pending)
+		return;
+	traces_attach_all(t, tr, err, sizeof(err));
+	if (!tr->pending)
+		lp_debug("attached '%s' (its library is loaded now)", tr->spec_text);
+}
+
+void traces__retry_pending(struct traces *t)
+{
+	for (int i = 0; t && i < t->n; i++)
+		retry_pending(t, t->v[i]);
+}
+
 /* This tick's untimed calls into the current window slot. */
 static void tick_untimed(struct traces *t, struct trace *tr)
 {
@@ -236,7 +253,8 @@ static void tick_untimed(struct traces *t, struct trace *tr)
 	if (!tr->untimed_slots)
 		tr->untimed_slots = calloc(t->n_slots, sizeof(uint64_t));
 	if (tr->untimed_slots)
-		tr->untimed_slots[t->cur_slot] = cur >= tr->prev_untimed ? cur - tr->prev_untimed : 0;
+		tr->untimed_slots[t->cur_slot] =
+			cur >= tr->prev_untimed ? cur - tr->prev_untimed : 0;
 	tr->prev_untimed = cur;
 }
 
@@ -244,7 +262,6 @@ void traces__tick(struct traces *t, uint64_t now_ns)
 {
 	const volatile uint64_t *h = bpf_session__hist(t->c->bpf);
 	double dt = (now_ns - t->last_tick_ns) / 1e9;
-	char err[512];
 
 	if (dt <= 0.05)
 		return;
@@ -254,12 +271,7 @@ void traces__tick(struct traces *t, uint64_t now_ns)
 		struct trace *tr = t->v[i];
 		uint64_t *slot = tr->slots + (size_t)t->cur_slot * LP_HIST_BUCKETS, calls;
 
-		if (tr->pending) {
-			traces_attach_all(t, tr, err, sizeof(err));
-			if (!tr->pending)
-				lp_debug("attached '%s' (its library is loaded now)",
-					 tr->spec_text);
-		}
+		retry_pending(t, tr);
 		for (int b = 0; b < LP_HIST_BUCKETS; b++) {
 			uint64_t cur = 0;
 
@@ -290,7 +302,8 @@ void traces__tick(struct traces *t, uint64_t now_ns)
 			   tr->info.est_overhead_pct > 2 * tr->warned_pct) {
 			/* again whenever it doubles: the rate is the last second's */
 			tr->warned_pct = tr->info.est_overhead_pct;
-			lp_warn("'%s' costs about %.1f%% of a CPU (%.0f calls/s in the last second x "
+			lp_warn("'%s' costs about %.1f%% of a CPU (%.0f calls/s in the last second "
+				"x "
 				"%" PRIu64 " ns per call, measured for '%s'); --max-overhead PCT "
 				"detaches it",
 				tr->spec_text, tr->info.est_overhead_pct, tr->rate,

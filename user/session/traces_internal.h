@@ -55,6 +55,7 @@ struct trace {
 	int by_index;	  /* value used for --by, -1 */
 	size_t user_args; /* values the user asked for (the --by one comes after) */
 	int insn_class;	  /* enum probe_insn_class of the (first) site's first instruction */
+	struct lp_probe_cfg cfg; /* as configured in BPF (functions) */
 	double warned_pct; /* cost%% last warned about, 0: never */
 	/* calls counted but not timed (too deep): previous total, window slots */
 	uint64_t prev_untimed;
@@ -93,7 +94,7 @@ int traces_attach_all(struct traces *t, struct trace *tr, char *err, size_t errl
 
 /* traces_cost.c */
 int traces_site_class(const char *path, uint64_t offset);
-const struct probe_cost *traces_class_cost(struct traces *t, int insn_class);
+const struct probe_cost *traces_class_cost(struct traces *t, int insn_class, bool measure);
 
 /* traces_hist.c */
 uint64_t traces_hist_percentile(const uint64_t *h, uint64_t total, double pct);
