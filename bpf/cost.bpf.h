@@ -31,9 +31,10 @@ bool timer_bracket = false; /* lp_timer_entry/exit are attached */
  * outside the bracket (entry and exit of the interrupt itself).
  */
 struct lp_timer_irq {
-	__u64 entry_ns; /* 0: not inside a timer interrupt */
-	__u32 sampled;	/* a sample of a traced thread ran in this one */
-	__u32 calib;	/* the calibration sampler ran in this one */
+	__u64 entry_ns;	 /* 0: not inside a timer interrupt */
+	__u32 sampled;	 /* a sample of a traced thread ran in this one */
+	__u32 calib;	 /* the calibration sampler ran in this one: */
+	__u64 calib_idx; /* its number (calib_samples before it) */
 };
 
 struct {
@@ -43,10 +44,9 @@ struct {
 	__type(value, struct lp_timer_irq);
 } timer_irq SEC(".maps");
 
-/* Bracket lengths seen by the calibration, for the daemon to compare with
- * the gaps its own thread saw. */
+/* Bracket length of calibration sample i at [i % LP_CALIB_SLOTS], for the
+ * daemon to pair with the piece of work that sample landed in. */
 __u64 calib_bracket_ns[LP_CALIB_SLOTS];
-__u64 calib_brackets = 0;
 
 static __always_inline struct lp_timer_irq *timer_irq_here(void)
 {
@@ -106,11 +106,8 @@ int BPF_PROG(lp_timer_exit, int vector)
 	ti->entry_ns = 0;
 	if (ti->sampled)
 		charge_current(d + sample_irq_ns);
-	if (ti->calib) {
-		__u64 i = __sync_fetch_and_add(&calib_brackets, 1);
-
-		calib_bracket_ns[i & (LP_CALIB_SLOTS - 1)] = d;
-	}
+	if (ti->calib)
+		calib_bracket_ns[ti->calib_idx & (LP_CALIB_SLOTS - 1)] = d;
 	return 0;
 }
 
@@ -121,18 +118,18 @@ int BPF_PROG(lp_timer_exit, int vector)
  */
 static __always_inline bool is_calib(__u32 tid)
 {
+	struct lp_timer_irq *ti;
+	__u64 idx;
+
 	if (!calib_tid || tid != calib_tid)
 		return false;
-	__sync_fetch_and_add(&calib_samples, 1);
-	return true;
-}
-
-static __always_inline void mark_calib_bracket(void)
-{
-	struct lp_timer_irq *ti = timer_bracket ? timer_irq_here() : NULL;
-
-	if (ti && ti->entry_ns)
+	idx = __sync_fetch_and_add(&calib_samples, 1);
+	ti = timer_bracket ? timer_irq_here() : NULL;
+	if (ti && ti->entry_ns) {
 		ti->calib = 1;
+		ti->calib_idx = idx;
+	}
+	return true;
 }
 
 #endif /* LP_COST_BPF_H */

@@ -188,12 +188,13 @@ int lp_sample_cpu(struct bpf_perf_event_data *ctx)
 	__u64 t0 = bpf_ktime_get_ns(); /* this sample's cost starts here (cost.bpf.h) */
 	struct lp_sample *s;
 
-	if (is_calib(tid))
-		mark_calib_bracket(); /* sampled like a target; the daemon drops it */
-	else if (!is_target(tgid) || is_paused())
-		return 0;
-	else
+	/* the daemon's calibration thread is sampled like a target (and its
+	 * samples dropped by the daemon) */
+	if (!is_calib(tid)) {
+		if (!is_target(tgid) || is_paused())
+			return 0;
 		count_event(LP_CNT_SAMPLES);
+	}
 	if (stack_copy_bytes) {
 		send_with_stack(ctx, tgid, tid);
 		charge_sample(t0);

@@ -473,24 +473,15 @@ const volatile uint64_t *bpf_session__calib_samples(struct bpf_session *s)
 	return (const volatile uint64_t *)&s->skel->bss->calib_samples;
 }
 
-size_t bpf_session__calib_brackets(struct bpf_session *s, uint64_t *out, size_t max, bool reset)
+const volatile uint64_t *bpf_session__calib_brackets(struct bpf_session *s, bool reset)
 {
-	size_t n;
+	volatile uint64_t *v = (volatile uint64_t *)s->skel->bss->calib_bracket_ns;
 
-	if (reset) {
-		__atomic_store_n(&s->skel->bss->calib_brackets, 0, __ATOMIC_RELAXED);
-		return 0;
-	}
 	if (!s->skel->bss->timer_bracket)
-		return 0;
-	n = __atomic_load_n(&s->skel->bss->calib_brackets, __ATOMIC_RELAXED);
-	if (n > LP_CALIB_SLOTS)
-		n = LP_CALIB_SLOTS;
-	if (n > max)
-		n = max;
-	for (size_t i = 0; i < n; i++)
-		out[i] = s->skel->bss->calib_bracket_ns[i];
-	return n;
+		return NULL;
+	for (size_t i = 0; reset && i < LP_CALIB_SLOTS; i++)
+		v[i] = 0;
+	return v;
 }
 
 void bpf_session__set_sample_irq_ns(struct bpf_session *s, uint64_t ns)

@@ -133,12 +133,11 @@ void bpf_session__detach_calib(struct bpf_session *s);
 /** bpf_session__calib_samples - the count of calibration samples, live */
 const volatile uint64_t *bpf_session__calib_samples(struct bpf_session *s);
 /**
- * bpf_session__calib_brackets - timer-interrupt lengths recorded while the
- * calibration sampler ran: copies up to @max into @out and returns how
- * many; with @reset, forgets them instead and returns 0. 0 also when the
- * timer interrupt is not timed.
+ * bpf_session__calib_brackets - the timer-interrupt length of calibration
+ * sample i at [i % LP_CALIB_SLOTS] (0: none recorded), zeroed first with
+ * @reset; NULL when the timer interrupt is not timed
  */
-size_t bpf_session__calib_brackets(struct bpf_session *s, uint64_t *out, size_t max, bool reset);
+const volatile uint64_t *bpf_session__calib_brackets(struct bpf_session *s, bool reset);
 /** bpf_session__set_sample_irq_ns - charge @ns more per sample than the sampler times */
 void bpf_session__set_sample_irq_ns(struct bpf_session *s, uint64_t ns);
 

@@ -69,10 +69,11 @@ __attribute__((noinline)) static void piece(void)
 /*
  * Time pieces until CALIB_SAMPLED of them had a sample inside (the
  * thread's CPU time drives the samples: on a busy machine that takes
- * longer) or CALIB_MAX_NS passed. @with and @without get the durations.
+ * longer) or CALIB_MAX_NS passed. @with and @without get the durations,
+ * @idx the number of the sample inside each piece of @with.
  */
-static void run_pieces(const volatile uint64_t *count, uint64_t *with, size_t *n_with,
-		       uint64_t *without, size_t *n_without)
+static void run_pieces(const volatile uint64_t *count, uint64_t *with, uint64_t *idx,
+		       size_t *n_with, uint64_t *without, size_t *n_without)
 {
 	uint64_t start = mono_ns();
 
@@ -84,10 +85,12 @@ static void run_pieces(const volatile uint64_t *count, uint64_t *with, size_t *n
 		piece();
 		t1 = mono_ns();
 		c1 = *count;
-		if (c1 == c0)
+		if (c1 == c0) {
 			without[(*n_without)++] = t1 - t0;
-		else if (c1 == c0 + 1)
+		} else if (c1 == c0 + 1) {
+			idx[*n_with] = c0;
 			with[(*n_with)++] = t1 - t0;
+		}
 	}
 }
 
@@ -97,27 +100,43 @@ static uint64_t median_sorted(uint64_t *v, size_t n)
 	return v[n / 2];
 }
 
-/* From the piece timings (and the timed interrupts, if any) to @out. */
-static void derive(struct bpf_session *bpf, uint64_t *with, size_t nw, uint64_t *without,
-		   size_t nwo, struct sample_cost *out)
+/*
+ * From the piece timings to @out. What a sample adds to a piece, beyond
+ * the timer interrupt BPF timed for that very sample (when it does), is
+ * the residual that is charged per sample as its median; how far one
+ * sample's residual strays from it, net of the spread the work itself
+ * has (the pieces without a sample), is the correction's uncertainty.
+ */
+static void derive(struct bpf_session *bpf, uint64_t *with, const uint64_t *idx, size_t nw,
+		   uint64_t *without, size_t nwo, struct sample_cost *out)
 {
-	uint64_t br[LP_CALIB_SLOTS], base = median_sorted(without, nwo);
-	size_t nb;
+	const volatile uint64_t *br = bpf_session__calib_brackets(bpf, false);
+	uint64_t base = median_sorted(without, nwo), *brs = calloc(nw, sizeof(uint64_t));
+	size_t nb = 0;
+	double s_res, s_work = (double)half_range(without, nwo);
 
-	out->gap_ns = median_sorted(with, nw);
-	out->gap_ns = out->gap_ns > base ? out->gap_ns - base : 0;
-	out->irq_ns = out->gap_ns;
-	/* each class's own spread: the difference of medians is uncertain
-	 * by both */
-	out->spread_ns =
-		(uint64_t)hypot((double)half_range(with, nw), (double)half_range(without, nwo));
-	nb = bpf_session__calib_brackets(bpf, br, LP_CALIB_SLOTS, false);
-	if (nb >= nw / 2) {
-		/* BPF times each sample's interrupt; charge only the rest. */
-		out->bracket = true;
-		out->bracket_ns = median_sorted(br, nb);
-		out->irq_ns = out->gap_ns > out->bracket_ns ? out->gap_ns - out->bracket_ns : 0;
+	for (size_t i = 0; br && brs && i < nw; i++) {
+		uint64_t b = idx[i] < LP_CALIB_SLOTS ? br[idx[i]] : 0;
+
+		if (b)
+			brs[nb++] = b;
+		/* a residual below zero is a piece the sample did not slow
+		 * down as much as its interrupt took: keep it at 0 */
+		with[i] = with[i] > base + b ? with[i] - base - b : 0;
 	}
+	if (!br || !brs || nb < nw * 9 / 10) {
+		/* not timed per sample: the whole cost is calibrated */
+		for (size_t i = 0; i < nw; i++)
+			with[i] += nb && br && brs && idx[i] < LP_CALIB_SLOTS ? br[idx[i]] : 0;
+		nb = 0;
+	}
+	out->bracket = nb > 0;
+	out->bracket_ns = nb ? median_sorted(brs, nb) : 0;
+	out->irq_ns = median_sorted(with, nw);
+	out->gap_ns = out->irq_ns + out->bracket_ns;
+	s_res = (double)half_range(with, nw);
+	out->spread_ns = s_res > s_work ? (uint64_t)sqrt(s_res * s_res - s_work * s_work) : 0;
+	free(brs);
 }
 
 int sample_cost__calibrate(struct bpf_session *bpf, struct sample_cost *out)
@@ -130,13 +149,14 @@ int sample_cost__calibrate(struct bpf_session *bpf, struct sample_cost *out)
 		.disabled = 1,
 	};
 	uint64_t *with = calloc(CALIB_SAMPLED, sizeof(uint64_t));
+	uint64_t *idx = calloc(CALIB_SAMPLED, sizeof(uint64_t));
 	uint64_t *without = calloc(MAX_PIECES, sizeof(uint64_t));
 	const volatile uint64_t *count = bpf_session__calib_samples(bpf);
 	size_t nw = 0, nwo = 0;
 	int fd = -1, err = 0;
 
 	memset(out, 0, sizeof(*out));
-	if (!with || !without) {
+	if (!with || !idx || !without) {
 		err = -ENOMEM;
 		goto out;
 	}
@@ -148,10 +168,10 @@ int sample_cost__calibrate(struct bpf_session *bpf, struct sample_cost *out)
 	err = bpf_session__attach_calib(bpf, fd, (uint32_t)syscall(SYS_gettid));
 	if (err)
 		goto out;
-	bpf_session__calib_brackets(bpf, NULL, 0, true);
+	bpf_session__calib_brackets(bpf, true);
 	piece(); /* warm */
 	ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
-	run_pieces(count, with, &nw, without, &nwo);
+	run_pieces(count, with, idx, &nw, without, &nwo);
 	ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
 	bpf_session__detach_calib(bpf);
 	out->samples = nw;
@@ -162,7 +182,7 @@ int sample_cost__calibrate(struct bpf_session *bpf, struct sample_cost *out)
 		err = -EAGAIN;
 		goto out;
 	}
-	derive(bpf, with, nw, without, nwo, out);
+	derive(bpf, with, idx, nw, without, nwo, out);
 	out->measured = true;
 	bpf_session__set_sample_irq_ns(bpf, out->irq_ns);
 	lp_debug("sample cost: %lu ns per sample (+- %lu), %lu of it timed per sample in BPF, "
@@ -173,6 +193,7 @@ out:
 	if (fd >= 0)
 		close(fd);
 	free(with);
+	free(idx);
 	free(without);
 	return err;
 }
