@@ -61,6 +61,7 @@ struct split_result {
 	double correction_unc_ns;   /* its uncertainty per sampled call */
 	uint64_t median_ns;	    /* of every call */
 	bool correction_exceeds;    /* correction_unc_ns >= threshold - median */
+	uint64_t calib_spread_ns;   /* the per-sample calibration's own spread */
 };
 
 /**
