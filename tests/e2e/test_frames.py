@@ -196,7 +196,9 @@ def test_no_register_constant_as_return_address(tmp_path):
     check_clean("frames_burn", stacks, maps, js, "burn")
     for st in stacks:
         fr = st.split(";")
-        if fr[-1] == PROBE:
+        # (a call the entry program could not record leaves only frame
+        # pointers, which are data here: such a stack is cut, and counted)
+        if fr[-1] == PROBE and not MARKERS & set(fr):
             assert fr[-2] == "burn_a", st
 
 
