@@ -220,10 +220,16 @@ uint64_t model_sample_value(const struct profile_sample *s, bool weight)
 	return weight ? s->weight_ns : s->count;
 }
 
-/*
- * What the views call frame @i of @p: its name, and for a function inlined
- * into its caller "name [inlined]" (interned in @p, so it lives as long as
- * the tree built from it; a real copy of the same function is a node apart).
+/**
+ * model_frame_label - what the views call frame @i of @p
+ * @p: the profile; a label for an inlined frame is interned in it
+ * @i: the frame id
+ *
+ * The frame's name, and for a function inlined into its caller
+ * "name [inlined]": interned in @p, so it lives as long as the tree built
+ * from it, and a real copy of the same function is a node apart.
+ *
+ * Return: the label, or NULL when out of memory.
  */
 const char *model_frame_label(struct profile *p, size_t i)
 {
