@@ -33,6 +33,8 @@ import time
 
 import pytest
 
+import stats
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PYTHON = "/usr/bin/python3"
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE, EXIT_NO_TARGET, EXIT_INCONCLUSIVE = 0, 1, 2, 3, 10
@@ -160,6 +162,7 @@ def passed_run(liveprof, python_profile, tmp_path_factory):
 def test_real_profile_passes(passed_run):
     r, _, secs = passed_run
     print(summary(r.stdout), r.stderr, "validate took %.1f s" % secs)
+    stats.record("liveprof validate: FAIL when the distance is within T", 1e-3)
     v = verdict(r.stdout)
     if r.returncode == EXIT_INCONCLUSIVE:
         pytest.skip("the machine gave too few samples in 60 s: %s" % r.stdout[-300:])
@@ -214,6 +217,8 @@ def test_perturbed_profile_fails(liveprof, python_profile, passed_run, tmp_path)
     t0 = time.monotonic()
     r = run([liveprof, "validate", "--from", pert, "--program", prog])
     print(summary(r.stdout), r.stderr, "validate took %.1f s" % (time.monotonic() - t0))
+    # Missing a D = 0.10 perturbation needs the noise 0.02 beyond its own bound.
+    stats.record("liveprof validate: no FAIL on a 10% perturbation", 1e-6)
     v = verdict(r.stdout)
     assert r.returncode == EXIT_FAIL and v["verdict"] == "FAIL", r.stdout[-3000:] + r.stderr
     assert v["tvd"] > 0.05 + v["bound"]
@@ -305,6 +310,7 @@ def test_go_five_functions(liveprof, tmp_path):
     r = run([liveprof, "validate", "--from", str(prof), "--lang", "go", "--seconds", "30"],
             env=env)
     print(r.stdout[-2000:], r.stderr)
+    stats.record("liveprof validate: FAIL when the distance is within T", 1e-3)
     if r.returncode == EXIT_INCONCLUSIVE:
         pytest.skip("too few samples: " + r.stdout.strip().splitlines()[-1])
     assert r.returncode == EXIT_PASS, r.stdout + r.stderr

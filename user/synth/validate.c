@@ -219,7 +219,8 @@ static int sample_and_decide(const struct vopts *vo, const struct emit_tree *t, 
 		       look, look_s, freq, validate_now() - t0, (unsigned long long)r.n, r.tvd,
 		       r.noise.quantile, verdict_name[r.verdict]);
 		fflush(stdout);
-		if (r.verdict != VERDICT_INCONCLUSIVE || vo->seconds - used < 1)
+		if (r.verdict != VERDICT_INCONCLUSIVE || vo->seconds - used < 1 ||
+		    look == VALIDATE_MAX_LOOKS)
 			break;
 		if (!r.n) {
 			/* Never on a CPU yet (a loaded machine): spend the rest. */
@@ -237,6 +238,18 @@ static int sample_and_decide(const struct vopts *vo, const struct emit_tree *t, 
 		if (!isfinite(look_s) || look_s > 4 * (vo->seconds - used))
 			break;
 		look_s = fmin(vo->seconds - used, fmax(1, ceil(1.1 * look_s)));
+		/*
+		 * The last look takes what is left at the highest frequency: the
+		 * estimate of the systematic part is itself noisy, and budget
+		 * left unused decides nothing.
+		 */
+		if (look + 1 == VALIDATE_MAX_LOOKS) {
+			if (!vo->freq && freq < 999) {
+				rate *= 999 / freq;
+				freq = 999;
+			}
+			look_s = vo->seconds - used;
+		}
 	}
 	vcells_print(vc, elsewhere);
 	if (!r.n && elsewhere) {

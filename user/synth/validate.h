@@ -52,7 +52,6 @@ struct vcells {
 	uint64_t *measured; /* cell -> samples, summed over the looks */
 	size_t other;	    /* the "(other)" cell, or n_cells when there is none */
 	size_t merged;	    /* names in "(other)" with self samples */
-	double min_count;   /* a kept cell's expected samples at the planned n */
 };
 
 struct vplan {

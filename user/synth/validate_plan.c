@@ -16,11 +16,11 @@
  *   INCONCLUSIVE  otherwise: the samples cannot tell; more samples shrink q.
  *
  * The granularity. A function whose expected count is a handful of samples
- * adds noise and no power, so functions are compared one by one only when
- * their expected count at the planned n is at least a threshold; the rest
- * share one "(other functions)" cell. The threshold is the smallest on a
- * ladder (10, 25, 50, ... samples) at which the budget can decide, and it is
- * fixed before any sample is seen.
+ * adds noise and no power, so only the largest functions are compared one
+ * by one, as many as the budget can resolve (each with at least 10 expected
+ * samples, and few enough that the noise stays under the planner's target);
+ * the rest share one "(other functions)" cell. The cells are fixed before
+ * any sample is seen.
  */
 #include <errno.h>
 #include <math.h>
@@ -42,7 +42,8 @@
 #define PLAN_DRAWS		400
 #define OTHER_LABEL		"(other functions)"
 
-static const double min_count_ladder[] = {10, 25, 50, 100, 250, 1000, 2500, 10000};
+/* A function is compared on its own only with this many expected samples. */
+#define PLAN_MIN_COUNT 10
 static const double freq_ladder[] = {99, 199, 499, 999};
 
 struct by_share {
@@ -77,9 +78,9 @@ static double normal_upper(double p)
 	return hi;
 }
 
-/* Keep names with a share >= @min_share (at least the largest); the rest go to "(other)". */
+/* Keep the @k largest names with self samples (at least one); the rest go to "(other)". */
 static void build_cells(struct vcells *vc, const struct emit_tree *t, const uint32_t *order,
-			double min_share)
+			size_t k)
 {
 	size_t i, kept = 0;
 
@@ -88,7 +89,7 @@ static void build_cells(struct vcells *vc, const struct emit_tree *t, const uint
 		uint32_t nm = order[i];
 		double e = (double)t->names[nm].self / (double)t->total;
 
-		if (t->names[nm].self && (e >= min_share || kept == 0)) {
+		if (t->names[nm].self && (kept < k || kept == 0)) {
 			vc->cell_of[nm] = (uint32_t)kept;
 			vc->label[kept] = t->names[nm].orig;
 			vc->expected[kept++] = e;
@@ -132,7 +133,7 @@ int vcells_plan(struct vcells *vc, const struct emit_tree *t, const struct vopts
 {
 	double fhi = vo->freq ? vo->freq : PLAN_MAX_FREQ, n_avail, q = 0, want, z;
 	uint32_t *order = malloc(t->n_names * sizeof(*order));
-	size_t i;
+	size_t i, lo, hi = 0;
 	int ret = 0;
 
 	vc->n_names = t->n_names;
@@ -150,14 +151,31 @@ int vcells_plan(struct vcells *vc, const struct emit_tree *t, const struct vopts
 	z = normal_upper(VALIDATE_ALPHA / VALIDATE_MAX_LOOKS);
 	want = PLAN_NOISE_OF_TOLERANCE * vo->tolerance;
 	n_avail = vo->seconds * fhi * PLAN_CPU_SHARE;
-	/* The finest granularity whose noise the budget can bring under "want". */
-	for (i = 0; i < sizeof(min_count_ladder) / sizeof(min_count_ladder[0]); i++) {
-		vc->min_count = min_count_ladder[i];
-		build_cells(vc, t, order, vc->min_count / n_avail);
+	/*
+	 * The finest granularity whose noise the budget can bring under "want":
+	 * the most functions, largest first, each resolvable (PLAN_MIN_COUNT
+	 * expected samples), by bisection on their number.
+	 */
+	for (i = 0; i < t->n_names && t->names[order[i]].self; i++)
+		if ((double)t->names[order[i]].self / (double)t->total * n_avail >= PLAN_MIN_COUNT)
+			hi = i + 1;
+	lo = 1;
+	hi = hi ? hi : 1;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo + 1) / 2;
+
+		build_cells(vc, t, order, mid);
 		ret = quick_bound(vc, n_avail, z, &q);
-		if (ret || q <= want)
+		if (ret)
 			break;
+		if (q <= want)
+			lo = mid;
+		else
+			hi = mid - 1;
 	}
+	build_cells(vc, t, order, lo);
+	if (!ret)
+		ret = quick_bound(vc, n_avail, z, &q);
 	free(order);
 	if (ret)
 		return ret;
