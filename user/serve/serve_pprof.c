@@ -257,6 +257,11 @@ static const char index_html[] =
 	"<p>liveprof serves Go's profile endpoints:</p>\n<ul>\n"
 	"<li><a href=\"profile?seconds=5\">profile</a>: CPU profile of the next N seconds "
 	"(?seconds=N, default 30)</li>\n"
+	"<li><a href=\"heap\">heap</a>, <a href=\"allocs\">allocs</a>, "
+	"<a href=\"delta_heap\">delta_heap</a>: memory, with --alloc</li>\n"
+	"<li><a href=\"block\">block</a>, <a href=\"mutex\">mutex</a>, "
+	"<a href=\"delta_block\">delta_block</a>, <a href=\"delta_mutex\">delta_mutex</a>: "
+	"blocked time and lock waits, with --offcpu (?seconds=N: the next N seconds)</li>\n"
 	"</ul>\n<p><a href=\"/metrics\">/metrics</a> (Prometheus), <a href=\"/\">live "
 	"view</a></p>\n</body></html>\n";
 
