@@ -134,9 +134,14 @@ def test_metrics_promtool(server, procs, wl, tmp_path):
                    'liveprof_calls_total{function="fast"}', "liveprof_samples_total ",
                    "liveprof_lost_events_total ", 'liveprof_probe_cost_seconds{function="fast"}'):
         assert needle in text, needle
-    # fastslow.c calls fast() and slow() alternately: equal call counts (+-1 in flight).
-    calls = dict(re.findall(r'liveprof_calls_total\{function="(\w+)"\} (\d+)', text))
-    assert abs(int(calls["fast"]) - int(calls["slow"])) <= 1, calls
+    # fastslow.c calls fast() and slow() alternately: once both are attached
+    # (one after the other), their counts grow alike (+-1 call in flight).
+    calls1 = dict(re.findall(r'liveprof_calls_total\{function="(\w+)"\} (\d+)', text))
+    time.sleep(2)
+    calls2 = dict(re.findall(r'liveprof_calls_total\{function="(\w+)"\} (\d+)',
+                             s.get("/metrics")[2].decode()))
+    grew = {f: int(calls2[f]) - int(calls1[f]) for f in ("fast", "slow")}
+    assert grew["fast"] > 0 and abs(grew["fast"] - grew["slow"]) <= 1, (calls1, calls2)
 
 
 def free_port():
