@@ -197,6 +197,7 @@ static int model_build_split(struct tui *t)
 	if (err)
 		return err;
 	m->has_split = true;
+	m->split_gen = d->split_gen;
 	counts__init(&c);
 	err = view_counts(t, &m->sr.slow, &c);
 	if (!err)

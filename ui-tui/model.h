@@ -66,6 +66,7 @@ struct model {
 	struct funcs funcs;
 	/* the split, when there is one */
 	bool has_split;
+	uint64_t split_gen; /* the daemon's split_gen when sr was computed */
 	struct split_result sr;
 	struct profile *slow, *fast;
 	struct tree dtree;

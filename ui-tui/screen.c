@@ -142,6 +142,10 @@ void draw(struct tui *t)
 	int y0 = content_top(), h = content_rows();
 	uint64_t t0 = lp_now_ns(), now;
 
+	/* Another front end (the web page) may have dropped or replaced the
+	 * split since the model was built: its results point into it. */
+	if (t->m.has_split && t->m.split_gen != t->d->split_gen)
+		model_drop_split(&t->m);
 	erase();
 	if (LINES < 5 || COLS < 20) {
 		put(0, 0, COLS, attrs[C_NORMAL], "terminal too small");

@@ -79,6 +79,7 @@ struct daemon {
 	unsigned int freq;
 	bool paused;
 	uint64_t last_tick_ns;
+	uint64_t split_gen; /* changes whenever the split or its trace goes away or is replaced */
 	uint64_t samples, offcpu_events, events_bad;
 	uint64_t counters[16];	    /* LP_CNT_* from BPF, summed over CPUs */
 	uint64_t truncated;	    /* stacks marked truncated */

@@ -171,6 +171,10 @@ int daemon__trace(struct daemon *d, const char *spec, const char *by, char *err,
 
 void daemon__unsplit(struct daemon *d)
 {
+	/* Front ends holding results of this split drop them on seeing the
+	 * generation change (the web page may unsplit under the TUI). */
+	if (d->split)
+		d->split_gen++;
 	split__free(d->split);
 	d->split = NULL;
 }
