@@ -814,7 +814,8 @@ def write_report(res, started, load0):
             "estimated / measured |\n| --- | --- | --- | --- |",
             "`bench_insn CLASS` calls a function whose first instruction is the one named (written "
             "in assembly) in a tight loop. Measured = ns/call while `liveprof --trace insn_CLASS` "
-            "is attached - ns/call in the untraced window just before; estimated = what liveprof "
+            "is attached - ns/call in the untraced window just before, both in the target thread's CPU time "
+            "(its own clock, so that other load on the machine does not count); estimated = what liveprof "
             "reports for the same trace (its per-class calibration in its own process).")
     section("Sampled-call class bias at 99 and 999 Hz", "bias",
             "| handle() | rate | latencies | share of sampled calls classed slow | p0 (share of "
