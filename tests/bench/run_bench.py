@@ -767,7 +767,8 @@ def write_report(res, started, load0):
             "| configuration | added ns/call | ratio to the kernel floor |\n| --- | --- | --- |",
             "`bench_call` calls `bench_target()` (first instruction `push %rbp`, which the "
             "kernel emulates) in a tight loop. Added = ns/call while traced - ns/call in the "
-            "untraced window just before. The floor is an empty uprobe + uretprobe pair "
+            "untraced window just before, in the target thread's CPU time (wall time counted "
+            "other processes' time on this shared machine). The floor is an empty uprobe + uretprobe pair "
             "(bpftrace with empty actions); the ratio divides by the floor measured in the "
             "same repetition.")
     section("Daemon throughput", "daemon", "| figure | min / median / max |\n| --- | --- |",
