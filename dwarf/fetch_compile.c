@@ -104,79 +104,83 @@ static bool find_var(Dwarf_Die *scopes, int n, const char *name, Dwarf_Die *var)
 	return false;
 }
 
-static int compile(struct fc *c, const struct probe_expr *e, struct fetch_type *ty)
+/* The innermost subprogram among @scopes, or NULL. */
+static Dwarf_Die *enclosing_func(Dwarf_Die *scopes, int n)
 {
-	Dwarf_Die *scopes = NULL, *func = NULL, var, type;
-	Dwarf_Attribute a;
-	Dwarf_Addr lo = 0;
-	Dwarf_Op *ops;
-	size_t nops, i;
-	bool at_entry = false;
-	char prev[PROBE_NAME_MAX * 2];
-	int n, k, ret;
+	int k;
 
-	n = dwarf_aux__phys_scopes(c->dbg, c->addr, &scopes);
-	if (n <= 0) {
-		lp_errf(c->err, c->errlen, "no DWARF scope covers 0x%llx",
-			(unsigned long long)c->addr);
+	for (k = 0; k < n; k++)
+		if (dwarf_tag(&scopes[k]) == DW_TAG_subprogram)
+			return &scopes[k];
+	return NULL;
+}
+
+/* `$retval`: the return register, typed by @func's return type. */
+static int compile_retval(struct fc *c, Dwarf_Die *func, Dwarf_Die *type)
+{
+	int ret;
+
+	if (!func || !fetch_die_type(func, type)) {
+		lp_errf(c->err, c->errlen, "'%s' returns nothing",
+			func && dwarf_aux__die_name(func) ? dwarf_aux__die_name(func)
+							  : "the function");
+		return -EINVAL;
+	}
+	ret = fetch_emit(c, FETCH_OP_RETVAL, 0, 0);
+	c->mode = ACC_VALUE;
+	return ret;
+}
+
+/* A variable in scope: its location at the probe address, and its type. */
+static int compile_var(struct fc *c, const char *name, Dwarf_Die *scopes, int n, Dwarf_Die *func,
+		       bool at_entry, Dwarf_Die *type)
+{
+	Dwarf_Attribute a;
+	Dwarf_Die var;
+	Dwarf_Op *ops;
+	size_t nops;
+	int ret;
+
+	if (!find_var(scopes, n, name, &var)) {
+		lp_errf(c->err, c->errlen, "no variable '%s' in scope at 0x%llx%s%s", name,
+			(unsigned long long)c->addr, func ? " in " : "",
+			func && dwarf_aux__die_name(func) ? dwarf_aux__die_name(func) : "");
+		return -ENOENT;
+	}
+	if (!fetch_die_type(&var, type)) {
+		lp_errf(c->err, c->errlen, "'%s' has no type", name);
+		return -EOPNOTSUPP;
+	}
+	if (!dwarf_attr(&var, DW_AT_location, &a)) {
+		lp_errf(c->err, c->errlen, "'%s' is optimized out%s", name,
+			dwarf_hasattr(&var, DW_AT_const_value) ? " (a constant)" : "");
 		return -ENODATA;
 	}
-	for (k = 0; k < n; k++) {
-		if (dwarf_tag(&scopes[k]) == DW_TAG_subprogram) {
-			func = &scopes[k];
-			break;
-		}
+	ret = dwarf_getlocation_addr(&a, c->addr, &ops, &nops, 1);
+	if (ret <= 0 || !nops) {
+		lp_errf(c->err, c->errlen, "'%s' is optimized out at 0x%llx; try another line",
+			name, (unsigned long long)c->addr);
+		return -ENODATA;
 	}
-	if (func && (dwarf_entrypc(func, &lo) == 0 || dwarf_lowpc(func, &lo) == 0))
-		at_entry = lo == c->addr;
+	return fetch_emit_location(c, ops, nops, func, at_entry, name, 0);
+}
 
-	if (e->is_ret) {
-		if (!func || !fetch_die_type(func, &type)) {
-			lp_errf(c->err, c->errlen, "'%s' returns nothing",
-				func && dwarf_aux__die_name(func) ? dwarf_aux__die_name(func)
-								  : "the function");
-			ret = -EINVAL;
-			goto out;
-		}
-		ret = fetch_emit(c, FETCH_OP_RETVAL, 0, 0);
-		c->mode = ACC_VALUE;
-	} else {
-		if (!find_var(scopes, n, e->base, &var)) {
-			lp_errf(c->err, c->errlen, "no variable '%s' in scope at 0x%llx%s%s",
-				e->base, (unsigned long long)c->addr, func ? " in " : "",
-				func && dwarf_aux__die_name(func) ? dwarf_aux__die_name(func) : "");
-			ret = -ENOENT;
-			goto out;
-		}
-		if (!fetch_die_type(&var, &type)) {
-			lp_errf(c->err, c->errlen, "'%s' has no type", e->base);
-			ret = -EOPNOTSUPP;
-			goto out;
-		}
-		if (!dwarf_attr(&var, DW_AT_location, &a)) {
-			lp_errf(c->err, c->errlen, "'%s' is optimized out%s", e->base,
-				dwarf_hasattr(&var, DW_AT_const_value) ? " (a constant)" : "");
-			ret = -ENODATA;
-			goto out;
-		}
-		ret = dwarf_getlocation_addr(&a, c->addr, &ops, &nops, 1);
-		if (ret <= 0 || !nops) {
-			lp_errf(c->err, c->errlen,
-				"'%s' is optimized out at 0x%llx; try another line", e->base,
-				(unsigned long long)c->addr);
-			ret = -ENODATA;
-			goto out;
-		}
-		ret = fetch_emit_location(c, ops, nops, func, at_entry, e->base, 0);
-	}
-	if (ret)
-		goto out;
+/*
+ * The member, element and dereference steps after the base, then the final
+ * load. Messages name the expression as far as it got.
+ */
+static int compile_steps(struct fc *c, const struct probe_expr *e, Dwarf_Die *type,
+			 struct fetch_type *ty)
+{
+	char prev[PROBE_NAME_MAX * 2];
+	size_t i;
+	int k, ret = 0;
 
 	snprintf(prev, sizeof(prev), "%s", e->base);
 	for (i = 0; i < e->n_steps && !ret; i++) {
 		size_t l = strlen(prev);
 
-		ret = fetch_apply_step(c, &e->steps[i], &type, prev);
+		ret = fetch_apply_step(c, &e->steps[i], type, prev);
 		if (e->steps[i].kind == PROBE_STEP_INDEX)
 			snprintf(prev + l, sizeof(prev) - l, "[%lld]",
 				 (long long)e->steps[i].index);
@@ -186,12 +190,36 @@ static int compile(struct fc *c, const struct probe_expr *e, struct fetch_type *
 				 e->steps[i].field);
 	}
 	for (k = 0; k < e->n_deref && !ret; k++)
-		ret = fetch_step_deref(c, &type, prev);
+		ret = fetch_step_deref(c, type, prev);
 	if (!ret)
-		ret = fetch_finish(c, &type, ty);
+		ret = fetch_finish(c, type, ty);
 	if (!ret)
 		ret = fetch_emit(c, FETCH_OP_END, 0, 0);
-out:
+	return ret;
+}
+
+static int compile(struct fc *c, const struct probe_expr *e, struct fetch_type *ty)
+{
+	Dwarf_Die *scopes = NULL, *func, type;
+	Dwarf_Addr lo = 0;
+	bool at_entry = false;
+	int n, ret;
+
+	n = dwarf_aux__phys_scopes(c->dbg, c->addr, &scopes);
+	if (n <= 0) {
+		lp_errf(c->err, c->errlen, "no DWARF scope covers 0x%llx",
+			(unsigned long long)c->addr);
+		return -ENODATA;
+	}
+	func = enclosing_func(scopes, n);
+	if (func && (dwarf_entrypc(func, &lo) == 0 || dwarf_lowpc(func, &lo) == 0))
+		at_entry = lo == c->addr;
+	if (e->is_ret)
+		ret = compile_retval(c, func, &type);
+	else
+		ret = compile_var(c, e->base, scopes, n, func, at_entry, &type);
+	if (!ret)
+		ret = compile_steps(c, e, &type, ty);
 	free(scopes);
 	return ret;
 }

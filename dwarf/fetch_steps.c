@@ -325,85 +325,101 @@ static bool is_char_type(Dwarf_Die *t)
 	return enc == DW_ATE_signed_char || enc == DW_ATE_unsigned_char;
 }
 
-/* Final op from the type of the value; fills @ty. */
-int fetch_finish(struct fc *c, Dwarf_Die *t, struct fetch_type *ty)
+/* A pointer to, or an array of, chars: fetched as a string. */
+static bool is_text(Dwarf_Die *p, int tag)
 {
-	Dwarf_Die p = *t, sub;
-	Dwarf_Attribute a;
-	Dwarf_Word enc = 0, size = 0;
-	int ret, tag;
+	Dwarf_Die sub;
 
-	type_name(t, ty->name, sizeof(ty->name), 0);
-	if (!peel(&p)) {
-		lp_errf(c->err, c->errlen, "'%s' has type void", c->what);
+	return (tag == DW_TAG_pointer_type || tag == DW_TAG_array_type) &&
+	       fetch_die_type(p, &sub) && is_char_type(&sub);
+}
+
+static int finish_text(struct fc *c, int tag, struct fetch_type *ty)
+{
+	int ret;
+
+	if (tag == DW_TAG_array_type && c->mode != ACC_ADDR) {
+		lp_errf(c->err, c->errlen, "char array '%s' is not in memory", c->what);
 		return -EOPNOTSUPP;
 	}
-	tag = dwarf_tag(&p);
-	if (tag == DW_TAG_pointer_type && fetch_die_type(&p, &sub) && is_char_type(&sub)) {
-		ty->kind = FETCH_STRING;
-		ty->size = FETCH_STR_LEN;
+	ty->kind = FETCH_STRING;
+	ty->size = FETCH_STR_LEN;
+	if (tag == DW_TAG_pointer_type) {
 		ret = load_pointer(c);
-		return ret ? ret : fetch_emit(c, FETCH_OP_STR, 0, 0);
+		if (ret)
+			return ret;
 	}
-	if (tag == DW_TAG_array_type && fetch_die_type(&p, &sub) && is_char_type(&sub)) {
-		if (c->mode != ACC_ADDR) {
-			lp_errf(c->err, c->errlen, "char array '%s' is not in memory", c->what);
-			return -EOPNOTSUPP;
-		}
-		ty->kind = FETCH_STRING;
-		ty->size = FETCH_STR_LEN;
-		return fetch_emit(c, FETCH_OP_STR, 0, 0);
+	return fetch_emit(c, FETCH_OP_STR, 0, 0);
+}
+
+/* An enum's kind, size and names; its underlying type says if it is signed. */
+static int enum_kind(Dwarf_Die *p, struct fetch_type *ty, Dwarf_Word *size)
+{
+	Dwarf_Word enc = 0;
+	Dwarf_Attribute a;
+	Dwarf_Die sub;
+
+	ty->kind = FETCH_ENUM;
+	if (dwarf_aggregate_size(p, size))
+		*size = 4;
+	if (fetch_die_type(p, &sub) && peel(&sub) && dwarf_attr(&sub, DW_AT_encoding, &a))
+		dwarf_formudata(&a, &enc);
+	ty->is_signed = enc == DW_ATE_signed || enc == DW_ATE_signed_char;
+	return fill_enums(p, ty);
+}
+
+/* A base type's kind and size, from its encoding; floating point is refused. */
+static int base_kind(struct fc *c, Dwarf_Die *p, struct fetch_type *ty, Dwarf_Word *size)
+{
+	Dwarf_Attribute a;
+	Dwarf_Word enc;
+
+	if (!dwarf_attr(p, DW_AT_encoding, &a) || dwarf_formudata(&a, &enc) ||
+	    dwarf_aggregate_size(p, size)) {
+		lp_errf(c->err, c->errlen, "broken base type for '%s'", c->what);
+		return -EOPNOTSUPP;
 	}
+	switch (enc) {
+	case DW_ATE_signed:
+		ty->kind = FETCH_INT;
+		ty->is_signed = true;
+		break;
+	case DW_ATE_unsigned:
+		ty->kind = FETCH_UINT;
+		break;
+	case DW_ATE_signed_char:
+		ty->kind = FETCH_CHAR;
+		ty->is_signed = true;
+		break;
+	case DW_ATE_unsigned_char:
+	case DW_ATE_UTF:
+		ty->kind = FETCH_CHAR;
+		break;
+	case DW_ATE_boolean:
+		ty->kind = FETCH_BOOL;
+		break;
+	default:
+		lp_errf(c->err, c->errlen,
+			"'%s' has type '%s' (floating point or other); "
+			"unsupported",
+			c->what, ty->name);
+		return -EOPNOTSUPP;
+	}
+	return 0;
+}
+
+/* The kind and size of a scalar of (peeled) type @p with tag @tag. */
+static int scalar_kind(struct fc *c, Dwarf_Die *p, int tag, struct fetch_type *ty, Dwarf_Word *size)
+{
 	switch (tag) {
 	case DW_TAG_pointer_type:
 		ty->kind = FETCH_PTR;
-		size = 8;
-		break;
+		*size = 8;
+		return 0;
 	case DW_TAG_enumeration_type:
-		ty->kind = FETCH_ENUM;
-		if (dwarf_aggregate_size(&p, &size))
-			size = 4;
-		/* the underlying type, when given, says whether it is signed */
-		if (fetch_die_type(&p, &sub) && peel(&sub) && dwarf_attr(&sub, DW_AT_encoding, &a))
-			dwarf_formudata(&a, &enc);
-		ty->is_signed = enc == DW_ATE_signed || enc == DW_ATE_signed_char;
-		ret = fill_enums(&p, ty);
-		if (ret)
-			return ret;
-		break;
+		return enum_kind(p, ty, size);
 	case DW_TAG_base_type:
-		if (!dwarf_attr(&p, DW_AT_encoding, &a) || dwarf_formudata(&a, &enc) ||
-		    dwarf_aggregate_size(&p, &size)) {
-			lp_errf(c->err, c->errlen, "broken base type for '%s'", c->what);
-			return -EOPNOTSUPP;
-		}
-		switch (enc) {
-		case DW_ATE_signed:
-			ty->kind = FETCH_INT;
-			ty->is_signed = true;
-			break;
-		case DW_ATE_unsigned:
-			ty->kind = FETCH_UINT;
-			break;
-		case DW_ATE_signed_char:
-			ty->kind = FETCH_CHAR;
-			ty->is_signed = true;
-			break;
-		case DW_ATE_unsigned_char:
-		case DW_ATE_UTF:
-			ty->kind = FETCH_CHAR;
-			break;
-		case DW_ATE_boolean:
-			ty->kind = FETCH_BOOL;
-			break;
-		default:
-			lp_errf(c->err, c->errlen,
-				"'%s' has type '%s' (floating point or other); "
-				"unsupported",
-				c->what, ty->name);
-			return -EOPNOTSUPP;
-		}
-		break;
+		return base_kind(c, p, ty, size);
 	case DW_TAG_structure_type:
 	case DW_TAG_union_type:
 	case DW_TAG_class_type:
@@ -417,6 +433,26 @@ int fetch_finish(struct fc *c, Dwarf_Die *t, struct fetch_type *ty)
 		lp_errf(c->err, c->errlen, "'%s' has unsupported type '%s'", c->what, ty->name);
 		return -EOPNOTSUPP;
 	}
+}
+
+/* Final op from the type of the value; fills @ty. */
+int fetch_finish(struct fc *c, Dwarf_Die *t, struct fetch_type *ty)
+{
+	Dwarf_Word size = 0;
+	Dwarf_Die p = *t;
+	int ret, tag;
+
+	type_name(t, ty->name, sizeof(ty->name), 0);
+	if (!peel(&p)) {
+		lp_errf(c->err, c->errlen, "'%s' has type void", c->what);
+		return -EOPNOTSUPP;
+	}
+	tag = dwarf_tag(&p);
+	if (is_text(&p, tag))
+		return finish_text(c, tag, ty);
+	ret = scalar_kind(c, &p, tag, ty, &size);
+	if (ret)
+		return ret;
 	if (size != 1 && size != 2 && size != 4 && size != 8) {
 		lp_errf(c->err, c->errlen, "'%s' is %llu bytes; only 1, 2, 4 or 8 can be fetched",
 			c->what, (unsigned long long)size);

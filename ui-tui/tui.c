@@ -450,6 +450,95 @@ static bool on_tick(struct tui *t)
 	return true;
 }
 
+static struct tui *tui_new(struct daemon *d, volatile sig_atomic_t *stop)
+{
+	struct tui *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->d = d;
+	t->stop = stop;
+	t->window = true;
+	t->show_offcpu = true;
+	t->last_tick_seen = d->last_tick_ns;
+	t->prev_samples = d->samples;
+	t->prev_rate_ns = lp_now_ns();
+	t->err_pipe = t->saved_stderr = -1;
+	return t;
+}
+
+/*
+ * Wait for a key or POLL_MS, read the daemon's events and decide what the
+ * new data calls for. Sets t->quit once every target has exited.
+ * Return: H_REBUILD / H_REDRAW flags.
+ */
+static int wait_and_poll(struct tui *t)
+{
+	struct pollfd pfd = {.fd = STDIN_FILENO, .events = POLLIN};
+	struct daemon *d = t->d;
+	int flags = 0, err;
+
+	/* Wait for a key, not for the ring buffer: input must feel instant. */
+	poll(&pfd, 1, POLL_MS);
+	err = daemon__poll(d, 0);
+	if (err && err != -EINTR && !t->msg_err)
+		set_msg(t, true, "reading events: %s", strerror(-err));
+	if (on_tick(t)) {
+		if (!daemon__targets_alive(d)) {
+			t->quit = true;
+			return flags;
+		}
+		flags |= H_REDRAW;
+		/* Paused means frozen: the window still slides underneath. */
+		if (!d->paused)
+			t->rebuild_due = true;
+	}
+	/*
+	 * A rebuild with tens of thousands of stacks takes tens of ms:
+	 * while keys are coming, let them have the CPU, but never show
+	 * data older than MAX_DEFER_NS.
+	 */
+	if (t->rebuild_due && (lp_now_ns() - t->last_key_ns >= KEY_IDLE_NS ||
+			       lp_now_ns() - t->m.built_ns >= MAX_DEFER_NS))
+		flags |= H_REBUILD | H_REDRAW;
+	/* Until the first samples show, do not make the user wait a tick. */
+	if (!t->m.funcs.total && !d->paused &&
+	    d->samples + d->offcpu_events != t->m.built_samples &&
+	    lp_now_ns() - t->m.built_ns >= EARLY_BUILD_NS)
+		flags |= H_REBUILD | H_REDRAW;
+	return flags;
+}
+
+/*
+ * Handle every key waiting. Sets t->quit on a quit key.
+ * Return: H_REDRAW if there was any key.
+ */
+static int read_keys(struct tui *t)
+{
+	int flags = 0, ch;
+
+	while ((ch = getch()) != ERR) {
+		int r;
+
+		if (!t->key_ns)
+			t->key_ns = lp_now_ns();
+		t->last_key_ns = t->key_ns;
+		r = handle_key(t, ch);
+		flags |= H_REDRAW;
+		if (r & H_QUIT) {
+			t->quit = true;
+			break;
+		}
+		/* The next key of a burst (Space then Down) must see
+		 * the rows this one changed. */
+		if (r & H_REBUILD)
+			rebuild(t);
+		else if (r & H_RELAYOUT && relayout(t))
+			set_msg(t, true, "out of memory");
+	}
+	return flags;
+}
+
 /**
  * tui_run - run the interactive UI over daemon @d until the user quits,
  * *@stop is set (SIGINT/SIGTERM) or every target has exited
@@ -464,19 +553,11 @@ static bool on_tick(struct tui *t)
  */
 int tui_run(struct daemon *d, volatile sig_atomic_t *stop)
 {
-	struct tui *t = calloc(1, sizeof(*t));
+	struct tui *t = tui_new(d, stop);
 	int err;
 
 	if (!t)
 		return -ENOMEM;
-	t->d = d;
-	t->stop = stop;
-	t->window = true;
-	t->show_offcpu = true;
-	t->last_tick_seen = d->last_tick_ns;
-	t->prev_samples = d->samples;
-	t->prev_rate_ns = lp_now_ns();
-	t->err_pipe = t->saved_stderr = -1;
 	err = curses_start(t);
 	if (err) {
 		free(t);
@@ -485,56 +566,11 @@ int tui_run(struct daemon *d, volatile sig_atomic_t *stop)
 	rebuild(t);
 	draw(t);
 	while (!*stop && !t->quit) {
-		struct pollfd pfd = {.fd = STDIN_FILENO, .events = POLLIN};
-		int flags = 0, ch;
+		int flags = wait_and_poll(t);
 
-		/* Wait for a key, not for the ring buffer: input must feel instant. */
-		poll(&pfd, 1, POLL_MS);
-		err = daemon__poll(d, 0);
-		if (err && err != -EINTR && !t->msg_err)
-			set_msg(t, true, "reading events: %s", strerror(-err));
-		if (on_tick(t)) {
-			if (!daemon__targets_alive(d)) {
-				t->quit = true;
-				break;
-			}
-			flags |= H_REDRAW;
-			/* Paused means frozen: the window still slides underneath. */
-			if (!d->paused)
-				t->rebuild_due = true;
-		}
-		/*
-		 * A rebuild with tens of thousands of stacks takes tens of ms:
-		 * while keys are coming, let them have the CPU, but never show
-		 * data older than MAX_DEFER_NS.
-		 */
-		if (t->rebuild_due && (lp_now_ns() - t->last_key_ns >= KEY_IDLE_NS ||
-				       lp_now_ns() - t->m.built_ns >= MAX_DEFER_NS))
-			flags |= H_REBUILD | H_REDRAW;
-		/* Until the first samples show, do not make the user wait a tick. */
-		if (!t->m.funcs.total && !d->paused &&
-		    d->samples + d->offcpu_events != t->m.built_samples &&
-		    lp_now_ns() - t->m.built_ns >= EARLY_BUILD_NS)
-			flags |= H_REBUILD | H_REDRAW;
-		while ((ch = getch()) != ERR) {
-			int r;
-
-			if (!t->key_ns)
-				t->key_ns = lp_now_ns();
-			t->last_key_ns = t->key_ns;
-			r = handle_key(t, ch);
-			flags |= H_REDRAW;
-			if (r & H_QUIT) {
-				t->quit = true;
-				break;
-			}
-			/* The next key of a burst (Space then Down) must see
-			 * the rows this one changed. */
-			if (r & H_REBUILD)
-				rebuild(t);
-			else if (r & H_RELAYOUT && relayout(t))
-				set_msg(t, true, "out of memory");
-		}
+		if (t->quit)
+			break;
+		flags |= read_keys(t);
 		if (t->quit)
 			break;
 		if (drain_stderr(t))

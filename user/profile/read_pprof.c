@@ -274,21 +274,49 @@ static int add_location(struct pp_ctx *c, struct profile *p, struct frames_buf *
 	return 0;
 }
 
-static int parse_sample(struct pp_ctx *c, struct profile *p, struct pb m, size_t value_idx,
-			struct frames_buf *fb)
+/* A sample's location ids, on the stack until there are more than 256. */
+struct loc_list {
+	uint64_t small[256];
+	uint64_t *v;
+	size_t n, cap;
+};
+
+static int loc_list__push(struct loc_list *l, uint64_t id)
 {
-	uint64_t locs_small[256], *locs = locs_small, value = 0, v;
-	size_t n_locs = 0, cap_locs = 256, n_values = 0, i;
-	bool have_value = false;
+	uint64_t *nl;
+
+	if (l->n == l->cap) {
+		if (l->cap > SIZE_MAX / 2 / sizeof(*nl))
+			return -ENOMEM;
+		nl = l->v == l->small ? malloc(l->cap * 2 * sizeof(*nl))
+				      : realloc(l->v, l->cap * 2 * sizeof(*nl));
+		if (!nl)
+			return -ENOMEM;
+		if (l->v == l->small)
+			memcpy(nl, l->small, sizeof(l->small));
+		l->v = nl;
+		l->cap *= 2;
+	}
+	l->v[l->n++] = id;
+	return 0;
+}
+
+/*
+ * Walk a Sample message: collect its location ids into @locs and the
+ * @value_idx'th value into *@value (*@have_value says whether there was one).
+ */
+static int sample_fields(struct pb m, size_t value_idx, struct loc_list *locs, uint64_t *value,
+			 bool *have_value)
+{
+	size_t n_values = 0;
 	uint32_t field;
 	struct pb sub;
-	int wt, ret = 0;
+	uint64_t v;
+	int wt;
 
 	while (m.p < m.end) {
-		if (pb_field(&m, &field, &wt, &v, &sub)) {
-			ret = -EINVAL;
-			goto out;
-		}
+		if (pb_field(&m, &field, &wt, &v, &sub))
+			return -EINVAL;
 		if (field == 1 || field == 2) {
 			/* Both packed (WT_LEN) and one-per-field encodings are legal. */
 			struct pb one = sub;
@@ -297,53 +325,38 @@ static int parse_sample(struct pp_ctx *c, struct profile *p, struct pb m, size_t
 			if (!packed && wt != WT_VARINT)
 				continue;
 			while (packed ? one.p < one.end : true) {
-				if (packed && pb_varint(&one, &v)) {
-					ret = -EINVAL;
-					goto out;
-				}
+				if (packed && pb_varint(&one, &v))
+					return -EINVAL;
 				if (field == 2) {
 					if (n_values++ == value_idx) {
-						value = v;
-						have_value = true;
+						*value = v;
+						*have_value = true;
 					}
-				} else {
-					if (n_locs == cap_locs) {
-						uint64_t *nl;
-
-						if (cap_locs > SIZE_MAX / 2 / sizeof(*nl)) {
-							ret = -ENOMEM;
-							goto out;
-						}
-						nl = locs == locs_small
-							     ? malloc(cap_locs * 2 * sizeof(*nl))
-							     : realloc(locs,
-								       cap_locs * 2 * sizeof(*nl));
-						if (!nl) {
-							ret = -ENOMEM;
-							goto out;
-						}
-						if (locs == locs_small)
-							memcpy(nl, locs_small, sizeof(locs_small));
-						locs = nl;
-						cap_locs *= 2;
-					}
-					locs[n_locs++] = v;
+				} else if (loc_list__push(locs, v)) {
+					return -ENOMEM;
 				}
 				if (!packed)
 					break;
 			}
 		}
 	}
-	/* int64 on the wire: a "negative" value is a huge uint64. */
-	if (!have_value || (int64_t)value <= 0 || n_locs == 0)
-		goto out;
+	return 0;
+}
+
+/* Turn a sample's location ids (leaf first) into root-first frames in @fb. */
+static int sample_frames(struct pp_ctx *c, struct profile *p, const struct loc_list *locs,
+			 struct frames_buf *fb)
+{
+	size_t i;
+	int ret;
+
 	fb->len = 0;
-	for (i = n_locs; i-- > 0;) {
+	for (i = locs->n; i-- > 0;) {
 		size_t first = fb->len, a, b;
 
-		ret = add_location(c, p, fb, locs[i]);
+		ret = add_location(c, p, fb, locs->v[i]);
 		if (ret)
-			goto out;
+			return ret;
 		/* Lines are innermost first; we are building root first. */
 		for (a = first, b = fb->len; a + 1 < b; a++, b--) {
 			uint32_t t = fb->ids[a];
@@ -352,120 +365,171 @@ static int parse_sample(struct pp_ctx *c, struct profile *p, struct pb m, size_t
 			fb->ids[b - 1] = t;
 		}
 	}
-	if (fb->len > UINT32_MAX) {
-		ret = -EINVAL;
+	if (fb->len > UINT32_MAX)
+		return -EINVAL;
+	return 0;
+}
+
+static int parse_sample(struct pp_ctx *c, struct profile *p, struct pb m, size_t value_idx,
+			struct frames_buf *fb)
+{
+	struct loc_list locs = {.n = 0, .cap = 256};
+	bool have_value = false;
+	uint64_t value = 0;
+	int ret;
+
+	locs.v = locs.small;
+	ret = sample_fields(m, value_idx, &locs, &value, &have_value);
+	if (ret)
 		goto out;
-	}
+	/* int64 on the wire: a "negative" value is a huge uint64. */
+	if (!have_value || (int64_t)value <= 0 || locs.n == 0)
+		goto out;
+	ret = sample_frames(c, p, &locs, fb);
+	if (ret)
+		goto out;
 	ret = profile__add(p, fb->ids, (uint32_t)fb->len, value, 0, NULL, 0);
 out:
-	if (locs != locs_small)
-		free(locs);
+	if (locs.v != locs.small)
+		free(locs.v);
 	return ret;
 }
 
-int read_pprof(struct profile *p, const void *data, size_t len, char *err, size_t errsz)
+static int add_string(struct pp_ctx *c, struct pb s)
 {
-	struct pp_ctx c = {.err = err, .errsz = errsz};
-	struct frames_buf fb = {0};
-	size_t raw_len = 0, value_idx = 0, i, n_samples = 0;
-	uint8_t *raw = NULL;
-	struct pb b, sub;
+	int ret = grow((void **)&c->strs, &c->cap_strs, c->n_strs, sizeof(*c->strs));
+
+	if (ret)
+		return ret;
+	c->strs[c->n_strs].s = (const char *)s.p;
+	c->strs[c->n_strs].len = (size_t)(s.end - s.p);
+	c->n_strs++;
+	return 0;
+}
+
+/*
+ * Pass 1: the tables samples refer to (they may come in any order), and a
+ * count of the samples. Sorts the tables for lookup.
+ */
+static int read_tables(struct pp_ctx *c, const uint8_t *raw, size_t raw_len, size_t *n_samples)
+{
+	struct pb b = {.p = raw, .end = raw + raw_len}, sub;
 	uint32_t field;
 	uint64_t v;
 	int wt, ret;
 
-	if (err && errsz)
-		err[0] = '\0';
-	ret = pb_inflate(data, len, &raw, &raw_len, err, errsz);
-	if (ret)
-		return ret;
-
-	/* Pass 1: the tables samples refer to; they may come in any order. */
-	b.p = raw;
-	b.end = raw + raw_len;
 	while (b.p < b.end) {
 		if (pb_field(&b, &field, &wt, &v, &sub)) {
-			lp_errf(err, errsz,
+			lp_errf(c->err, c->errsz,
 				"not a pprof file: malformed protobuf at byte %zu of the inflated "
 				"data",
 				(size_t)(b.p - raw));
-			ret = -EINVAL;
-			goto out;
+			return -EINVAL;
 		}
 		if (wt != WT_LEN)
 			continue;
 		ret = 0;
 		switch (field) {
 		case 1:
-			ret = parse_value_type(&c, sub);
+			ret = parse_value_type(c, sub);
 			break;
 		case 2:
-			n_samples++;
+			(*n_samples)++;
 			break;
 		case 4:
-			ret = parse_location(&c, sub);
+			ret = parse_location(c, sub);
 			break;
 		case 5:
-			ret = parse_function(&c, sub);
+			ret = parse_function(c, sub);
 			break;
 		case 6:
-			ret = grow((void **)&c.strs, &c.cap_strs, c.n_strs, sizeof(*c.strs));
-			if (!ret) {
-				c.strs[c.n_strs].s = (const char *)sub.p;
-				c.strs[c.n_strs].len = (size_t)(sub.end - sub.p);
-				c.n_strs++;
-			}
+			ret = add_string(c, sub);
 			break;
 		}
 		if (ret) {
 			if (ret == -EINVAL)
-				lp_errf(err, errsz,
+				lp_errf(c->err, c->errsz,
 					"not a pprof file: malformed message (field %u)", field);
 			else
-				lp_errf(err, errsz, "out of memory");
-			goto out;
+				lp_errf(c->err, c->errsz, "out of memory");
+			return ret;
 		}
-	}
-	if (!n_samples) {
-		lp_errf(err, errsz, "not a pprof file, or an empty one: no samples");
-		ret = -EINVAL;
-		goto out;
 	}
 	/* qsort and bsearch want a real array even for zero elements. */
-	if (c.n_funcs)
-		qsort(c.funcs, c.n_funcs, sizeof(*c.funcs), cmp_func);
-	if (c.n_locs)
-		qsort(c.locs, c.n_locs, sizeof(*c.locs), cmp_loc);
-	for (i = 0; i < c.n_types; i++) {
-		if (str_is(&c, c.types[i], "samples")) {
-			value_idx = i;
-			break;
-		}
-		if (str_is(&c, c.types[i], "cpu"))
+	if (c->n_funcs)
+		qsort(c->funcs, c->n_funcs, sizeof(*c->funcs), cmp_func);
+	if (c->n_locs)
+		qsort(c->locs, c->n_locs, sizeof(*c->locs), cmp_loc);
+	return 0;
+}
+
+/* The value to read: "samples" if present, else the last "cpu", else the first. */
+static size_t pick_value_index(const struct pp_ctx *c)
+{
+	size_t i, value_idx = 0;
+
+	for (i = 0; i < c->n_types; i++) {
+		if (str_is(c, c->types[i], "samples"))
+			return i;
+		if (str_is(c, c->types[i], "cpu"))
 			value_idx = i;
 	}
+	return value_idx;
+}
 
-	/* Pass 2: the samples. */
-	b.p = raw;
+/* Pass 2: the samples, into @p. */
+static int read_samples(struct pp_ctx *c, struct profile *p, const uint8_t *raw, size_t raw_len,
+			size_t value_idx)
+{
+	struct pb b = {.p = raw, .end = raw + raw_len}, sub;
+	struct frames_buf fb = {0};
+	uint32_t field;
+	uint64_t v;
+	int wt, ret = 0;
+
 	while (b.p < b.end) {
 		if (pb_field(&b, &field, &wt, &v, &sub))
 			break; /* pass 1 walked the same bytes without error */
 		if (field != 2 || wt != WT_LEN)
 			continue;
-		if (err && errsz)
-			err[0] = '\0';
-		ret = parse_sample(&c, p, sub, value_idx, &fb);
+		if (c->err && c->errsz)
+			c->err[0] = '\0';
+		ret = parse_sample(c, p, sub, value_idx, &fb);
 		if (ret) {
 			if (ret == -ENOMEM)
-				lp_errf(err, errsz, "out of memory");
-			else if (err && errsz && !err[0])
-				lp_errf(err, errsz, "not a pprof file: malformed sample");
-			goto out;
+				lp_errf(c->err, c->errsz, "out of memory");
+			else if (c->err && c->errsz && !c->err[0])
+				lp_errf(c->err, c->errsz, "not a pprof file: malformed sample");
+			break;
 		}
 	}
-out:
 	free(fb.ids);
 	free(fb.name);
+	return ret;
+}
+
+int read_pprof(struct profile *p, const void *data, size_t len, char *err, size_t errsz)
+{
+	struct pp_ctx c = {.err = err, .errsz = errsz};
+	size_t raw_len = 0, n_samples = 0;
+	uint8_t *raw = NULL;
+	int ret;
+
+	if (err && errsz)
+		err[0] = '\0';
+	ret = pb_inflate(data, len, &raw, &raw_len, err, errsz);
+	if (ret)
+		return ret;
+	ret = read_tables(&c, raw, raw_len, &n_samples);
+	if (ret)
+		goto out;
+	if (!n_samples) {
+		lp_errf(err, errsz, "not a pprof file, or an empty one: no samples");
+		ret = -EINVAL;
+		goto out;
+	}
+	ret = read_samples(&c, p, raw, raw_len, pick_value_index(&c));
+out:
 	free(c.strs);
 	free(c.funcs);
 	free(c.locs);

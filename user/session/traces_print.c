@@ -67,194 +67,232 @@ static void print_histogram(const uint64_t *h, FILE *f)
 	}
 }
 
+/* The --by groups of @tr, sorted by value; the caller frees each hist and *@g. */
+static int read_sorted_groups(struct traces *t, struct trace *tr, struct by_group **g)
+{
+	int n = traces_read_by_groups(t, tr, g);
+
+	qsort(*g, n, sizeof(**g), cmp_by_group);
+	return n;
+}
+
+static void print_summary_row(FILE *f, const struct trace *tr, const struct trace_summary *s)
+{
+	char c[6][16];
+
+	if (tr->info.kind == TRACE_LINE) {
+		fprintf(f, "%-28.28s %10" PRIu64 " %9.0f %9s %9s %9s %9s %9s %9s %6.2f%%%s\n",
+			tr->spec_text, s->calls, s->rate, "-", "-", "-", "-", "-", "-",
+			tr->info.est_overhead_pct, tr->info.detached ? " detached" : "");
+	} else {
+		lp_fmt_ns(s->p50, c[0], 16);
+		lp_fmt_ns(s->p90, c[1], 16);
+		lp_fmt_ns(s->p95, c[2], 16);
+		lp_fmt_ns(s->p99, c[3], 16);
+		lp_fmt_ns(s->p999, c[4], 16);
+		lp_fmt_ns(s->max, c[5], 16);
+		fprintf(f, "%-28.28s %10" PRIu64 " %9.0f %9s %9s %9s %9s %9s %9s %6.2f%%%s\n",
+			tr->spec_text, s->calls, s->rate, c[0], c[1], c[2], c[3], c[4], c[5],
+			tr->info.est_overhead_pct, tr->info.detached ? " detached" : "");
+		/* beside the figures it affects: the percentiles are of the
+		 * timed calls only */
+		if (s->untimed)
+			fprintf(f,
+				"%-28.28s %10" PRIu64 " untimed (deeper than %d nested traced "
+				"calls or 64 pending returns): counted, not in the "
+				"percentiles\n",
+				tr->spec_text, s->untimed, LP_MAX_DEPTH);
+	}
+	if (tr->pending)
+		fprintf(f, "    (waiting for '%s' to be loaded)\n", tr->spec.binary);
+}
+
+static void print_latency_histogram(struct traces *t, int i, FILE *f)
+{
+	uint64_t *h = calloc(LP_HIST_BUCKETS, sizeof(uint64_t));
+
+	if (h && !traces__histogram(t, i, false, h)) {
+		fprintf(f, "\n  %s latency:\n", t->v[i]->spec_text);
+		print_histogram(h, f);
+	}
+	free(h);
+}
+
+/* The most frequent values of each value expression of @tr. */
+static void print_values(struct trace *tr, FILE *f)
+{
+	for (int k = 0; k < tr->n_values; k++) {
+		struct value_stats *vs = &tr->values[k];
+
+		if (!vs->n)
+			continue;
+		qsort(vs->vals, vs->n, sizeof(*vs->vals), cmp_value_count);
+		fprintf(f, "\n  %s: %s%s (%s)\n", tr->spec_text, vs->expr,
+			vs->at_return ? " at return" : "", vs->type.name);
+		for (size_t j = 0; j < vs->n && j < VALUE_TOP; j++)
+			fprintf(f, "    %-32s %10" PRIu64 "\n", vs->vals[j].text,
+				vs->vals[j].count);
+		if (vs->n > VALUE_TOP)
+			fprintf(f, "    ... %zu more values\n", vs->n - VALUE_TOP);
+	}
+}
+
+/* Latency percentiles per value of the --by expression. */
+static void print_by_groups(struct traces *t, struct trace *tr, FILE *f)
+{
+	struct value_stats *vs = &tr->values[tr->by_index];
+	struct by_group *g = NULL;
+	int n = read_sorted_groups(t, tr, &g);
+	char c[3][16];
+
+	fprintf(f, "\n  %s latency by %s:\n  %-20s %10s %9s %9s %9s\n", tr->spec_text, vs->expr,
+		vs->expr, "calls", "p50", "p95", "p99");
+	for (int j = 0; j < n; j++) {
+		struct lp_value v = {.u64 = g[j].value};
+		char val[64];
+
+		traces_format_value(&vs->type, &v, val, sizeof(val));
+		lp_fmt_ns(traces_hist_percentile(g[j].hist, g[j].calls, 50), c[0], 16);
+		lp_fmt_ns(traces_hist_percentile(g[j].hist, g[j].calls, 95), c[1], 16);
+		lp_fmt_ns(traces_hist_percentile(g[j].hist, g[j].calls, 99), c[2], 16);
+		fprintf(f, "  %-20s %10" PRIu64 " %9s %9s %9s\n", val, g[j].calls, c[0], c[1],
+			c[2]);
+		free(g[j].hist);
+	}
+	free(g);
+}
+
 void traces__print(struct traces *t, FILE *f, bool histograms)
 {
-	char c[7][16];
-
 	if (!t || !t->n)
 		return;
 	fprintf(f, "\n%-28s %10s %9s %9s %9s %9s %9s %9s %9s %7s\n", "trace", "calls", "rate/s",
 		"p50", "p90", "p95", "p99", "p99.9", "max", "cost%");
 	for (int i = 0; i < t->n; i++) {
-		struct trace *tr = t->v[i];
 		struct trace_summary s;
 
 		traces__summary(t, i, false, &s);
-		if (tr->info.kind == TRACE_LINE) {
-			fprintf(f,
-				"%-28.28s %10" PRIu64 " %9.0f %9s %9s %9s %9s %9s %9s %6.2f%%%s\n",
-				tr->spec_text, s.calls, s.rate, "-", "-", "-", "-", "-", "-",
-				tr->info.est_overhead_pct, tr->info.detached ? " detached" : "");
-		} else {
-			lp_fmt_ns(s.p50, c[0], 16);
-			lp_fmt_ns(s.p90, c[1], 16);
-			lp_fmt_ns(s.p95, c[2], 16);
-			lp_fmt_ns(s.p99, c[3], 16);
-			lp_fmt_ns(s.p999, c[4], 16);
-			lp_fmt_ns(s.max, c[5], 16);
-			fprintf(f,
-				"%-28.28s %10" PRIu64 " %9.0f %9s %9s %9s %9s %9s %9s %6.2f%%%s\n",
-				tr->spec_text, s.calls, s.rate, c[0], c[1], c[2], c[3], c[4], c[5],
-				tr->info.est_overhead_pct, tr->info.detached ? " detached" : "");
-			/* beside the figures it affects: the percentiles are of the
-			 * timed calls only */
-			if (s.untimed)
-				fprintf(f,
-					"%-28.28s %10" PRIu64 " untimed (deeper than %d nested traced "
-					"calls or 64 pending returns): counted, not in the "
-					"percentiles\n",
-					tr->spec_text, s.untimed, LP_MAX_DEPTH);
-		}
-		if (tr->pending)
-			fprintf(f, "    (waiting for '%s' to be loaded)\n", tr->spec.binary);
+		print_summary_row(f, t->v[i], &s);
 	}
 	for (int i = 0; i < t->n; i++) {
 		struct trace *tr = t->v[i];
 
-		if (histograms && tr->info.kind == TRACE_FUNC) {
-			uint64_t *h = calloc(LP_HIST_BUCKETS, sizeof(uint64_t));
-
-			if (h && !traces__histogram(t, i, false, h)) {
-				fprintf(f, "\n  %s latency:\n", tr->spec_text);
-				print_histogram(h, f);
-			}
-			free(h);
-		}
-		for (int k = 0; k < tr->n_values; k++) {
-			struct value_stats *vs = &tr->values[k];
-
-			if (!vs->n)
-				continue;
-			qsort(vs->vals, vs->n, sizeof(*vs->vals), cmp_value_count);
-			fprintf(f, "\n  %s: %s%s (%s)\n", tr->spec_text, vs->expr,
-				vs->at_return ? " at return" : "", vs->type.name);
-			for (size_t j = 0; j < vs->n && j < VALUE_TOP; j++)
-				fprintf(f, "    %-32s %10" PRIu64 "\n", vs->vals[j].text,
-					vs->vals[j].count);
-			if (vs->n > VALUE_TOP)
-				fprintf(f, "    ... %zu more values\n", vs->n - VALUE_TOP);
-		}
-		if (tr->by_index >= 0) {
-			struct by_group *g = NULL;
-			int n = traces_read_by_groups(t, tr, &g);
-			struct value_stats *vs = &tr->values[tr->by_index];
-
-			qsort(g, n, sizeof(*g), cmp_by_group);
-			fprintf(f, "\n  %s latency by %s:\n  %-20s %10s %9s %9s %9s\n",
-				tr->spec_text, vs->expr, vs->expr, "calls", "p50", "p95", "p99");
-			for (int j = 0; j < n; j++) {
-				struct lp_value v = {.u64 = g[j].value};
-				char val[64];
-
-				traces_format_value(&vs->type, &v, val, sizeof(val));
-				lp_fmt_ns(traces_hist_percentile(g[j].hist, g[j].calls, 50), c[0],
-					  16);
-				lp_fmt_ns(traces_hist_percentile(g[j].hist, g[j].calls, 95), c[1],
-					  16);
-				lp_fmt_ns(traces_hist_percentile(g[j].hist, g[j].calls, 99), c[2],
-					  16);
-				fprintf(f, "  %-20s %10" PRIu64 " %9s %9s %9s\n", val, g[j].calls,
-					c[0], c[1], c[2]);
-				free(g[j].hist);
-			}
-			free(g);
-		}
+		if (histograms && tr->info.kind == TRACE_FUNC)
+			print_latency_histogram(t, i, f);
+		print_values(tr, f);
+		if (tr->by_index >= 0)
+			print_by_groups(t, tr, f);
 	}
+}
+
+/* Latency figures of a function trace, overall and over the window. */
+static void latency_json(json_t *o, const struct trace *tr, bool raw_latency,
+			 const struct trace_summary *s, const struct trace_summary *w)
+{
+	json_object_set_new(o, "untimed_calls", json_integer(s->untimed));
+	json_object_set_new(o, "first_insn",
+			    json_string(tr->info.insn_class ? tr->info.insn_class : ""));
+	json_object_set_new(o, "raw_latency", json_boolean(raw_latency));
+	json_object_set_new(o, "p50_ns", json_integer(s->p50));
+	json_object_set_new(o, "p90_ns", json_integer(s->p90));
+	json_object_set_new(o, "p95_ns", json_integer(s->p95));
+	json_object_set_new(o, "p99_ns", json_integer(s->p99));
+	json_object_set_new(o, "p999_ns", json_integer(s->p999));
+	json_object_set_new(o, "max_ns", json_integer(s->max));
+	json_object_set_new(o, "mean_ns", json_real(s->mean));
+	json_object_set_new(o, "window",
+			    json_pack("{s:I,s:I,s:I,s:I,s:I}", "calls", (json_int_t)w->calls,
+				      "untimed_calls", (json_int_t)w->untimed, "p50_ns",
+				      (json_int_t)w->p50, "p95_ns", (json_int_t)w->p95, "p99_ns",
+				      (json_int_t)w->p99));
+}
+
+static json_t *values_json(struct trace *tr)
+{
+	json_t *vals = json_array();
+
+	for (int k = 0; k < tr->n_values; k++) {
+		struct value_stats *vs = &tr->values[k];
+		json_t *v, *top;
+
+		if (!vs->n && k == tr->by_index)
+			continue;
+		v = json_object();
+		top = json_array();
+		qsort(vs->vals, vs->n, sizeof(*vs->vals), cmp_value_count);
+		for (size_t j = 0; j < vs->n && j < 64; j++)
+			json_array_append_new(top,
+					      json_pack("{s:s,s:I}", "value", vs->vals[j].text,
+							"count", (json_int_t)vs->vals[j].count));
+		json_object_set_new(v, "expr", json_string(vs->expr));
+		json_object_set_new(v, "type", json_string(vs->type.name));
+		json_object_set_new(v, "at_return", json_boolean(vs->at_return));
+		json_object_set_new(v, "faults", json_integer(vs->faults));
+		json_object_set_new(v, "top", top);
+		json_array_append_new(vals, v);
+	}
+	return vals;
+}
+
+static json_t *by_groups_json(struct traces *t, struct trace *tr)
+{
+	struct by_group *g = NULL;
+	int n = read_sorted_groups(t, tr, &g);
+	json_t *by = json_array();
+
+	for (int j = 0; j < n; j++) {
+		struct lp_value v = {.u64 = g[j].value};
+		char val[64];
+
+		traces_format_value(&tr->values[tr->by_index].type, &v, val, sizeof(val));
+		json_array_append_new(
+			by,
+			json_pack("{s:s,s:I,s:I,s:I,s:I}", "value", val, "calls",
+				  (json_int_t)g[j].calls, "p50_ns",
+				  (json_int_t)traces_hist_percentile(g[j].hist, g[j].calls, 50),
+				  "p95_ns",
+				  (json_int_t)traces_hist_percentile(g[j].hist, g[j].calls, 95),
+				  "p99_ns",
+				  (json_int_t)traces_hist_percentile(g[j].hist, g[j].calls, 99)));
+		free(g[j].hist);
+	}
+	free(g);
+	return by;
+}
+
+static json_t *trace_json(struct traces *t, int i)
+{
+	struct trace *tr = t->v[i];
+	struct trace_summary s, w;
+	json_t *o = json_object();
+
+	traces__summary(t, i, false, &s);
+	traces__summary(t, i, true, &w);
+	json_object_set_new(o, "spec", json_string(tr->spec_text));
+	json_object_set_new(o, "function", json_string(tr->info.func));
+	json_object_set_new(o, "kind",
+			    json_string(tr->info.kind == TRACE_LINE ? "line" : "function"));
+	json_object_set_new(o, "binary", json_string(tr->info.binary ? tr->info.binary : ""));
+	json_object_set_new(o, "sites", json_integer(tr->info.n_sites));
+	json_object_set_new(o, "calls", json_integer(s.calls));
+	json_object_set_new(o, "rate", json_real(s.rate));
+	if (tr->info.kind == TRACE_FUNC)
+		latency_json(o, tr, t->c->opts->raw_latency, &s, &w);
+	json_object_set_new(o, "probe_cost_ns", json_integer(tr->info.probe_cost_ns));
+	json_object_set_new(o, "overhead_pct", json_real(tr->info.est_overhead_pct));
+	json_object_set_new(o, "detached", json_boolean(tr->info.detached));
+	json_object_set_new(o, "values", values_json(tr));
+	if (tr->by_index >= 0)
+		json_object_set_new(o, "by", by_groups_json(t, tr));
+	return o;
 }
 
 json_t *traces__json(struct traces *t)
 {
 	json_t *arr = json_array();
 
-	for (int i = 0; t && i < t->n; i++) {
-		struct trace *tr = t->v[i];
-		struct trace_summary s, w;
-		json_t *o = json_object(), *vals = json_array();
-
-		traces__summary(t, i, false, &s);
-		traces__summary(t, i, true, &w);
-		json_object_set_new(o, "spec", json_string(tr->spec_text));
-		json_object_set_new(o, "function", json_string(tr->info.func));
-		json_object_set_new(o, "kind",
-				    json_string(tr->info.kind == TRACE_LINE ? "line" : "function"));
-		json_object_set_new(o, "binary",
-				    json_string(tr->info.binary ? tr->info.binary : ""));
-		json_object_set_new(o, "sites", json_integer(tr->info.n_sites));
-		json_object_set_new(o, "calls", json_integer(s.calls));
-		json_object_set_new(o, "rate", json_real(s.rate));
-		if (tr->info.kind == TRACE_FUNC) {
-			json_object_set_new(o, "untimed_calls", json_integer(s.untimed));
-			json_object_set_new(o, "first_insn", json_string(tr->info.insn_class
-										 ? tr->info.insn_class
-										 : ""));
-			json_object_set_new(o, "raw_latency",
-					    json_boolean(t->c->opts->raw_latency));
-			json_object_set_new(o, "p50_ns", json_integer(s.p50));
-			json_object_set_new(o, "p90_ns", json_integer(s.p90));
-			json_object_set_new(o, "p95_ns", json_integer(s.p95));
-			json_object_set_new(o, "p99_ns", json_integer(s.p99));
-			json_object_set_new(o, "p999_ns", json_integer(s.p999));
-			json_object_set_new(o, "max_ns", json_integer(s.max));
-			json_object_set_new(o, "mean_ns", json_real(s.mean));
-			json_object_set_new(
-				o, "window",
-				json_pack("{s:I,s:I,s:I,s:I,s:I}", "calls", (json_int_t)w.calls,
-					  "untimed_calls", (json_int_t)w.untimed, "p50_ns",
-					  (json_int_t)w.p50, "p95_ns", (json_int_t)w.p95, "p99_ns",
-					  (json_int_t)w.p99));
-		}
-		json_object_set_new(o, "probe_cost_ns", json_integer(tr->info.probe_cost_ns));
-		json_object_set_new(o, "overhead_pct", json_real(tr->info.est_overhead_pct));
-		json_object_set_new(o, "detached", json_boolean(tr->info.detached));
-		for (int k = 0; k < tr->n_values; k++) {
-			struct value_stats *vs = &tr->values[k];
-			json_t *v = json_object(), *top = json_array();
-
-			if (!vs->n && k == tr->by_index)
-				continue;
-			qsort(vs->vals, vs->n, sizeof(*vs->vals), cmp_value_count);
-			for (size_t j = 0; j < vs->n && j < 64; j++)
-				json_array_append_new(
-					top, json_pack("{s:s,s:I}", "value", vs->vals[j].text,
-						       "count", (json_int_t)vs->vals[j].count));
-			json_object_set_new(v, "expr", json_string(vs->expr));
-			json_object_set_new(v, "type", json_string(vs->type.name));
-			json_object_set_new(v, "at_return", json_boolean(vs->at_return));
-			json_object_set_new(v, "faults", json_integer(vs->faults));
-			json_object_set_new(v, "top", top);
-			json_array_append_new(vals, v);
-		}
-		json_object_set_new(o, "values", vals);
-		if (tr->by_index >= 0) {
-			struct by_group *g = NULL;
-			int n = traces_read_by_groups(t, tr, &g);
-			json_t *by = json_array();
-
-			qsort(g, n, sizeof(*g), cmp_by_group);
-			for (int j = 0; j < n; j++) {
-				struct lp_value v = {.u64 = g[j].value};
-				char val[64];
-
-				traces_format_value(&tr->values[tr->by_index].type, &v, val,
-						    sizeof(val));
-				json_array_append_new(
-					by, json_pack("{s:s,s:I,s:I,s:I,s:I}", "value", val,
-						      "calls", (json_int_t)g[j].calls, "p50_ns",
-						      (json_int_t)traces_hist_percentile(
-							      g[j].hist, g[j].calls, 50),
-						      "p95_ns",
-						      (json_int_t)traces_hist_percentile(
-							      g[j].hist, g[j].calls, 95),
-						      "p99_ns",
-						      (json_int_t)traces_hist_percentile(
-							      g[j].hist, g[j].calls, 99)));
-				free(g[j].hist);
-			}
-			free(g);
-			json_object_set_new(o, "by", by);
-		}
-		json_array_append_new(arr, o);
-	}
+	for (int i = 0; t && i < t->n; i++)
+		json_array_append_new(arr, trace_json(t, i));
 	return arr;
 }
 

@@ -238,7 +238,22 @@ static int parse_uint(const char *s, unsigned int max, unsigned int *out)
 	return 0;
 }
 
-int cmd_emit(int argc, char **argv)
+/* What the command line asked for; the strings point into argv. */
+struct emit_args {
+	struct emit_opts o;
+	const char *from, *spec, *out, *lang;
+	bool threads_set;
+};
+
+/* emit_parse_args() returns this when the command should go on. */
+#define EMIT_PARSED (-1)
+
+/*
+ * The getopt loop: one case per option, each with its own error, so it is
+ * longer than the other helpers; splitting it would scatter the options.
+ * Returns EMIT_PARSED, or the exit status to stop with.
+ */
+static int emit_parse_args(int argc, char **argv, struct emit_args *a)
 {
 	static const struct option longopts[] = {
 		{"from", required_argument, NULL, 'f'},
@@ -251,49 +266,43 @@ int cmd_emit(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	struct emit_opts o = {.utilization = 1, .threads = 1};
-	const char *from = NULL, *spec = NULL, *out = NULL, *lang = "c";
-	char err[PROFILE_READ_ERRSZ + 256];
-	const struct emit_backend *b;
-	struct profile *p = NULL;
-	bool threads_set = false;
-	int c, ret;
+	int c;
 
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":f:s:o:l:d:u:t:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
-			from = optarg;
+			a->from = optarg;
 			break;
 		case 's':
-			spec = optarg;
+			a->spec = optarg;
 			break;
 		case 'o':
-			out = optarg;
+			a->out = optarg;
 			break;
 		case 'l':
-			lang = optarg;
+			a->lang = optarg;
 			break;
 		case 'd':
-			if (parse_double(optarg, &o.duration_s) || o.duration_s < 0) {
+			if (parse_double(optarg, &a->o.duration_s) || a->o.duration_s < 0) {
 				lp_err("emit: --duration wants seconds >= 0, not '%s'", optarg);
 				return EXIT_USAGE;
 			}
 			break;
 		case 'u':
-			if (parse_double(optarg, &o.utilization) || !(o.utilization > 0) ||
-			    o.utilization > 1) {
+			if (parse_double(optarg, &a->o.utilization) || !(a->o.utilization > 0) ||
+			    a->o.utilization > 1) {
 				lp_err("emit: --utilization wants 0 < U <= 1, not '%s'", optarg);
 				return EXIT_USAGE;
 			}
 			break;
 		case 't':
-			if (parse_uint(optarg, 4096, &o.threads) || o.threads == 0) {
+			if (parse_uint(optarg, 4096, &a->o.threads) || a->o.threads == 0) {
 				lp_err("emit: --threads wants 1 to 4096, not '%s'", optarg);
 				return EXIT_USAGE;
 			}
-			threads_set = true;
+			a->threads_set = true;
 			break;
 		case 'h':
 			emit_usage(stdout);
@@ -311,74 +320,106 @@ int cmd_emit(int argc, char **argv)
 		lp_err("emit: unexpected argument '%s'", argv[optind]);
 		return EXIT_USAGE;
 	}
-	if (!!from == !!spec) {
+	return EMIT_PARSED;
+}
+
+/*
+ * The checks across options; on success *@b is the backend and
+ * @a->o.out_path the name the program's header uses. Returns EMIT_PARSED,
+ * or the exit status to stop with.
+ */
+static int emit_check_args(struct emit_args *a, const struct emit_backend **b)
+{
+	if (!!a->from == !!a->spec) {
 		lp_err("emit: give exactly one of --from PROFILE and --scenario SPEC");
 		return EXIT_USAGE;
 	}
-	if (!out) {
+	if (!a->out) {
 		lp_err("emit: -o FILE is required");
 		return EXIT_USAGE;
 	}
-	b = emit_backend_find(lang);
-	if (!b) {
-		lp_err("emit: unknown language '%s' (c, go, python or ruby)", lang);
+	*b = emit_backend_find(a->lang);
+	if (!*b) {
+		lp_err("emit: unknown language '%s' (c, go, python or ruby)", a->lang);
 		return EXIT_USAGE;
 	}
 	/* On stdout, the header's commands name the file the user will save. */
-	if (!strcmp(out, "-"))
-		o.out_path = spec || !strcmp(lang, "c") ? "synthetic.c"
-			     : !strcmp(lang, "go")	? "synthetic.go"
-			     : !strcmp(lang, "python")	? "synthetic.py"
-							: "synthetic.rb";
+	if (!strcmp(a->out, "-"))
+		a->o.out_path = a->spec || !strcmp(a->lang, "c") ? "synthetic.c"
+				: !strcmp(a->lang, "go")	 ? "synthetic.go"
+				: !strcmp(a->lang, "python")	 ? "synthetic.py"
+								 : "synthetic.rb";
 	else
-		o.out_path = out;
+		a->o.out_path = a->out;
+	return EMIT_PARSED;
+}
 
-	if (spec) {
-		struct scenario sc = {0};
-		struct atomic_file af;
+/* Write @sc's C program to @out ('-' for stdout), whole or not at all. */
+static int write_scenario(const struct scenario *sc, const struct emit_opts *o, const char *out)
+{
+	struct atomic_file af;
+	int ret;
 
-		if (strcmp(lang, "c") != 0) {
-			lp_err("emit: scenarios are written in C only, not '%s'", lang);
-			return EXIT_USAGE;
-		}
-		ret = scenario_read_file(&sc, spec, err, sizeof(err));
-		if (ret) {
-			lp_err("%s", err);
-			scenario_free(&sc);
-			return ret == -EINVAL || ret == -ENOENT ? EXIT_USAGE : EXIT_RUNTIME;
-		}
-		if (threads_set)
-			sc.threads = o.threads;
-		o.source = spec;
-		if (!strcmp(out, "-")) {
-			ret = scenario_write_c(stdout, &sc, &o);
-			if (!ret && fflush(stdout))
-				ret = -EIO;
-		} else {
-			ret = atomic_file__open(&af, out);
-			if (!ret) {
-				ret = scenario_write_c(af.fp, &sc, &o);
-				if (ret)
-					atomic_file__abort(&af);
-				else
-					ret = atomic_file__commit(&af);
-			}
-		}
-		scenario_free(&sc);
-		if (ret) {
-			lp_err("cannot write '%s': %s", out, strerror(-ret));
-			return EXIT_OUTPUT;
-		}
-		return EXIT_OK;
+	if (!strcmp(out, "-")) {
+		ret = scenario_write_c(stdout, sc, o);
+		if (!ret && fflush(stdout))
+			ret = -EIO;
+		return ret;
 	}
+	ret = atomic_file__open(&af, out);
+	if (ret)
+		return ret;
+	ret = scenario_write_c(af.fp, sc, o);
+	if (ret)
+		atomic_file__abort(&af);
+	else
+		ret = atomic_file__commit(&af);
+	return ret;
+}
 
-	ret = profile_read_file(from, &p, err, sizeof(err));
+/* `emit --scenario`: returns the exit status. */
+static int emit_scenario(struct emit_args *a)
+{
+	char err[PROFILE_READ_ERRSZ + 256];
+	struct scenario sc = {0};
+	int ret;
+
+	if (strcmp(a->lang, "c") != 0) {
+		lp_err("emit: scenarios are written in C only, not '%s'", a->lang);
+		return EXIT_USAGE;
+	}
+	ret = scenario_read_file(&sc, a->spec, err, sizeof(err));
+	if (ret) {
+		lp_err("%s", err);
+		scenario_free(&sc);
+		return ret == -EINVAL || ret == -ENOENT ? EXIT_USAGE : EXIT_RUNTIME;
+	}
+	if (a->threads_set)
+		sc.threads = a->o.threads;
+	a->o.source = a->spec;
+	ret = write_scenario(&sc, &a->o, a->out);
+	scenario_free(&sc);
+	if (ret) {
+		lp_err("cannot write '%s': %s", a->out, strerror(-ret));
+		return EXIT_OUTPUT;
+	}
+	return EXIT_OK;
+}
+
+/* `emit --from`: returns the exit status. */
+static int emit_profile(struct emit_args *a, const struct emit_backend *b)
+{
+	char err[PROFILE_READ_ERRSZ + 256];
+	struct profile *p = NULL;
+	int ret;
+
+	ret = profile_read_file(a->from, &p, err, sizeof(err));
 	if (ret) {
 		lp_err("%s", err);
 		return ret == -ENOMEM ? EXIT_RUNTIME : EXIT_USAGE;
 	}
-	o.source = from;
-	ret = emit_write_file(b, p, &o, out, err, sizeof(err));
+	a->o.source = a->from;
+	ret = emit_write_file(b, p, &a->o, a->out, err, sizeof(err));
 	profile__free(p);
 	if (ret) {
 		lp_err("%s", err);
@@ -387,4 +428,18 @@ int cmd_emit(int argc, char **argv)
 		return ret == -ENOMEM ? EXIT_RUNTIME : EXIT_OUTPUT;
 	}
 	return EXIT_OK;
+}
+
+int cmd_emit(int argc, char **argv)
+{
+	struct emit_args a = {.o = {.utilization = 1, .threads = 1}, .lang = "c"};
+	const struct emit_backend *b;
+	int ret;
+
+	ret = emit_parse_args(argc, argv, &a);
+	if (ret == EMIT_PARSED)
+		ret = emit_check_args(&a, &b);
+	if (ret != EMIT_PARSED)
+		return ret;
+	return a.spec ? emit_scenario(&a) : emit_profile(&a, b);
 }

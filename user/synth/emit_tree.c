@@ -159,11 +159,120 @@ static int name_index(struct emit_tree *t, struct u64_map *m, const char *s, uin
 	return map_put(m, key, *idx);
 }
 
+/* Intern every frame's name; @frame_name[i] gets frame i's name index. */
+static int name_frames(struct emit_tree *t, const struct profile *p, struct u64_map *names,
+		       uint32_t *frame_name)
+{
+	size_t i;
+	int ret;
+
+	for (i = 0; i < p->n_frames; i++) {
+		ret = name_index(t, names, p->frames[i].name ? p->frames[i].name : "[unknown]",
+				 &frame_name[i]);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* The child of @node called @name, made if it is not there yet. */
+static int child_of(struct emit_tree *t, struct u64_map *children, uint32_t node, uint32_t name,
+		    uint32_t *child)
+{
+	/* +1 keeps the key non-zero for the root's children. */
+	uint64_t key = ((uint64_t)node << 32 | name) + 1;
+	size_t slot = map_slot(children, key);
+	int ret;
+
+	if (children->keys[slot]) {
+		*child = children->vals[slot];
+		return 0;
+	}
+	ret = add_node(t, node, name, child);
+	if (!ret)
+		ret = map_put(children, key, *child);
+	return ret;
+}
+
+/* Merge every sample's stack into the tree under @root, counting self. */
+static int add_samples(struct emit_tree *t, const struct profile *p, const uint32_t *frame_name,
+		       struct u64_map *children, uint32_t root)
+{
+	size_t i, j;
+	int ret;
+
+	for (i = 0; i < p->n_samples; i++) {
+		const struct profile_sample *s = &p->samples[i];
+		uint32_t node = root;
+
+		for (j = 0; j < s->depth; j++) {
+			uint32_t fid = s->frames[j];
+
+			if (fid >= p->n_frames)
+				return -EINVAL;
+			if (j == EMIT_MAX_DEPTH) {
+				t->truncated += s->count;
+				break;
+			}
+			ret = child_of(t, children, node, frame_name[fid], &node);
+			if (ret)
+				return ret;
+		}
+		t->nodes[node].self += s->count;
+		t->total += s->count;
+	}
+	return 0;
+}
+
+/* Children come after their parent, so one reverse pass sums totals. */
+static void sum_totals(struct emit_tree *t)
+{
+	size_t i;
+
+	for (i = t->n_nodes; i-- > 0;) {
+		struct emit_node *n = &t->nodes[i];
+
+		n->total += n->self;
+		if (n->parent != EMIT_NONE)
+			t->nodes[n->parent].total += n->total;
+		if (n->depth > t->max_depth)
+			t->max_depth = n->depth;
+		if (n->name != EMIT_NONE) {
+			t->names[n->name].count++;
+			t->names[n->name].self += n->self;
+		}
+	}
+}
+
+/* Group node ids by name (a counting sort, stable in node order). */
+static int group_by_name(struct emit_tree *t)
+{
+	uint32_t *fill;
+	size_t i, j;
+
+	t->name_nodes = calloc(t->n_nodes, sizeof(*t->name_nodes));
+	fill = calloc(t->n_names ? t->n_names : 1, sizeof(*fill));
+	if (!t->name_nodes || !fill) {
+		free(fill);
+		return -ENOMEM;
+	}
+	for (i = 0, j = 0; i < t->n_names; i++) {
+		t->names[i].first = (uint32_t)j;
+		j += t->names[i].count;
+	}
+	for (i = 1; i < t->n_nodes; i++) {
+		struct emit_name *nm = &t->names[t->nodes[i].name];
+
+		t->name_nodes[nm->first + fill[t->nodes[i].name]++] = (uint32_t)i;
+	}
+	free(fill);
+	return 0;
+}
+
 int emit_tree__build(struct emit_tree *t, const struct profile *p)
 {
 	struct u64_map names = {0}, children = {0};
-	uint32_t *frame_name = NULL, *fill = NULL;
-	size_t i, j;
+	uint32_t *frame_name = NULL;
 	uint32_t root;
 	int ret;
 
@@ -179,89 +288,21 @@ int emit_tree__build(struct emit_tree *t, const struct profile *p)
 		ret = -ENOMEM;
 		goto out;
 	}
-	for (i = 0; i < p->n_frames; i++) {
-		ret = name_index(t, &names, p->frames[i].name ? p->frames[i].name : "[unknown]",
-				 &frame_name[i]);
-		if (ret)
-			goto out;
-	}
-	ret = add_node(t, EMIT_NONE, EMIT_NONE, &root);
+	ret = name_frames(t, p, &names, frame_name);
+	if (!ret)
+		ret = add_node(t, EMIT_NONE, EMIT_NONE, &root);
+	if (!ret)
+		ret = add_samples(t, p, frame_name, &children, root);
 	if (ret)
 		goto out;
-
-	for (i = 0; i < p->n_samples; i++) {
-		const struct profile_sample *s = &p->samples[i];
-		uint32_t node = root;
-
-		for (j = 0; j < s->depth; j++) {
-			uint32_t fid = s->frames[j], name, child;
-			uint64_t key;
-			size_t slot;
-
-			if (fid >= p->n_frames) {
-				ret = -EINVAL;
-				goto out;
-			}
-			if (j == EMIT_MAX_DEPTH) {
-				t->truncated += s->count;
-				break;
-			}
-			name = frame_name[fid];
-			/* +1 keeps the key non-zero for the root's children. */
-			key = ((uint64_t)node << 32 | name) + 1;
-			slot = map_slot(&children, key);
-			if (children.keys[slot]) {
-				child = children.vals[slot];
-			} else {
-				ret = add_node(t, node, name, &child);
-				if (!ret)
-					ret = map_put(&children, key, child);
-				if (ret)
-					goto out;
-			}
-			node = child;
-		}
-		t->nodes[node].self += s->count;
-		t->total += s->count;
-	}
-
-	/* Children come after their parent, so one reverse pass sums totals. */
-	for (i = t->n_nodes; i-- > 0;) {
-		struct emit_node *n = &t->nodes[i];
-
-		n->total += n->self;
-		if (n->parent != EMIT_NONE)
-			t->nodes[n->parent].total += n->total;
-		if (n->depth > t->max_depth)
-			t->max_depth = n->depth;
-		if (n->name != EMIT_NONE) {
-			t->names[n->name].count++;
-			t->names[n->name].self += n->self;
-		}
-	}
-
-	/* Group node ids by name (a counting sort, stable in node order). */
-	t->name_nodes = calloc(t->n_nodes, sizeof(*t->name_nodes));
-	fill = calloc(t->n_names ? t->n_names : 1, sizeof(*fill));
-	if (!t->name_nodes || !fill) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	for (i = 0, j = 0; i < t->n_names; i++) {
-		t->names[i].first = (uint32_t)j;
-		j += t->names[i].count;
-	}
-	for (i = 1; i < t->n_nodes; i++) {
-		struct emit_name *nm = &t->names[t->nodes[i].name];
-
-		t->name_nodes[nm->first + fill[t->nodes[i].name]++] = (uint32_t)i;
-	}
-	ret = t->total ? 0 : -EINVAL;
+	sum_totals(t);
+	ret = group_by_name(t);
+	if (!ret)
+		ret = t->total ? 0 : -EINVAL;
 out:
 	map_free(&names);
 	map_free(&children);
 	free(frame_name);
-	free(fill);
 	return ret;
 }
 
