@@ -363,13 +363,20 @@ def test_scenario_ground_truth(liveprof, tmp_path):
     r = run([prog, "1"], env=dict(os.environ, LIVEPROF_TRUTH=str(truth)))
     assert r.returncode == 0, r.stderr
     calls = [tuple(map(int, ln.split())) for ln in truth.read_text().splitlines()]
-    assert 900 <= len(calls) <= 1050  # 1000 calls per second
+    # Paced to absolute times, 1000 a second: never more calls than that
+    # (a starved machine may give fewer, so no lower bound but one call).
+    assert 1 <= len(calls) <= 1000 * 1 + 1
     slow = [ns for ns, s in calls if s]
     fast = [ns for ns, s in calls if not s]
-    assert abs(len(slow) / len(calls) - 0.08) < 0.005
-    # 200 us for every call, 1 ms more for slow ones (generous for a busy VM).
-    assert 180e3 < sorted(fast)[len(fast) // 2] < 400e3
-    assert 1.1e6 < sorted(slow)[len(slow) // 2] < 3e6
+    # Slow calls are spread deterministically: exactly floor(n * 8%) of n.
+    assert len(slow) == int(len(calls) * 0.08 + 1e-9), (len(slow), len(calls))
+    # Wall time is never less than the CPU work done: 200 us for every call,
+    # 1 ms more for slow ones, as calibrated by the emitted program (its
+    # stated promise: within 5% of the nominal work; more than half the calls
+    # of each class must keep it). Upper bounds would depend on the machine's
+    # load; the percentile checks against liveprof are in validate --scenario.
+    med_fast, med_slow = sorted(fast)[len(fast) // 2], sorted(slow)[len(slow) // 2]
+    assert med_fast >= 0.95 * 200e3 and med_slow >= 0.95 * 1.2e6, (med_fast, med_slow)
 
     # SIGTERM ends a program that would run for ever, and it still writes its truth.
     out2 = str(tmp_path / "lock.c")
@@ -383,9 +390,10 @@ def test_scenario_ground_truth(liveprof, tmp_path):
     p.send_signal(signal.SIGTERM)
     assert p.wait(timeout=10) == 0
     lines = truth2.read_text().splitlines()
-    assert len(lines) > 500
     slow = sorted(int(ln.split()[0]) for ln in lines if ln.endswith(" 1"))
-    assert slow and slow[len(slow) // 2] > 0.9e6
+    assert len(slow) == int(len(lines) * 0.05 + 1e-9), (len(slow), len(lines))
+    # a slow call blocks 1 ms on the lock: never less
+    assert slow and slow[0] >= 1e6, slow[:3]
 
 
 def validate_passed(r):
