@@ -20,6 +20,8 @@ for i in $(seq 1 "$N"); do
 	log="$LOGS/run-$i-$(date -u +%Y%m%dT%H%M%S)-$$.log"
 	t0=$(date +%s)
 	if git clone -q "$REPO" "$dir/liveprof" >"$log" 2>&1; then
+		# each run names the commit it cloned (the repository may move on)
+		REV=$(git -C "$dir/liveprof" rev-parse --short HEAD)
 		(cd "$dir/liveprof" && make test) >>"$log" 2>&1
 		rc=$?
 	else
