@@ -21,7 +21,8 @@ WORKLOADS = ROOT / "tests" / "workloads"
 LIVEPROF = Path(os.environ.get("LIVEPROF", ROOT / "liveprof"))
 
 NEEDED = ["fastslow", "threads4", "uselib", "libwl.so", "latency", "calls",
-          "argso2", "reqs", "midleaf", "rate", "churn", "spinexit", "constwork", "deeprec"]
+          "argso2", "reqs", "midleaf", "rate", "churn", "spinexit", "constwork", "deeprec",
+          "probesafe"]
 
 
 def pytest_collection_modifyitems(config, items):
