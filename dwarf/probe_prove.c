@@ -35,6 +35,8 @@ struct probe_prover {
 	size_t n_fdes;
 	struct range *syms;
 	size_t n_syms;
+	/* a boundary reached from an anchor: sites sorted by address decode once */
+	uint64_t memo_anchor, memo_pos;
 };
 
 /* ---- a byte reader that never leaves its buffer ---- */
@@ -422,7 +424,8 @@ int probe_prove_boundary(struct probe_prover *p, uint64_t vaddr, struct prove_re
 {
 	struct prove_result tmp;
 	const struct range *r;
-	uint64_t start, entry, end = 0;
+	uint64_t start, entry, end = 0, from;
+	int ret;
 
 	if (!res)
 		res = &tmp;
@@ -441,7 +444,15 @@ int probe_prove_boundary(struct probe_prover *p, uint64_t vaddr, struct prove_re
 	} else {
 		return -ENOENT;
 	}
-	return decode_to(p->elf, res->anchor, vaddr, end, &res->insn_start);
+	from = res->anchor;
+	if (p->memo_anchor == res->anchor && p->memo_pos > from && p->memo_pos <= vaddr)
+		from = p->memo_pos;
+	ret = decode_to(p->elf, from, vaddr, end, &res->insn_start);
+	if (ret == 0 || ret == -EILSEQ) {
+		p->memo_anchor = res->anchor;
+		p->memo_pos = res->insn_start;
+	}
+	return ret;
 }
 
 /* Is the CFA at @a "rsp + 8", i.e. is [rsp] the return address there? */
