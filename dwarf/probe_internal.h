@@ -27,11 +27,14 @@ struct symtab {
 	size_t n, cap;
 };
 
+struct probe_prover;
+
 struct ctx {
 	const char *path;
 	int fd;
 	Elf *elf;
 	Dwarf *dbg;
+	struct probe_prover *prover; /* made on first use by probe_check_*() */
 	char *err;
 	size_t errlen;
 };
@@ -52,5 +55,15 @@ int probe_resolve_line(struct ctx *c, const struct probe_spec *spec, struct prob
 int probe_site_fill(struct probe_site *s, uint64_t vaddr, uint64_t off, const char *func,
 		    const char *inl, const char *file, int line);
 int probe_symtab_load(Elf *elf, struct symtab *t);
+
+/*
+ * probe_check.c: refuse what is not proven. @what is the spec as the user
+ * wrote it; @func names the function in the message. 0, or a negative
+ * errno with the message in c->err.
+ */
+int probe_check_site(struct ctx *c, const char *what, uint64_t vaddr, const char *func);
+int probe_check_entry(struct ctx *c, const char *what, uint64_t vaddr, const char *func,
+		      bool for_return);
+void probe_check_end(struct ctx *c);
 
 #endif

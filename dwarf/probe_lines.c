@@ -104,8 +104,7 @@ static int scan_cu_lines(Dwarf_Die *cu, const char *want, int line, struct line_
 	Dwarf_Lines *lines;
 	Dwarf_Files *files;
 	size_t i, n, nf;
-	const char *prev_src = NULL;
-	int prev_line = -1;
+	bool run = false; /* inside a run of rows of the wanted line, begun by a statement */
 
 	if (dwarf_getsrclines(cu, &lines, &n) || !n)
 		return 0;
@@ -140,10 +139,11 @@ static int scan_cu_lines(Dwarf_Die *cu, const char *want, int line, struct line_
 		dwarf_linebeginstatement(l, &stmt);
 		src = dwarf_linesrc(l, NULL, NULL);
 		if (end || !src) {
-			prev_src = NULL;
-			prev_line = -1;
+			run = false;
 			continue;
 		}
+		if (ln != line || !file_matches(src, want))
+			run = false;
 		if (file_matches(src, want)) {
 			if (!ls->file_seen)
 				snprintf(ls->matched_file, sizeof(ls->matched_file), "%s", src);
@@ -158,21 +158,23 @@ static int scan_cu_lines(Dwarf_Die *cu, const char *want, int line, struct line_
 			 * Only where the line starts: further rows of the same
 			 * line in a run (column changes, views) would fire a
 			 * probe several times for one execution of the line.
+			 * A run begins at a statement row: rows of the line
+			 * before it (code hoisted out of a loop, say) are not
+			 * statements, and must not hide the one that is.
 			 */
-			if (stmt && ln == line &&
-			    !(prev_line == line && prev_src && !strcmp(prev_src, src))) {
+			if (stmt && ln == line && !run) {
 				int ret = 0;
 
-				if (empty_view(lines, i, n, a, line))
+				if (empty_view(lines, i, n, a, line)) {
 					ls->merged = true;
-				else
+				} else {
 					ret = addr_push(ls, a);
+					run = true;
+				}
 				if (ret)
 					return ret;
 			}
 		}
-		prev_src = src;
-		prev_line = ln;
 	}
 	return 0;
 }
@@ -189,9 +191,12 @@ int probe_resolve_line(struct ctx *c, const struct probe_spec *spec, struct prob
 	struct line_scan ls = {0};
 	Dwarf_Off off = 0, next;
 	size_t hsize, i, k = 0;
+	char what[2 * PROBE_PATH_MAX + 16];
 	int ret = 0;
 
 	t->is_line = true;
+	snprintf(what, sizeof(what), "%s%s%s:%d", spec->binary, spec->binary[0] ? ":" : "",
+		 spec->file, spec->line);
 	if (!c->dbg) {
 		lp_errf(c->err, c->errlen, "'%s' has no DWARF line info; build with -g", c->path);
 		return -ENODATA;
@@ -255,6 +260,9 @@ int probe_resolve_line(struct ctx *c, const struct probe_spec *spec, struct prob
 		if (elf_vaddr_to_offset(c->elf, ls.addrs[i], &foff))
 			continue;
 		probe_addr_scopes(c->dbg, ls.addrs[i], &func, &inl);
+		ret = probe_check_site(c, what, ls.addrs[i], func);
+		if (ret)
+			goto out;
 		ret = probe_site_fill(&t->sites[k], ls.addrs[i], foff, func, inl, ls.matched_file,
 				      spec->line);
 		t->n_sites = ++k;

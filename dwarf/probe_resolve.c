@@ -275,6 +275,7 @@ static int ctx_open(struct ctx *c, const char *path, char *err, size_t errlen)
 
 static void ctx_close(struct ctx *c)
 {
+	probe_check_end(c);
 	if (c->dbg)
 		dwarf_end(c->dbg);
 	if (c->elf)
@@ -364,18 +365,71 @@ static int fill_ret_sites(struct ctx *c, struct probe_target *t)
 	return 0;
 }
 
-static int resolve_func(struct ctx *c, const struct probe_spec *spec, struct probe_target *t)
+/* Where no symbol has the function: a DWARF-only copy, or why not. */
+static int func_from_dwarf(struct ctx *c, const struct probe_spec *spec, const struct symtab *st,
+			   uint64_t *entry, uint64_t *size)
+{
+	struct inline_scan sc = {.want = spec->func};
+
+	if (c->dbg)
+		scan_inlines(c->dbg, &sc);
+	if (sc.ool_entry) {
+		/* a DWARF-only out-of-line copy (symbols stripped, debug kept) */
+		Dwarf_Die cu, *scopes = NULL;
+		int n, k;
+
+		*entry = sc.ool_entry;
+		if (dwarf_addrdie(c->dbg, *entry, &cu) &&
+		    (n = dwarf_getscopes(&cu, *entry, &scopes)) > 0) {
+			for (k = 0; k < n; k++) {
+				Dwarf_Addr hi;
+
+				if (dwarf_tag(&scopes[k]) == DW_TAG_subprogram &&
+				    dwarf_highpc(&scopes[k], &hi) == 0 && hi > *entry) {
+					*size = hi - *entry;
+					break;
+				}
+			}
+		}
+		free(scopes);
+		return 0;
+	}
+	if (sc.n_inst) {
+		char list[MAX_INLINE_REPORT * (PROBE_NAME_MAX + 70)];
+		size_t off = 0, j;
+
+		for (j = 0; j < sc.n_inst && j < MAX_INLINE_REPORT; j++)
+			off += snprintf(list + off, sizeof(list) - off, "%s%s", j ? ", " : "",
+					sc.inst[j]);
+		if (sc.n_inst > MAX_INLINE_REPORT)
+			snprintf(list + off, sizeof(list) - off, ", and %zu more",
+				 sc.n_inst - MAX_INLINE_REPORT);
+		lp_errf(c->err, c->errlen,
+			"'%s' is only inlined (into %s); probe a line instead, e.g. --trace %s",
+			spec->func, list, sc.first_site);
+		return -EINVAL;
+	} else {
+		struct near nr = {0};
+		char sugg[3 * PROBE_NAME_MAX + 64];
+
+		for (size_t i = 0; i < st->n; i++)
+			probe_near_offer(&nr, spec->func, st->syms[i].name);
+		probe_near_format(&nr, sugg, sizeof(sugg));
+		lp_errf(c->err, c->errlen, "no function '%s' in '%s'%s%s", spec->func, c->path,
+			sc.found_any ? " (declared in DWARF, but has no code)" : "", sugg);
+		return -ENOENT;
+	}
+}
+
+/* The function's start and size from the symbol tables, else from DWARF. */
+static int find_func(struct ctx *c, const struct probe_spec *spec, uint64_t *entry, uint64_t *size)
 {
 	struct symtab st = {0};
 	const struct fsym *hit = NULL;
-	uint64_t entry = 0, size = 0;
-	size_t i;
 	int ret;
 
 	ret = probe_symtab_load(c->elf, &st);
-	if (ret)
-		goto out;
-	for (i = 0; i < st.n; i++) {
+	for (size_t i = 0; !ret && i < st.n; i++) {
 		const struct fsym *s = &st.syms[i];
 
 		if (strcmp(s->name, spec->func))
@@ -397,114 +451,95 @@ static int resolve_func(struct ctx *c, const struct probe_spec *spec, struct pro
 				"'%s' is ambiguous in '%s': %s; probe a line instead", spec->func,
 				c->path, list);
 			ret = -EINVAL;
-			goto out;
 		}
 		if (!hit || (!hit->size && s->size))
 			hit = s;
 	}
-	if (hit) {
-		entry = hit->value;
-		size = hit->size;
-	} else {
-		struct inline_scan sc = {.want = spec->func};
-
-		if (c->dbg)
-			scan_inlines(c->dbg, &sc);
-		if (sc.ool_entry) {
-			/* a DWARF-only out-of-line copy (symbols stripped, debug kept) */
-			Dwarf_Die cu, *scopes = NULL;
-			int n, k;
-
-			entry = sc.ool_entry;
-			if (dwarf_addrdie(c->dbg, entry, &cu) &&
-			    (n = dwarf_getscopes(&cu, entry, &scopes)) > 0) {
-				for (k = 0; k < n; k++) {
-					Dwarf_Addr hi;
-
-					if (dwarf_tag(&scopes[k]) == DW_TAG_subprogram &&
-					    dwarf_highpc(&scopes[k], &hi) == 0 && hi > entry) {
-						size = hi - entry;
-						break;
-					}
-				}
-			}
-			free(scopes);
-		} else if (sc.n_inst) {
-			char list[MAX_INLINE_REPORT * (PROBE_NAME_MAX + 70)];
-			size_t off = 0, j;
-
-			for (j = 0; j < sc.n_inst && j < MAX_INLINE_REPORT; j++)
-				off += snprintf(list + off, sizeof(list) - off, "%s%s",
-						j ? ", " : "", sc.inst[j]);
-			if (sc.n_inst > MAX_INLINE_REPORT)
-				snprintf(list + off, sizeof(list) - off, ", and %zu more",
-					 sc.n_inst - MAX_INLINE_REPORT);
-			lp_errf(c->err, c->errlen,
-				"'%s' is only inlined (into %s); probe a line instead, "
-				"e.g. --trace "
-				"%s",
-				spec->func, list, sc.first_site);
-			ret = -EINVAL;
-			goto out;
-		} else {
-			struct near nr = {0};
-			char sugg[3 * PROBE_NAME_MAX + 64];
-
-			for (i = 0; i < st.n; i++)
-				probe_near_offer(&nr, spec->func, st.syms[i].name);
-			probe_near_format(&nr, sugg, sizeof(sugg));
-			lp_errf(c->err, c->errlen, "no function '%s' in '%s'%s%s", spec->func,
-				c->path,
-				sc.found_any ? " (declared in DWARF, but has no code)" : "", sugg);
-			ret = -ENOENT;
-			goto out;
-		}
+	if (!ret && hit) {
+		*entry = hit->value;
+		*size = hit->size;
+	} else if (!ret) {
+		ret = func_from_dwarf(c, spec, &st, entry, size);
 	}
+	free(st.syms);
+	return ret;
+}
 
-	if (spec->has_offset && (spec->offset >= size && !(size == 0 && spec->offset == 0))) {
+/* "bin:func+0xOFF" as the user wrote it, for messages. */
+static void func_label(const struct probe_spec *spec, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "%s%s%s", spec->binary, spec->binary[0] ? ":" : "", spec->func);
+
+	if (spec->has_offset && n > 0 && (size_t)n < len)
+		snprintf(buf + n, len - (size_t)n, "+0x%llx", (unsigned long long)spec->offset);
+}
+
+/*
+ * The function's start must be proven a function entry (a corrupt symbol
+ * must not put a return probe mid-function), and an offset an instruction
+ * boundary decoded from that start.
+ */
+static int prove_func(struct ctx *c, const struct probe_spec *spec, uint64_t entry, uint64_t size)
+{
+	char what[PROBE_PATH_MAX + PROBE_NAME_MAX + 24];
+	int ret;
+
+	func_label(spec, what, sizeof(what));
+	if (spec->has_offset && spec->offset >= size && !(size == 0 && spec->offset == 0)) {
 		lp_errf(c->err, c->errlen, "offset %llu is outside '%s' (size %llu)",
 			(unsigned long long)spec->offset, spec->func, (unsigned long long)size);
-		ret = -EINVAL;
-		goto out;
+		return -EINVAL;
 	}
+	ret = probe_check_entry(c, what, entry, spec->func, !spec->has_offset);
+	if (!ret && spec->has_offset)
+		ret = probe_check_site(c, what, entry + spec->offset, spec->func);
+	return ret;
+}
+
+static int resolve_func(struct ctx *c, const struct probe_spec *spec, struct probe_target *t)
+{
+	uint64_t entry = 0, size = 0;
+	int ret;
+
+	ret = find_func(c, spec, &entry, &size);
+	if (!ret)
+		ret = prove_func(c, spec, entry, size);
+	if (ret)
+		return ret;
 	t->func = strdup(spec->func);
 	t->sites = calloc(1, sizeof(*t->sites));
-	if (!t->func || !t->sites) {
-		ret = -ENOMEM;
-		goto out;
-	}
+	if (!t->func || !t->sites)
+		return -ENOMEM;
 	t->func_size = size;
 	t->entry_vaddr = entry;
 	if (elf_vaddr_to_offset(c->elf, entry, &t->entry_offset)) {
 		lp_errf(c->err, c->errlen, "'%s' at 0x%llx is not in a loaded segment of '%s'",
 			spec->func, (unsigned long long)entry, c->path);
-		ret = -ENOENT;
-		goto out;
+		return -ENOENT;
 	}
 	t->body_vaddr = body_addr(c->dbg, entry, size);
 	if (elf_vaddr_to_offset(c->elf, t->body_vaddr, &t->body_offset)) {
 		t->body_vaddr = entry;
 		t->body_offset = t->entry_offset;
 	}
-	/* ret sites come from the function start, before +OFF moves the entry */
-	if (size) {
-		ret = fill_ret_sites(c, t);
-		if (ret)
-			goto out;
-	}
 	if (spec->has_offset) {
+		/* a hit counter at one instruction: no return sites, no latency */
+		t->is_offset = true;
 		t->entry_vaddr += spec->offset;
 		t->entry_offset += spec->offset;
 		t->body_vaddr = t->entry_vaddr;
 		t->body_offset = t->entry_offset;
+	} else if (size) {
+		/* decoded from the proven entry, so each ret is a boundary too */
+		ret = fill_ret_sites(c, t);
+		if (ret)
+			return ret;
 	}
-	ret = probe_site_fill(&t->sites[0], t->entry_vaddr, t->entry_offset, t->func, NULL, NULL,
-			      0);
 	t->n_sites = 1;
-out:
-	free(st.syms);
-	return ret;
+	return probe_site_fill(&t->sites[0], t->entry_vaddr, t->entry_offset, t->func, NULL, NULL,
+			       0);
 }
+
 int probe_resolve(const char *binary_path, const struct probe_spec *spec, struct probe_target *out,
 		  char *err, size_t errlen)
 {

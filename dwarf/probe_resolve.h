@@ -83,6 +83,7 @@ struct probe_target {
 	char *binary_path;
 	char *func;	       /* resolved function name, NULL for a line spec */
 	bool is_line;	       /* sites[] are line addresses */
+	bool is_offset;	       /* FUNC+OFF: sites[0] takes a hit probe, never a return probe */
 	bool is_go;	       /* Go binary: use ret_sites[], never uretprobes */
 	uint64_t entry_vaddr;  /* function entry (+OFF), 0 for a line spec */
 	uint64_t entry_offset; /* file offset of entry_vaddr */
@@ -98,14 +99,15 @@ struct probe_target {
 
 /**
  * probe_spec_parse - parse a probe spec
- * @text: "FUNC", "BINARY:FUNC", "FILE:LINE", "FUNC+OFF", each optionally
- *        followed by "(expr, expr, ...)"
+ * @text: "FUNC", "BINARY:FUNC", "FILE:LINE", "BINARY:FILE:LINE", "FUNC+OFF",
+ *        "BINARY:FUNC+OFF", each optionally followed by "(expr, expr, ...)"
  * @out: filled on success (caller-owned storage, nothing to free)
  * @err: message on failure
  * @errlen: size of @err
  *
- * "X:N" is a line spec when X contains '.' or '/' and N is all digits;
- * otherwise the part before the last ':' is a binary.
+ * "X:N" is a line spec when X contains '.' or '/' and N is all digits
+ * (a ':' in X then separates the binary from the file); otherwise the
+ * part before the last ':' is a binary.
  *
  * Return: 0, or -EINVAL with a message in @err.
  */

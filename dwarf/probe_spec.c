@@ -184,6 +184,27 @@ static int copy_str(char *dst, size_t dstlen, const char *src, size_t n)
 	return 0;
 }
 
+/* "FILE" or "LIB:FILE" (the part before ":LINE") into the spec. */
+static int split_line_file(char *head, const char *line, struct probe_spec *out, char *err,
+			   size_t errlen)
+{
+	char *lib = strrchr(head, ':'), *file = head;
+
+	if (lib) {
+		*lib = '\0';
+		file = lib + 1;
+		if (!*head || copy_str(out->binary, sizeof(out->binary), head, strlen(head))) {
+			lp_errf(err, errlen, "bad binary name in '%s:%s:%s'", head, file, line);
+			return -EINVAL;
+		}
+	}
+	if (!*file || copy_str(out->file, sizeof(out->file), file, strlen(file))) {
+		lp_errf(err, errlen, "bad file name in '%s:%s'", file, line);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int probe_spec_parse(const char *text, struct probe_spec *out, char *err, size_t errlen)
 {
 	char buf[PROBE_PATH_MAX + PROBE_NAME_MAX];
@@ -250,10 +271,9 @@ int probe_spec_parse(const char *text, struct probe_spec *out, char *err, size_t
 				lp_errf(err, errlen, "bad line number in '%s:%s'", head, colon + 1);
 				return -EINVAL;
 			}
-			if (!*head || copy_str(out->file, sizeof(out->file), head, strlen(head))) {
-				lp_errf(err, errlen, "bad file name in '%s:%s'", head, colon + 1);
-				return -EINVAL;
-			}
+			ret = split_line_file(head, colon + 1, out, err, errlen);
+			if (ret)
+				return ret;
 			out->kind = PROBE_SPEC_LINE;
 			out->line = (int)line;
 			return 0;

@@ -270,8 +270,11 @@ def test_mid_instruction_offsets_refused(gated, wl):
     start, size = symbol(wl("probesafe"), "ps_target")
     offs = func_boundaries(wl("probesafe"), "ps_target")
     inside = [o for o in range(size) if o not in offs]
-    # the second byte of each multi-byte instruction, and the movabs immediate
-    picks = sorted({o for o in inside if o - 1 in offs} | {max(inside)})
+    # the second byte of the first two multi-byte instructions (opcode or
+    # ModRM), a byte of the movabs immediate, and the last byte of the function
+    longest = max(zip(offs, offs[1:]), key=lambda p: p[1] - p[0])
+    picks = sorted({o for o in inside if o - 1 in offs}) [:2]
+    picks = sorted(set(picks) | {longest[0] + 5, max(inside)})
     for o in picks:
         g = gated([f"ps_target+0x{o:x}"], wl("probesafe"), rounds=200)
         check_refused(g, f"0x{start + o:x}", "ps_target")

@@ -24,93 +24,6 @@
 #include "user/session/traces_internal.h"
 #include "user/util/util.h"
 
-/* ---- where to attach: the binary of the spec in a target's maps ---- */
-/* Load bias: where the mapping of file offset 0 starts minus the first PT_LOAD's page. */
-static uint64_t load_bias(const struct pm_entry *maps, size_t n, const char *path, const char *file)
-{
-	struct elf_symtab *st;
-	uint64_t lowest = UINT64_MAX, start = UINT64_MAX;
-
-	for (size_t i = 0; i < n; i++)
-		if (!strcmp(maps[i].path, path) && maps[i].start < start)
-			start = maps[i].start - maps[i].offset;
-	if (start == UINT64_MAX || elf_symtab__open_path(file, &st))
-		return 0;
-	for (size_t i = 0; i < st->nloads; i++)
-		if (st->loads[i].vaddr < lowest)
-			lowest = st->loads[i].vaddr - (st->loads[i].offset & ~0xfffULL) +
-				 0 * st->loads[i].offset;
-	elf_symtab__free(st);
-	/* start maps file offset 0; the segment with offset 0 has vaddr lowest */
-	return lowest == UINT64_MAX ? 0 : start - (lowest & ~0xfffULL);
-}
-
-/*
- * Find the file for @spec_binary ("" = the main executable) in @pid's
- * maps. Returns -ENOENT if it is not mapped (yet).
- */
-static int locate_binary(int pid, const char *spec_binary, struct binary_loc *loc)
-{
-	struct pm_entry *maps = NULL;
-	size_t n = 0;
-	char exe[4096];
-	ssize_t len;
-	int err = -ENOENT;
-
-	memset(loc, 0, sizeof(*loc));
-	if (pid <= 0) {
-		if (!spec_binary[0] || spec_binary[0] != '/')
-			return -EINVAL;
-		snprintf(loc->attach_path, sizeof(loc->attach_path), "%s", spec_binary);
-		snprintf(loc->mapped_path, sizeof(loc->mapped_path), "%s", spec_binary);
-		return 0;
-	}
-	if (proc_maps__read(pid, true, &maps, &n))
-		return -ESRCH;
-	if (!spec_binary[0]) {
-		char link[64];
-
-		snprintf(link, sizeof(link), "/proc/%d/exe", pid);
-		len = readlink(link, exe, sizeof(exe) - 1);
-		if (len <= 0) {
-			err = -ESRCH;
-			goto out;
-		}
-		exe[len] = 0;
-		if (len > 10 && !strcmp(exe + len - 10, " (deleted)"))
-			exe[len - 10] = 0;
-		snprintf(loc->mapped_path, sizeof(loc->mapped_path), "%s", exe);
-		/* /proc/PID/exe reaches the inode even if the file was
-		 * replaced or deleted, and across mount namespaces. */
-		snprintf(loc->attach_path, sizeof(loc->attach_path), "/proc/%d/exe", pid);
-		loc->bias = load_bias(maps, n, loc->mapped_path, loc->attach_path);
-		err = 0;
-		goto out;
-	}
-	for (size_t i = 0; i < n; i++) {
-		if (!maps[i].path[0] || maps[i].path[0] != '/')
-			continue;
-		if (probe_spec_binary_matches(spec_binary, maps[i].path)) {
-			snprintf(loc->mapped_path, sizeof(loc->mapped_path), "%s", maps[i].path);
-			snprintf(loc->attach_path, sizeof(loc->attach_path), "/proc/%d/root%s", pid,
-				 maps[i].path);
-			loc->bias = load_bias(maps, n, loc->mapped_path, loc->attach_path);
-			err = 0;
-			break;
-		}
-	}
-	/* A path that is not mapped yet: allowed when it exists (attach now,
-	 * the uprobe fires once it is loaded). */
-	if (err && spec_binary[0] == '/' && !access(spec_binary, R_OK)) {
-		snprintf(loc->attach_path, sizeof(loc->attach_path), "%s", spec_binary);
-		snprintf(loc->mapped_path, sizeof(loc->mapped_path), "%s", spec_binary);
-		err = 0;
-	}
-out:
-	proc_maps__free(maps, n);
-	return err;
-}
-
 /* ---- add ---- */
 
 static int add_link(struct trace *tr, int h)
@@ -141,8 +54,10 @@ static int compile_values(struct trace *tr, const char *file, uint64_t vaddr,
 		struct fetch_prog p;
 		int r;
 
-		if (e->is_ret && tr->spec.kind == PROBE_SPEC_LINE) {
-			snprintf(err, errlen, "'ret' is only valid for a function trace");
+		if (e->is_ret && (tr->spec.kind == PROBE_SPEC_LINE || tr->spec.has_offset)) {
+			snprintf(err, errlen,
+				 "'ret' is only valid for a function trace (not a line or an "
+				 "offset)");
 			return -EINVAL;
 		}
 		r = fetch_compile(file, vaddr, e, &p, &ty, e2, sizeof(e2));
@@ -174,6 +89,41 @@ static int compile_values(struct trace *tr, const char *file, uint64_t vaddr,
 	return 0;
 }
 
+static const char *probe_kind_name(enum bpf_probe_prog prog)
+{
+	switch (prog) {
+	case PROBE_PROG_ENTRY:
+		return "entry";
+	case PROBE_PROG_RETURN:
+		return "return";
+	case PROBE_PROG_RET_INSN:
+		return "ret-insn";
+	default:
+		return "hit";
+	}
+}
+
+/*
+ * One uprobe, kept in @tr's links. -v logs each one: the e2e tests check
+ * every probed address against a disassembly.
+ */
+static int attach_one(struct traces *t, struct trace *tr, enum bpf_probe_prog prog, int pid,
+		      const struct binary_loc *loc, const struct probe_site *site, int id)
+{
+	int h = bpf_session__attach_uprobe(t->c->bpf, prog, pid, loc->attach_path,
+					   site->file_offset, id);
+
+	if (h < 0)
+		return h;
+	if (add_link(tr, h)) {
+		bpf_session__detach(t->c->bpf, h);
+		return -ENOMEM;
+	}
+	lp_debug("probe '%s': %s at 0x%" PRIx64 " in '%s'", tr->spec_text, probe_kind_name(prog),
+		 site->vaddr, loc->mapped_path);
+	return 0;
+}
+
 static int attach_func(struct traces *t, struct trace *tr, struct probe_target *pt, int pid,
 		       const struct binary_loc *loc, char *err, size_t errlen)
 {
@@ -182,6 +132,8 @@ static int attach_func(struct traces *t, struct trace *tr, struct probe_target *
 	const struct probe_cost *cost;
 	int ne = 0, nr = 0, id, h, r;
 
+	if (pt->is_line || pt->is_offset || !pt->n_sites)
+		return -EINVAL; /* a return probe anywhere but an entry corrupts the target */
 	if (tr->n_ids == 0) {
 		id = traces_alloc_id(t);
 		if (id < 0) {
@@ -230,24 +182,18 @@ static int attach_func(struct traces *t, struct trace *tr, struct probe_target *
 			return -EOPNOTSUPP;
 		}
 	}
-	h = bpf_session__attach_uprobe(t->c->bpf, PROBE_PROG_ENTRY, pid, loc->attach_path,
-				       pt->entry_offset, id);
-	if (h < 0 || add_link(tr, h))
+	h = attach_one(t, tr, PROBE_PROG_ENTRY, pid, loc, &pt->sites[0], id);
+	if (h < 0)
 		goto fail;
 	if (pt->is_go) {
-		for (size_t i = 0; i < pt->n_ret_sites; i++) {
-			h = bpf_session__attach_uprobe(t->c->bpf, PROBE_PROG_RET_INSN, pid,
-						       loc->attach_path,
-						       pt->ret_sites[i].file_offset, id);
-			if (h < 0 || add_link(tr, h))
-				goto fail;
-		}
+		for (size_t i = 0; i < pt->n_ret_sites && h >= 0; i++)
+			h = attach_one(t, tr, PROBE_PROG_RET_INSN, pid, loc, &pt->ret_sites[i], id);
 	} else {
-		h = bpf_session__attach_uprobe(t->c->bpf, PROBE_PROG_RETURN, pid, loc->attach_path,
-					       pt->entry_offset, id);
-		if (h < 0 || add_link(tr, h))
-			goto fail;
+		/* [rsp] is the return address only here, at the proven entry */
+		h = attach_one(t, tr, PROBE_PROG_RETURN, pid, loc, &pt->sites[0], id);
 	}
+	if (h < 0)
+		goto fail;
 	if (!traces_class_cost(t, tr->insn_class, false)) {
 		cost = traces_class_cost(t, tr->insn_class, true);
 		tr->cfg.cost_ns = cost->cost_ns;
@@ -258,8 +204,8 @@ static int attach_func(struct traces *t, struct trace *tr, struct probe_target *
 	return 0;
 fail:
 	snprintf(err, errlen, "cannot attach a uprobe to '%s' in '%s': %s", tr->spec_text,
-		 loc->mapped_path, strerror(h < 0 ? -h : ENOMEM));
-	return h < 0 ? h : -ENOMEM;
+		 loc->mapped_path, strerror(-h));
+	return h;
 }
 
 static int attach_line(struct traces *t, struct trace *tr, struct probe_target *pt, int pid,
@@ -305,65 +251,32 @@ static int attach_line(struct traces *t, struct trace *tr, struct probe_target *
 			}
 		}
 		id = tr->ids[per_site ? s : 0];
-		h = bpf_session__attach_uprobe(t->c->bpf, PROBE_PROG_LINE, pid, loc->attach_path,
-					       pt->sites[s].file_offset, id);
-		if (h < 0 || add_link(tr, h)) {
+		h = attach_one(t, tr, PROBE_PROG_LINE, pid, loc, &pt->sites[s], id);
+		if (h < 0) {
 			snprintf(err, errlen, "cannot attach a uprobe to '%s' at 0x%" PRIx64 ": %s",
-				 tr->spec_text, pt->sites[s].vaddr, strerror(h < 0 ? -h : ENOMEM));
-			return h < 0 ? h : -ENOMEM;
+				 tr->spec_text, pt->sites[s].vaddr, strerror(-h));
+			return h;
 		}
 	}
 	return 0;
 }
 
-/*
- * A launched command is probed before it execs (main.c releases it only
- * once everything is attached), so its /proc/PID/exe is still liveprof.
- * Probe the file it is about to exec instead: @cmd searched in $PATH like
- * execvp does. Returns 0 and fills @loc, or -ENOENT.
- */
-static int locate_command(int pid, const char *cmd, struct binary_loc *loc)
+/* Resolve @tr's spec for @pid: its binary, or any module for a bare spec. */
+static int resolve_in(struct traces *t, struct trace *tr, int pid, struct binary_loc *loc,
+		      struct probe_target *pt, char *err, size_t errlen)
 {
-	struct stat self, child;
-	char path[4096];
-	int err;
-
-	if (stat("/proc/self/exe", &self) ||
-	    stat((snprintf(path, sizeof(path), "/proc/%d/exe", pid), path), &child) ||
-	    self.st_dev != child.st_dev || self.st_ino != child.st_ino)
-		return -ENOENT; /* it has exec'd already */
-	memset(loc, 0, sizeof(*loc));
-	err = lp_path_search(cmd, loc->mapped_path, sizeof(loc->mapped_path));
-	if (err)
-		return err;
-	snprintf(loc->attach_path, sizeof(loc->attach_path), "%s", loc->mapped_path);
-	return 0;
-}
-
-/* Messages name the file as the user knows it, not as /proc/PID/exe. */
-static void name_binary_in(char *err, size_t errlen, const char *proc_path, const char *path)
-{
-	char *at = strstr(err, proc_path), tail[1024];
-
-	if (!at || !path[0] || !strcmp(proc_path, path))
-		return;
-	snprintf(tail, sizeof(tail), "%s", at + strlen(proc_path));
-	snprintf(at, errlen - (size_t)(at - err), "%s%s", path, tail);
-}
-
-static int attach_in(struct traces *t, struct trace *tr, int pid, char *err, size_t errlen)
-{
-	struct binary_loc loc;
-	struct probe_target pt;
+	bool pre_exec = false;
 	int r = -ENOENT;
 
-	if (!tr->spec.binary[0] && pid == t->c->child && t->c->opts->command)
-		r = locate_command(pid, t->c->opts->command[0], &loc);
+	if (!tr->spec.binary[0] && pid == t->c->child && t->c->opts->command) {
+		r = traces_locate_command(pid, t->c->opts->command[0], loc);
+		pre_exec = !r;
+	}
 	if (r)
-		r = locate_binary(pid, tr->spec.binary, &loc);
+		r = traces_locate_binary(pid, tr->spec.binary, loc);
 	if (r == -ENOENT && tr->spec.binary[0]) {
 		tr->pending = true; /* attach when the library shows up */
-		return 0;
+		return -EAGAIN;
 	}
 	if (r == -ESRCH) {
 		snprintf(err, errlen, "process %d exited before '%s' could be attached", pid,
@@ -375,17 +288,34 @@ static int attach_in(struct traces *t, struct trace *tr, int pid, char *err, siz
 			 pid);
 		return r;
 	}
-	r = probe_resolve(loc.attach_path, &tr->spec, &pt, err, errlen);
-	if (r) {
-		name_binary_in(err, errlen, loc.attach_path, loc.mapped_path);
+	r = probe_resolve(loc->attach_path, &tr->spec, pt, err, errlen);
+	if (r)
+		traces_name_binary_in(err, errlen, loc->attach_path, loc->mapped_path);
+	/* libraries are not mapped before the exec: only the file itself counts */
+	if (!tr->spec.binary[0] && pid > 0 && !pre_exec &&
+	    (r || tr->spec.kind == PROBE_SPEC_LINE) && r != -ENOMEM)
+		r = traces_resolve_bare(tr, pid, r, loc, pt, err, errlen);
+	return r;
+}
+
+static int attach_in(struct traces *t, struct trace *tr, int pid, char *err, size_t errlen)
+{
+	struct binary_loc loc;
+	struct probe_target pt;
+	int r;
+
+	r = resolve_in(t, tr, pid, &loc, &pt, err, errlen);
+	if (r == -EAGAIN)
+		return 0;
+	if (r)
 		return r;
-	}
 	if (!tr->func_name)
 		tr->func_name = strdup(pt.func ? pt.func : tr->spec_text);
 	if (!tr->binary)
 		tr->binary = strdup(loc.mapped_path);
 	tr->info.n_sites = pt.is_line ? (int)pt.n_sites : 1;
-	if (pt.is_line)
+	/* an offset or a line is a hit counter: never a return probe there */
+	if (pt.is_line || pt.is_offset)
 		r = attach_line(t, tr, &pt, pid, &loc, err, errlen);
 	else
 		r = attach_func(t, tr, &pt, pid, &loc, err, errlen);
@@ -487,7 +417,9 @@ int traces__add_by(struct traces *t, const char *spec, const char *by, char *err
 	tr->info.spec = tr->spec_text;
 	tr->info.func = tr->func_name ? tr->func_name : tr->spec_text;
 	tr->info.binary = tr->binary ? tr->binary : tr->spec.binary;
-	tr->info.kind = tr->spec.kind == PROBE_SPEC_LINE ? TRACE_LINE : TRACE_FUNC;
+	/* an offset is a hit counter like a line: no return probe, no latency */
+	tr->info.kind =
+		tr->spec.kind == PROBE_SPEC_LINE || tr->spec.has_offset ? TRACE_LINE : TRACE_FUNC;
 	if (tr->info.kind == TRACE_LINE) /* an entry probe alone, a single-stepped one at worst */
 		tr->info.probe_cost_ns = traces_class_cost(t, PIC_STEPPED, true)->cost_ns / 2;
 	if (!tr->n_ids) {

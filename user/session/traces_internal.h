@@ -92,6 +92,23 @@ int traces_alloc_id(struct traces *t);
 /* traces_attach.c */
 int traces_attach_all(struct traces *t, struct trace *tr, char *err, size_t errlen);
 
+/* traces_locate.c */
+int traces_locate_binary(int pid, const char *spec_binary, struct binary_loc *loc);
+int traces_locate_command(int pid, const char *cmd, struct binary_loc *loc);
+void traces_name_binary_in(char *err, size_t errlen, const char *proc_path, const char *path);
+/*
+ * traces_resolve_bare - a spec that names no binary, in @pid's other modules
+ * @main_r: what resolving it in the main executable (@loc, @pt) returned
+ *
+ * A function is looked for elsewhere only when the main executable lacks
+ * it; a line always (code of one source line in two modules is ambiguous).
+ * On success @loc and @pt describe the one module that has it (@pt owned by
+ * the caller, the main executable's freed); otherwise the message is in
+ * @err and @pt is freed.
+ */
+int traces_resolve_bare(struct trace *tr, int pid, int main_r, struct binary_loc *loc,
+			struct probe_target *pt, char *err, size_t errlen);
+
 /* traces_cost.c */
 int traces_site_class(const char *path, uint64_t offset);
 const struct probe_cost *traces_class_cost(struct traces *t, int insn_class, bool measure);
