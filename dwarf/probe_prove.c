@@ -25,12 +25,12 @@
 
 struct range {
 	uint64_t start, end; /* [start, end) */
+	bool entry_cfa;	     /* FDEs: at start the CFA is rsp + 8 ([rsp] is the return address) */
 };
 
 struct probe_prover {
 	Elf *elf;
 	Dwarf *dbg;
-	Dwarf_CFI *cfi; /* .eh_frame through libdw, for the CFA at an entry */
 	struct range *fdes;
 	size_t n_fdes;
 	struct range *syms;
@@ -132,57 +132,173 @@ static uint64_t rd_encoded(struct rd *r, uint8_t enc)
 
 /* ---- .eh_frame ---- */
 
-/*
- * The FDE pointer encoding of the CIE at @off, or -1 when the CIE cannot be
- * read (unknown augmentation: nothing after it can be located).
- */
-static int cie_fde_encoding(const uint8_t *buf, size_t size, size_t off)
+struct cie {
+	int enc;		 /* FDE pointer encoding, -1: the CIE cannot be read */
+	bool z;			 /* FDEs carry augmentation data */
+	int64_t data_align;	 /* factor of the *_sf offsets */
+	size_t insns, insns_end; /* initial instructions */
+};
+
+/* The CIE at @off; c->enc < 0 when it cannot be read (unknown augmentation). */
+static void cie_read(const uint8_t *buf, size_t size, size_t off, struct cie *c)
 {
 	struct rd r = {.p = buf, .pos = off, .end = size};
 	uint64_t len = rd_fixed(&r, 4), id;
 	const char *aug;
-	uint8_t version, enc = DW_EH_PE_absptr;
+	uint8_t version;
 
+	memset(c, 0, sizeof(*c));
+	c->enc = -1;
 	if (r.bad || len == 0 || len == 0xffffffff || len > size - r.pos)
-		return -1;
+		return;
 	r.end = r.pos + len;
 	id = rd_fixed(&r, 4);
 	version = (uint8_t)rd_fixed(&r, 1);
 	if (r.bad || id != 0)
-		return -1;
+		return;
 	aug = (const char *)buf + r.pos;
 	while (r.pos < r.end && buf[r.pos])
 		r.pos++;
 	if (r.pos >= r.end)
-		return -1;
+		return;
 	r.pos++;
 	rd_leb(&r, false); /* code alignment */
-	rd_leb(&r, true);  /* data alignment */
+	c->data_align = (int64_t)rd_leb(&r, true);
 	if (version == 1)
 		rd_fixed(&r, 1);
 	else
 		rd_leb(&r, false); /* return address register */
-	if (aug[0] != 'z')
-		return aug[0] ? -1 : enc;
-	rd_leb(&r, false); /* augmentation data length */
-	for (const char *a = aug + 1; *a && !r.bad; a++) {
-		if (*a == 'R') {
-			enc = (uint8_t)rd_fixed(&r, 1);
-		} else if (*a == 'L') {
-			rd_fixed(&r, 1);
-		} else if (*a == 'P') {
-			uint8_t penc = (uint8_t)rd_fixed(&r, 1);
+	if (aug[0] && aug[0] != 'z')
+		return;
+	c->z = aug[0] == 'z';
+	c->enc = DW_EH_PE_absptr;
+	if (c->z) {
+		uint64_t alen = rd_leb(&r, false);
+		size_t data_end = r.pos + alen;
 
-			/* only its size matters: read it without relocating */
-			rd_encoded(&r, penc & 0x0f);
-		} else if (*a != 'S' && *a != 'B') {
-			return -1;
+		if (alen > r.end - r.pos)
+			r.bad = true;
+		for (const char *a = aug + 1; *a && !r.bad; a++) {
+			if (*a == 'R')
+				c->enc = (uint8_t)rd_fixed(&r, 1);
+			else if (*a == 'L')
+				rd_fixed(&r, 1);
+			else if (*a == 'P')
+				/* only its size matters: read it without relocating */
+				rd_encoded(&r, (uint8_t)rd_fixed(&r, 1) & 0x0f);
+			else if (*a != 'S' && *a != 'B')
+				r.bad = true;
 		}
+		r.pos = data_end;
 	}
-	return r.bad ? -1 : enc;
+	c->insns = r.pos;
+	c->insns_end = r.end;
+	if (r.bad)
+		c->enc = -1;
 }
 
-static int ranges_push(struct range **v, size_t *n, size_t *cap, uint64_t s, uint64_t e)
+struct cfa {
+	uint64_t reg;
+	int64_t off;
+};
+
+/*
+ * Run CFA instructions up to the first advance (the row at the start):
+ * only the CFA rule is kept. False when an instruction is unknown.
+ */
+static bool cfa_run(struct rd *r, int64_t data_align, struct cfa *cfa)
+{
+	while (r->pos < r->end && !r->bad) {
+		uint8_t op = (uint8_t)rd_fixed(r, 1);
+
+		switch (op >> 6) {
+		case 1: /* advance_loc: the first row ends */
+			return true;
+		case 2: /* offset */
+			rd_leb(r, false);
+			continue;
+		case 3: /* restore */
+			continue;
+		}
+		switch (op) {
+		case DW_CFA_nop:
+		case DW_CFA_remember_state:
+		case DW_CFA_restore_state:
+			break;
+		case DW_CFA_set_loc:
+		case DW_CFA_advance_loc1:
+		case DW_CFA_advance_loc2:
+		case DW_CFA_advance_loc4:
+			return true;
+		case DW_CFA_def_cfa:
+			cfa->reg = rd_leb(r, false);
+			cfa->off = (int64_t)rd_leb(r, false);
+			break;
+		case DW_CFA_def_cfa_sf:
+			cfa->reg = rd_leb(r, false);
+			cfa->off = (int64_t)rd_leb(r, true) * data_align;
+			break;
+		case DW_CFA_def_cfa_register:
+			cfa->reg = rd_leb(r, false);
+			break;
+		case DW_CFA_def_cfa_offset:
+			cfa->off = (int64_t)rd_leb(r, false);
+			break;
+		case DW_CFA_def_cfa_offset_sf:
+			cfa->off = (int64_t)rd_leb(r, true) * data_align;
+			break;
+		case DW_CFA_def_cfa_expression:
+			return false; /* not "register + offset": no return address known */
+		case DW_CFA_restore_extended:
+		case DW_CFA_undefined:
+		case DW_CFA_same_value:
+		case DW_CFA_GNU_args_size:
+			rd_leb(r, false);
+			break;
+		case DW_CFA_offset_extended:
+		case DW_CFA_register:
+		case DW_CFA_val_offset:
+		case DW_CFA_GNU_negative_offset_extended:
+			rd_leb(r, false);
+			rd_leb(r, false);
+			break;
+		case DW_CFA_offset_extended_sf:
+		case DW_CFA_val_offset_sf:
+			rd_leb(r, false);
+			rd_leb(r, true);
+			break;
+		case DW_CFA_expression:
+		case DW_CFA_val_expression: {
+			uint64_t n;
+
+			rd_leb(r, false);
+			n = rd_leb(r, false);
+			if (n > r->end - r->pos)
+				return false;
+			r->pos += n;
+			break;
+		}
+		default:
+			return false;
+		}
+	}
+	return !r->bad;
+}
+
+/* Is the CFA rsp + 8 at the FDE's start (CIE rules, then the FDE's first)? */
+static bool fde_entry_cfa(const uint8_t *buf, const struct cie *c, size_t fde_insns, size_t fde_end)
+{
+	struct cfa cfa = {.reg = UINT64_MAX};
+	struct rd ci = {.p = buf, .pos = c->insns, .end = c->insns_end};
+	struct rd fi = {.p = buf, .pos = fde_insns, .end = fde_end};
+
+	if (!cfa_run(&ci, c->data_align, &cfa) || !cfa_run(&fi, c->data_align, &cfa))
+		return false;
+	return cfa.reg == X86_RSP_DWARF_REG && cfa.off == 8;
+}
+
+static int ranges_push(struct range **v, size_t *n, size_t *cap, uint64_t s, uint64_t e,
+		       bool entry_cfa)
 {
 	if (*n == *cap) {
 		size_t c = *cap ? *cap * 2 : 256;
@@ -193,7 +309,7 @@ static int ranges_push(struct range **v, size_t *n, size_t *cap, uint64_t s, uin
 		*v = nv;
 		*cap = c;
 	}
-	(*v)[(*n)++] = (struct range){s, e};
+	(*v)[(*n)++] = (struct range){s, e, entry_cfa};
 	return 0;
 }
 
@@ -202,7 +318,7 @@ static int parse_eh_frame(struct probe_prover *p, const uint8_t *buf, size_t siz
 			  size_t *cap)
 {
 	size_t pos = 0, last_cie = SIZE_MAX;
-	int last_enc = -1;
+	struct cie c = {.enc = -1};
 
 	while (size - pos >= 8) {
 		struct rd r = {.p = buf, .pos = pos, .end = size, .vaddr = vaddr};
@@ -220,15 +336,23 @@ static int parse_eh_frame(struct probe_prover *p, const uint8_t *buf, size_t siz
 		cie = id_pos - (size_t)id;
 		if (cie != last_cie) {
 			last_cie = cie;
-			last_enc = cie_fde_encoding(buf, size, cie);
+			cie_read(buf, size, cie, &c);
 		}
-		if (last_enc < 0)
+		if (c.enc < 0)
 			continue;
-		start = rd_encoded(&r, (uint8_t)last_enc);
-		span = rd_encoded(&r, (uint8_t)last_enc & 0x0f);
+		start = rd_encoded(&r, (uint8_t)c.enc);
+		span = rd_encoded(&r, (uint8_t)c.enc & 0x0f);
+		if (c.z) {
+			uint64_t alen = rd_leb(&r, false);
+
+			if (alen > r.end - r.pos)
+				continue;
+			r.pos += alen;
+		}
 		if (r.bad || !start || !span || span > MAX_DECODE_SPAN || start + span < start)
 			continue;
-		if (ranges_push(&p->fdes, &p->n_fdes, cap, start, start + span))
+		if (ranges_push(&p->fdes, &p->n_fdes, cap, start, start + span,
+				fde_entry_cfa(buf, &c, r.pos, r.end)))
 			return -ENOMEM;
 	}
 	return 0;
@@ -258,9 +382,14 @@ static int load_tables(struct probe_prover *p)
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
 			continue;
 		name = elf_strptr(p->elf, shstrndx, sh.sh_name);
-		if (name && !strcmp(name, ".eh_frame") && (d = elf_rawdata(scn, NULL)) &&
-		    d->d_buf && parse_eh_frame(p, d->d_buf, d->d_size, sh.sh_addr, &fcap))
-			return -ENOMEM;
+		if (name && !strcmp(name, ".eh_frame")) {
+			/* bytes, never converted: only a byte-typed section can be one */
+			if ((sh.sh_type == SHT_PROGBITS || sh.sh_type == SHT_X86_64_UNWIND) &&
+			    (d = elf_getdata(scn, NULL)) && d->d_buf &&
+			    parse_eh_frame(p, d->d_buf, d->d_size, sh.sh_addr, &fcap))
+				return -ENOMEM;
+			continue;
+		}
 		if ((sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) || !sh.sh_entsize ||
 		    !(d = elf_getdata(scn, NULL)))
 			continue;
@@ -272,11 +401,11 @@ static int load_tables(struct probe_prover *p)
 				break;
 			type = GELF_ST_TYPE(s.st_info);
 			if ((type != STT_FUNC && type != STT_GNU_IFUNC) ||
-			    s.st_shndx == SHN_UNDEF || !s.st_value || !s.st_size ||
-			    s.st_size > MAX_DECODE_SPAN || s.st_value + s.st_size < s.st_value)
+			    s.st_shndx == SHN_UNDEF || !s.st_value || s.st_size > MAX_DECODE_SPAN ||
+			    s.st_value + s.st_size < s.st_value)
 				continue;
 			if (ranges_push(&p->syms, &p->n_syms, &scap, s.st_value,
-					s.st_value + s.st_size))
+					s.st_value + s.st_size, false))
 				return -ENOMEM;
 		}
 	}
@@ -300,7 +429,6 @@ int probe_prover__new(Elf *elf, Dwarf *dbg, struct probe_prover **out)
 		probe_prover__free(p);
 		return -ENOMEM;
 	}
-	p->cfi = dwarf_getcfi_elf(elf);
 	*out = p;
 	return 0;
 }
@@ -309,8 +437,6 @@ void probe_prover__free(struct probe_prover *p)
 {
 	if (!p)
 		return;
-	if (p->cfi)
-		dwarf_cfi_end(p->cfi);
 	free(p->fdes);
 	free(p->syms);
 	free(p);
@@ -339,6 +465,22 @@ static const struct range *covering(const struct range *v, size_t n, uint64_t a)
 		if (a < v[lo - 1].end)
 			return &v[lo - 1];
 	return NULL;
+}
+
+/* Does a function symbol start at @a? */
+static bool symbol_starts(const struct probe_prover *p, uint64_t a)
+{
+	size_t lo = 0, hi = p->n_syms;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (p->syms[mid].start < a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < p->n_syms && p->syms[lo].start == a;
 }
 
 /* Start of the DWARF subprogram range holding @a, and its entry; false if none. */
@@ -437,10 +579,15 @@ int probe_prove_boundary(struct probe_prover *p, uint64_t vaddr, struct prove_re
 	} else if (dwarf_covering(p->dbg, vaddr, &start, &entry)) {
 		res->anchor_kind = PROVE_ANCHOR_DWARF;
 		res->anchor = start;
-	} else if ((r = covering(p->syms, p->n_syms, vaddr))) {
+	} else if (!p->n_fdes && (r = covering(p->syms, p->n_syms, vaddr))) {
 		res->anchor_kind = PROVE_ANCHOR_SYMBOL;
 		res->anchor = r->start;
 		end = r->end;
+	} else if (!p->n_fdes && symbol_starts(p, vaddr)) {
+		/* a symbol without a size (crt code): only its first byte is known */
+		res->anchor_kind = PROVE_ANCHOR_SYMBOL;
+		res->anchor = res->insn_start = vaddr;
+		return code_bytes(p->elf, vaddr, 1) ? 0 : -ERANGE;
 	} else {
 		return -ENOENT;
 	}
@@ -455,31 +602,11 @@ int probe_prove_boundary(struct probe_prover *p, uint64_t vaddr, struct prove_re
 	return ret;
 }
 
-/* Is the CFA at @a "rsp + 8", i.e. is [rsp] the return address there? */
-static int cfa_is_entry(struct probe_prover *p, uint64_t a)
-{
-	Dwarf_Frame *fr = NULL;
-	Dwarf_Op *ops;
-	size_t n;
-	int r = -ENOENT;
-
-	if (!p->cfi || dwarf_cfi_addrframe(p->cfi, a, &fr) != 0)
-		return -ENOENT;
-	if (dwarf_frame_cfa(fr, &ops, &n) == 0)
-		r = n == 1 && ops[0].atom == DW_OP_bregx && ops[0].number == X86_RSP_DWARF_REG &&
-				    ops[0].number2 == 8
-			    ? 0
-			    : -EILSEQ;
-	free(fr);
-	return r;
-}
-
 int probe_prove_entry(struct probe_prover *p, uint64_t vaddr, struct prove_result *res)
 {
 	struct prove_result tmp;
 	const struct range *r;
 	uint64_t start, entry;
-	int ret;
 
 	if (!res)
 		res = &tmp;
@@ -490,7 +617,7 @@ int probe_prove_entry(struct probe_prover *p, uint64_t vaddr, struct prove_resul
 		if (r->start != vaddr)
 			return -EILSEQ;
 		/* an FDE also starts the cold part of a split function */
-		return cfa_is_entry(p, vaddr) == -EILSEQ ? -EILSEQ : 0;
+		return r->entry_cfa ? 0 : -EILSEQ;
 	}
 	if (dwarf_covering(p->dbg, vaddr, &start, &entry)) {
 		res->anchor_kind = PROVE_ANCHOR_DWARF;
@@ -499,13 +626,10 @@ int probe_prove_entry(struct probe_prover *p, uint64_t vaddr, struct prove_resul
 		return entry == vaddr ? 0 : -EILSEQ;
 	}
 	/* code nothing but a symbol describes: it must start there */
-	for (size_t i = 0; i < p->n_syms; i++) {
-		if (p->syms[i].start == vaddr) {
-			res->anchor_kind = PROVE_ANCHOR_SYMBOL;
-			res->anchor = res->func_start = vaddr;
-			ret = code_bytes(p->elf, vaddr, 1) ? 0 : -ERANGE;
-			return ret;
-		}
+	if (!p->n_fdes && symbol_starts(p, vaddr)) {
+		res->anchor_kind = PROVE_ANCHOR_SYMBOL;
+		res->anchor = res->func_start = vaddr;
+		return code_bytes(p->elf, vaddr, 1) ? 0 : -ERANGE;
 	}
 	return -ENOENT;
 }

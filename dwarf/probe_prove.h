@@ -11,7 +11,10 @@
  * forward from a trusted start lands exactly on it. Trusted starts, best
  * first: the start of the .eh_frame FDE covering the address (the unwinder
  * of every C++ exception relies on it), the start of the DWARF subprogram
- * range covering it, the ELF symbol covering it.
+ * range covering it, the ELF symbol covering it. Symbols count only in a
+ * file without .eh_frame: where there is one, compiled functions all have
+ * FDEs, and a symbol that points outside them (or into the middle of one)
+ * is wrong, not a function without CFI.
  */
 #ifndef LP_DWARF_PROBE_PROVE_H
 #define LP_DWARF_PROBE_PROVE_H
@@ -81,9 +84,10 @@ int probe_prove_boundary(struct probe_prover *p, uint64_t vaddr, struct prove_re
  *
  * A return probe is only safe where [rsp] is the return address: at the
  * first instruction of a function. @vaddr qualifies when an FDE or a DWARF
- * subprogram starts there; when neither covers @vaddr at all (code without
- * CFI or debug info), the symbol is all there is and @vaddr must be a
- * symbol's start.
+ * subprogram starts there, and the FDE's first row has the CFA at rsp + 8
+ * (the cold part of a split function has an FDE too, entered by a jump).
+ * In a file without .eh_frame or DWARF for @vaddr, it must be a symbol's
+ * start.
  *
  * Return: 0; -EILSEQ when the FDE or subprogram covering @vaddr starts at
  * @res->func_start instead; -ENOENT when nothing knows a function there.

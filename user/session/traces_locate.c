@@ -225,7 +225,7 @@ int traces_resolve_bare(struct trace *tr, int pid, int main_r, struct binary_loc
 		snprintf(err, errlen, "out of memory resolving '%s'", tr->spec_text);
 		goto fail;
 	}
-	if (h.n == 0 && main_r == -ENOENT) {
+	if (h.n == 0 && main_r == -ENOENT && !strncmp(err, "no ", 3)) {
 		size_t len = strlen(err);
 
 		snprintf(err + len, errlen - len, " (nor in any other loaded module)");
