@@ -344,7 +344,7 @@ def test_failed_spec_detaches_the_others(gated, wl):
 
 # ---- specs resolved from corrupted symbol and line tables ---------------
 
-CORRUPT_SEEDS = range(6)
+CORRUPT_SEEDS = range(4)
 CORRUPT_ROUNDS = 300
 
 
