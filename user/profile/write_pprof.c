@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <zlib.h>
 
 #include "user/util/atomic_file.h"
+#include "user/profile/pb_write.h"
 #include "user/profile/writers.h"
 #include "user/util/util.h"
 
@@ -61,82 +61,9 @@ enum {
 	FUNCTION_FILENAME = 4,
 };
 
-enum { WT_VARINT = 0, WT_LEN = 2 };
-
 /* Each mapping gets a synthetic, disjoint address range of this size. */
 #define MAPPING_SHIFT 44
 #define MAPPING_SIZE  (1ULL << MAPPING_SHIFT)
-
-struct pbuf {
-	uint8_t *d;
-	size_t len, cap;
-	bool oom; /* sticky: callers check once at the end */
-};
-
-static void pb_put(struct pbuf *b, const void *data, size_t len)
-{
-	if (b->oom)
-		return;
-	if (b->len + len > b->cap) {
-		size_t cap = b->cap ? b->cap : 256;
-		uint8_t *n;
-
-		while (cap < b->len + len)
-			cap *= 2;
-		n = realloc(b->d, cap);
-		if (!n) {
-			b->oom = true;
-			return;
-		}
-		b->d = n;
-		b->cap = cap;
-	}
-	memcpy(b->d + b->len, data, len);
-	b->len += len;
-}
-
-static void pb_varint(struct pbuf *b, uint64_t v)
-{
-	uint8_t tmp[10];
-	size_t n = 0;
-
-	do {
-		tmp[n] = v & 0x7f;
-		v >>= 7;
-		if (v)
-			tmp[n] |= 0x80;
-		n++;
-	} while (v);
-	pb_put(b, tmp, n);
-}
-
-static void pb_tag(struct pbuf *b, unsigned field, unsigned wt)
-{
-	pb_varint(b, ((uint64_t)field << 3) | wt);
-}
-
-/* proto3: zero is the default and need not be written. */
-static void pb_uint(struct pbuf *b, unsigned field, uint64_t v)
-{
-	if (!v)
-		return;
-	pb_tag(b, field, WT_VARINT);
-	pb_varint(b, v);
-}
-
-static void pb_bytes(struct pbuf *b, unsigned field, const void *data, size_t len)
-{
-	pb_tag(b, field, WT_LEN);
-	pb_varint(b, len);
-	pb_put(b, data, len);
-}
-
-static void pb_msg(struct pbuf *b, unsigned field, const struct pbuf *sub)
-{
-	if (sub->oom)
-		b->oom = true;
-	pb_bytes(b, field, sub->d, sub->len);
-}
 
 /*
  * An insertion-ordered set of byte strings: the n-th distinct key gets id n
@@ -304,11 +231,11 @@ static int add_mapping_and_function(struct pprof *pp, uint32_t fid, bool any_inl
 		struct pbuf *b = &pp->tmp;
 
 		b->len = 0;
-		pb_uint(b, FUNCTION_ID, id);
-		pb_uint(b, FUNCTION_NAME, name);
-		pb_uint(b, FUNCTION_SYSTEM_NAME, name);
-		pb_uint(b, FUNCTION_FILENAME, file);
-		pb_msg(&pp->out, PROFILE_FUNCTION, b);
+		pbw_uint(b, FUNCTION_ID, id);
+		pbw_uint(b, FUNCTION_NAME, name);
+		pbw_uint(b, FUNCTION_SYSTEM_NAME, name);
+		pbw_uint(b, FUNCTION_FILENAME, file);
+		pbw_msg(&pp->out, PROFILE_FUNCTION, b);
 	}
 
 	/* Synthetic frames (process name, markers) belong to no mapping. */
@@ -335,17 +262,17 @@ static int add_mapping_and_function(struct pprof *pp, uint32_t fid, bool any_inl
 		struct pbuf *b = &pp->tmp;
 
 		b->len = 0;
-		pb_uint(b, MAPPING_ID, id);
-		pb_uint(b, MAPPING_MEMORY_START, (uint64_t)id << MAPPING_SHIFT);
-		pb_uint(b, MAPPING_MEMORY_LIMIT, ((uint64_t)id << MAPPING_SHIFT) + MAPPING_SIZE);
-		pb_uint(b, MAPPING_FILENAME, mfile);
-		pb_uint(b, MAPPING_BUILD_ID, bid);
+		pbw_uint(b, MAPPING_ID, id);
+		pbw_uint(b, MAPPING_MEMORY_START, (uint64_t)id << MAPPING_SHIFT);
+		pbw_uint(b, MAPPING_MEMORY_LIMIT, ((uint64_t)id << MAPPING_SHIFT) + MAPPING_SIZE);
+		pbw_uint(b, MAPPING_FILENAME, mfile);
+		pbw_uint(b, MAPPING_BUILD_ID, bid);
 		/* Symbolized already: keeps pprof from looking for the binaries. */
-		pb_uint(b, MAPPING_HAS_FUNCTIONS, 1);
-		pb_uint(b, MAPPING_HAS_FILENAMES, f->file != NULL);
-		pb_uint(b, MAPPING_HAS_LINE_NUMBERS, f->line > 0);
-		pb_uint(b, MAPPING_HAS_INLINE_FRAMES, any_inlined);
-		pb_msg(&pp->out, PROFILE_MAPPING, b);
+		pbw_uint(b, MAPPING_HAS_FUNCTIONS, 1);
+		pbw_uint(b, MAPPING_HAS_FILENAMES, f->file != NULL);
+		pbw_uint(b, MAPPING_HAS_LINE_NUMBERS, f->line > 0);
+		pbw_uint(b, MAPPING_HAS_INLINE_FRAMES, any_inlined);
+		pbw_msg(&pp->out, PROFILE_MAPPING, b);
 	}
 	return 0;
 }
@@ -371,20 +298,20 @@ static uint32_t location(struct pprof *pp, const uint32_t *ids, uint32_t n)
 		return id;
 	map = pp->frame_map[ids[0]];
 	b->len = 0;
-	pb_uint(b, LOCATION_ID, id);
-	pb_uint(b, LOCATION_MAPPING_ID, map);
+	pbw_uint(b, LOCATION_ID, id);
+	pbw_uint(b, LOCATION_MAPPING_ID, map);
 	if (map && f->addr)
-		pb_uint(b, LOCATION_ADDRESS,
-			((uint64_t)map << MAPPING_SHIFT) + (f->addr & (MAPPING_SIZE - 1)));
+		pbw_uint(b, LOCATION_ADDRESS,
+			 ((uint64_t)map << MAPPING_SHIFT) + (f->addr & (MAPPING_SIZE - 1)));
 	/* pprof wants the innermost (last inlined) function first. */
 	for (uint32_t i = n; i-- > 0;) {
 		line->len = 0;
-		pb_uint(line, LINE_FUNCTION_ID, pp->frame_func[ids[i]]);
-		pb_uint(line, LINE_LINE,
-			pp->p->frames[ids[i]].line > 0 ? (uint64_t)pp->p->frames[ids[i]].line : 0);
-		pb_msg(b, LOCATION_LINE, line);
+		pbw_uint(line, LINE_FUNCTION_ID, pp->frame_func[ids[i]]);
+		pbw_uint(line, LINE_LINE,
+			 pp->p->frames[ids[i]].line > 0 ? (uint64_t)pp->p->frames[ids[i]].line : 0);
+		pbw_msg(b, LOCATION_LINE, line);
 	}
-	pb_msg(&pp->out, PROFILE_LOCATION, b);
+	pbw_msg(&pp->out, PROFILE_LOCATION, b);
 	return b->oom || pp->out.oom ? 0 : id;
 }
 
@@ -393,9 +320,9 @@ static void value_type(struct pprof *pp, unsigned field, int64_t type, int64_t u
 	struct pbuf *b = &pp->tmp;
 
 	b->len = 0;
-	pb_uint(b, VALUE_TYPE_TYPE, type);
-	pb_uint(b, VALUE_TYPE_UNIT, unit);
-	pb_msg(&pp->out, field, b);
+	pbw_uint(b, VALUE_TYPE_TYPE, type);
+	pbw_uint(b, VALUE_TYPE_UNIT, unit);
+	pbw_msg(&pp->out, field, b);
 }
 
 /* Whether @f is the main function of a program (C's main, Go's main.main). */
@@ -427,17 +354,17 @@ static int root_labels(struct pprof *pp, const struct profile_sample *s, struct 
 		if (k < 0 || v < 0)
 			return -ENOMEM;
 		b->len = 0;
-		pb_uint(b, LABEL_KEY, k);
-		pb_uint(b, LABEL_STR, v);
-		pb_msg(sb, SAMPLE_LABEL, b);
+		pbw_uint(b, LABEL_KEY, k);
+		pbw_uint(b, LABEL_STR, v);
+		pbw_msg(sb, SAMPLE_LABEL, b);
 		if (roots == 1 && f->addr) {
 			k = str_idx(pp, "pid");
 			if (k < 0)
 				return -ENOMEM;
 			b->len = 0;
-			pb_uint(b, LABEL_KEY, k);
-			pb_uint(b, LABEL_NUM, f->addr);
-			pb_msg(sb, SAMPLE_LABEL, b);
+			pbw_uint(b, LABEL_KEY, k);
+			pbw_uint(b, LABEL_NUM, f->addr);
+			pbw_msg(sb, SAMPLE_LABEL, b);
 		}
 	}
 	return b->oom || sb->oom ? -ENOMEM : 0;
@@ -536,20 +463,20 @@ static int encode(struct pprof *pp, const struct pprof_opts *o)
 		packed.len = 0;
 		/* pprof lists locations leaf first; ours are root first. */
 		for (size_t j = nl; j-- > 0;)
-			pb_varint(&packed, locs[j]);
-		pb_msg(&sb, SAMPLE_LOCATION_ID, &packed);
+			pbw_varint(&packed, locs[j]);
+		pbw_msg(&sb, SAMPLE_LOCATION_ID, &packed);
 		/* A sampled on-CPU profile may leave the weight to the period. */
 		if (!weight && !o->wall)
 			weight = s->count * p->period_ns;
 		packed.len = 0;
 		if (o->n_types) {
 			for (int t = 0; t < o->n_types; t++)
-				pb_varint(&packed, (uint64_t)vals[t]);
+				pbw_varint(&packed, (uint64_t)vals[t]);
 		} else {
-			pb_varint(&packed, s->count);
-			pb_varint(&packed, weight);
+			pbw_varint(&packed, s->count);
+			pbw_varint(&packed, weight);
 		}
-		pb_msg(&sb, SAMPLE_VALUE, &packed);
+		pbw_msg(&sb, SAMPLE_VALUE, &packed);
 		for (uint32_t l = 0; l < s->n_labels; l++) {
 			int64_t k, v;
 
@@ -563,67 +490,35 @@ static int encode(struct pprof *pp, const struct pprof_opts *o)
 				goto out;
 			}
 			packed.len = 0;
-			pb_uint(&packed, LABEL_KEY, k);
-			pb_uint(&packed, LABEL_STR, v);
-			pb_msg(&sb, SAMPLE_LABEL, &packed);
+			pbw_uint(&packed, LABEL_KEY, k);
+			pbw_uint(&packed, LABEL_STR, v);
+			pbw_msg(&sb, SAMPLE_LABEL, &packed);
 		}
-		pb_msg(&pp->out, PROFILE_SAMPLE, &sb);
+		pbw_msg(&pp->out, PROFILE_SAMPLE, &sb);
 	}
 
 	for (uint32_t id = 1; id <= pp->strs.n; id++) {
 		size_t len;
 		const uint8_t *s = keyset_key(&pp->strs, id, &len);
 
-		pb_bytes(&pp->out, PROFILE_STRING_TABLE, s, len);
+		pbw_bytes(&pp->out, PROFILE_STRING_TABLE, s, len);
 	}
-	pb_uint(&pp->out, PROFILE_TIME_NANOS, o->time_nanos);
-	pb_uint(&pp->out, PROFILE_DURATION_NANOS, p->duration_ns);
+	pbw_uint(&pp->out, PROFILE_TIME_NANOS, o->time_nanos);
+	pbw_uint(&pp->out, PROFILE_DURATION_NANOS, p->duration_ns);
 	value_type(pp, PROFILE_PERIOD_TYPE, s_time, s_ns);
-	pb_uint(&pp->out, PROFILE_PERIOD, p->period_ns);
+	pbw_uint(&pp->out, PROFILE_PERIOD, p->period_ns);
 	if (p->name && *p->name) {
-		pb_tag(&pp->out, PROFILE_COMMENT, WT_VARINT);
-		pb_varint(&pp->out, s_name);
+		pbw_tag(&pp->out, PROFILE_COMMENT, WT_VARINT);
+		pbw_varint(&pp->out, s_name);
 	}
 	if (s_default > 0)
-		pb_uint(&pp->out, PROFILE_DEFAULT_SAMPLE_TYPE, (uint64_t)s_default);
+		pbw_uint(&pp->out, PROFILE_DEFAULT_SAMPLE_TYPE, (uint64_t)s_default);
 	if (pp->out.oom || pp->tmp.oom || sb.oom || packed.oom)
 		err = -ENOMEM;
 out:
 	free(locs);
 	free(sb.d);
 	free(packed.d);
-	return err;
-}
-
-static int gzip_to(FILE *out, const uint8_t *data, size_t len)
-{
-	uint8_t chunk[64 * 1024];
-	z_stream zs = {0};
-	int zr, err = 0;
-
-	/* windowBits 15 + 16: a gzip header and trailer, as pprof expects. */
-	if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) !=
-	    Z_OK)
-		return -ENOMEM;
-	zs.next_in = (Bytef *)data;
-	zs.avail_in = len;
-	do {
-		zs.next_out = chunk;
-		zs.avail_out = sizeof(chunk);
-		zr = deflate(&zs, Z_FINISH);
-		if (zr == Z_STREAM_ERROR) {
-			err = -EIO;
-			break;
-		}
-		if (fwrite(chunk, 1, sizeof(chunk) - zs.avail_out, out) !=
-		    sizeof(chunk) - zs.avail_out) {
-			err = -EIO;
-			break;
-		}
-	} while (zr != Z_STREAM_END);
-	deflateEnd(&zs);
-	if (!err && (fflush(out) || ferror(out)))
-		err = -EIO;
 	return err;
 }
 
@@ -651,7 +546,7 @@ int write_pprof(const struct profile *p, FILE *out, const struct pprof_opts *o)
 	}
 	err = encode(&pp, &def);
 	if (!err)
-		err = gzip_to(out, pp.out.d, pp.out.len);
+		err = pbw_gzip(out, pp.out.d, pp.out.len);
 out:
 	keyset_free(&pp.strs);
 	keyset_free(&pp.funcs);
