@@ -3,10 +3,10 @@
  * write_svg.c - self-contained interactive flamegraphs, plain and differential.
  *
  * Samples are merged into a tree of frame paths keyed by (parent, name,
- * kind), children are drawn in name order (as flamegraph.pl does), and each
- * drawn frame becomes one flat <g class="f"> with its position as a fraction
- * of the total in data attributes, so the small script below can zoom by
- * rescaling without knowing the tree.
+ * kind) in svg_tree.c. Here children are drawn in name order (as
+ * flamegraph.pl does), and each drawn frame becomes one flat <g class="f">
+ * with its position as a fraction of the total in data attributes, so the
+ * small script below can zoom by rescaling without knowing the tree.
  */
 #include <errno.h>
 #include <stdlib.h>
