@@ -112,6 +112,9 @@ def check_includes(root):
                     target = layer_of(inc) if "/" in inc or inc.endswith(".skel.h") else name
                     line = text.count("\n", 0, m.start()) + 1
                     owner = PRIVATE_HEADERS.get(inc)
+                    # every *_internal.h is its own layer's business
+                    if owner is None and inc.endswith("_internal.h") and "/" in inc:
+                        owner = layer_of(inc)
                     if owner and owner != name:
                         bad.append(f"{rel}:{line}: {name} includes {owner}'s private header '{inc}'")
                         continue

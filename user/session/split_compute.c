@@ -1,0 +1,375 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * split_compute.c - classes and ranks from the log of sampled calls: the threshold
+ * from the histogram, the correction check, the frames that differ.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "user/session/split.h"
+#include "user/profile/stack_symbols.h"
+#include "user/session/session_core.h"
+#include "user/session/split_rank.h"
+#include "user/session/traces.h"
+#include "user/util/util.h"
+#include "user/session/split_internal.h"
+
+/* ---- ranking ---- */
+
+struct frame_acc {
+	const char *name;	 /* interned in the frame table: pointer identity */
+	uint64_t slow_v, fast_v; /* value of stacks containing it */
+	uint64_t slow_n, fast_n; /* sample counts of stacks containing it */
+	uint64_t on_n, off_n;
+};
+
+struct acc_table {
+	struct frame_acc *v;
+	size_t cap, n;
+};
+
+static struct frame_acc *acc_get(struct acc_table *t, const char *name)
+{
+	size_t i;
+
+	if ((t->n + 1) * 2 > t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 1024;
+		struct frame_acc *v = calloc(cap, sizeof(*v));
+
+		if (!v)
+			return NULL;
+		for (size_t k = 0; k < t->cap; k++) {
+			if (!t->v[k].name)
+				continue;
+			i = ((uintptr_t)t->v[k].name >> 3) * 0x9e3779b97f4a7c15ULL % cap;
+			while (v[i].name)
+				i = (i + 1) % cap;
+			v[i] = t->v[k];
+		}
+		free(t->v);
+		t->v = v;
+		t->cap = cap;
+	}
+	i = ((uintptr_t)name >> 3) * 0x9e3779b97f4a7c15ULL % t->cap;
+	while (t->v[i].name && t->v[i].name != name)
+		i = (i + 1) % t->cap;
+	if (!t->v[i].name) {
+		t->v[i].name = name;
+		t->n++;
+	}
+	return &t->v[i];
+}
+
+/* Is @name the split function's frame ("handle", or "handle (x.c:12)" with --lines)? */
+static bool is_split_frame(const char *name, const char *func)
+{
+	size_t n = strlen(func);
+
+	return !strncmp(name, func, n) && (name[n] == '\0' || name[n] == ' ');
+}
+
+static int accumulate(struct split *s, struct acc_table *t, const struct counts *c, bool slow,
+		      bool use_weight, const char *func)
+{
+	counts_for_each(c, sc)
+	{
+		const struct frame *frames;
+		const char *seen[512];
+		uint32_t depth, n_seen = 0;
+		uint64_t v = use_weight ? sc->weight_ns : sc->count;
+		bool off = false;
+
+		if (stack_symbols__frames(s->symbols, stack_count__id(sc), &frames, &depth))
+			continue;
+		uint32_t first = 0;
+
+		for (uint32_t i = 0; i < depth; i++)
+			off |= frames[i].kind == FRAME_MARKER &&
+			       !strcmp(frames[i].name, "[off-cpu]");
+		/* The split function and its callers are in every sample of both
+		 * classes by construction: only what runs below it can explain
+		 * a difference. */
+		first = depth ? depth - 1 : 0;
+		for (uint32_t i = 0; i < depth; i++) {
+			if (is_split_frame(frames[i].name, func)) {
+				first = i + 1;
+				break;
+			}
+		}
+		/* Not found (a sample in the return path, a cut stack): only the
+		 * leaf is known to run inside the call. Markers stay with it. */
+		while (first > 0 && first < depth && frames[first].kind == FRAME_MARKER &&
+		       !is_split_frame(frames[first - 1].name, func) &&
+		       frames[first - 1].kind != FRAME_ROOT)
+			first--;
+		for (uint32_t i = first; i < depth; i++) {
+			struct frame_acc *a;
+			bool dup = false;
+
+			if (frames[i].kind == FRAME_ROOT)
+				continue;
+			/* Inclusive: a frame counts once per stack, even under recursion. */
+			for (uint32_t k = 0; k < n_seen && !dup; k++)
+				dup = seen[k] == frames[i].name;
+			if (dup)
+				continue;
+			if (n_seen < 512)
+				seen[n_seen++] = frames[i].name;
+			a = acc_get(t, frames[i].name);
+			if (!a)
+				return -ENOMEM;
+			if (slow) {
+				a->slow_v += v;
+				a->slow_n += sc->count;
+			} else {
+				a->fast_v += v;
+				a->fast_n += sc->count;
+			}
+			if (off)
+				a->off_n += sc->count;
+			else
+				a->on_n += sc->count;
+		}
+	}
+	return 0;
+}
+
+static int cmp_rank(const void *a, const void *b)
+{
+	const struct split_frame_rank *x = a, *y = b;
+
+	if (x->delta != y->delta)
+		return x->delta < y->delta ? 1 : -1;
+	return strcmp(x->frame, y->frame);
+}
+
+static uint64_t hist_median(const uint64_t *hist, uint64_t total)
+{
+	uint64_t acc = 0;
+
+	for (int b = 0; b < LP_HIST_BUCKETS && total; b++) {
+		acc += hist[b];
+		if (acc * 2 >= total)
+			return traces__bucket_value(b);
+	}
+	return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static uint64_t hist_quantile(const uint64_t *hist, uint64_t total, double q)
+{
+	uint64_t acc = 0;
+
+	for (int b = 0; b < LP_HIST_BUCKETS && total; b++) {
+		acc += hist[b];
+		if ((double)acc >= q * (double)total)
+			return traces__bucket_value(b);
+	}
+	return 0;
+}
+
+/*
+ * How far the correction of sampled calls can be trusted, seen in the
+ * calls themselves. Sampling favours long calls, so without correction
+ * errors the sampled calls' net latencies are never shorter than the
+ * calls' in general: their lower quartile is at least that of all calls.
+ * An error of spread sigma pulls it down by about 0.674 sigma, so the gap
+ * between the two lower quartiles bounds the error; the uncertainty
+ * reported is its p10..p90 half-range (1.2816 sigma). When it reaches the
+ * gap between the threshold and the median, a sampled call's class is
+ * decided by the correction's error rather than by the call: say so, and
+ * star nothing. (The calibration's own spread, sample_cost.spread_ns, is
+ * reported beside it; on a busy VM it overstates what the calls show.)
+ */
+static void correction_check(const struct split *s, uint64_t since, const uint64_t *hist,
+			     uint64_t total, struct split_result *r)
+{
+	const struct session_core *c = traces__core(s->traces);
+	uint64_t *lat = calloc(s->n_done ? s->n_done : 1, sizeof(uint64_t)), q_all, q_smp;
+	double sum = 0;
+	size_t n = 0;
+
+	r->raw_latency = c->opts->raw_latency;
+	r->calib_spread_ns = c->sample_cost.spread_ns;
+	for (size_t i = 0; lat && i < s->n_done; i++) {
+		const struct done_call *dc = &s->done[i];
+
+		if (dc->end_ns < since)
+			continue;
+		sum += dc->overhead_ns;
+		lat[n++] = dc->latency_ns;
+	}
+	if (n) {
+		qsort(lat, n, sizeof(*lat), cmp_u64);
+		q_all = hist_quantile(hist, total, 0.25);
+		q_smp = lat[n / 4];
+		r->correction_ns = sum / n;
+		r->correction_unc_ns =
+			q_all > q_smp ? (double)(q_all - q_smp) * (1.2816 / 0.6745) : 0;
+		r->correction_exceeds =
+			!r->raw_latency && r->threshold_ns > r->median_ns &&
+			r->correction_unc_ns >= (double)(r->threshold_ns - r->median_ns);
+	}
+	free(lat);
+}
+
+int split__compute(struct split *s, bool window, bool use_weight, struct split_result *r)
+{
+	int ti = traces__find(s->traces, s->probe_id);
+	uint64_t now = lp_now_ns(), since = 0, *hist;
+	uint64_t slow_v = 0, fast_v = 0;
+	struct acc_table t = {0};
+	size_t in_window = 0;
+	int err;
+
+	memset(r, 0, sizeof(*r));
+	counts__init(&r->slow);
+	counts__init(&r->fast);
+	if (ti < 0)
+		return -ENOENT;
+	if (window) {
+		since = now - (uint64_t)s->window_s * 1000000000ULL;
+		for (size_t i = 0; i < s->n_done; i++)
+			in_window += s->done[i].end_ns >= since;
+		if (in_window < MIN_WINDOW_CALLS) {
+			window = false;
+			since = 0;
+		}
+	}
+	r->function = traces__info(s->traces, ti)->func;
+	r->held = s->held_entries;
+	r->orphans = s->orphans;
+	r->dropped = s->dropped;
+	r->filtered = s->filtered;
+	r->percentile = s->pct;
+	r->threshold_ns = traces__percentile(s->traces, ti, s->pct, window);
+
+	/* Every call, sampled or not, from the histogram. */
+	hist = calloc(LP_HIST_BUCKETS, sizeof(uint64_t));
+	if (!hist)
+		return -ENOMEM;
+	traces__histogram(s->traces, ti, window, hist);
+	for (int b = 0; b < LP_HIST_BUCKETS; b++) {
+		if (traces__bucket_value(b) >= r->threshold_ns)
+			r->all_slow_calls += hist[b];
+		else
+			r->all_fast_calls += hist[b];
+	}
+	r->median_ns = hist_median(hist, r->all_slow_calls + r->all_fast_calls);
+	correction_check(s, since, hist, r->all_slow_calls + r->all_fast_calls, r);
+	free(hist);
+
+	for (size_t i = 0; i < s->n_done; i++) {
+		const struct done_call *dc = &s->done[i];
+		bool slow = dc->latency_ns >= r->threshold_ns;
+		struct counts *c = slow ? &r->slow : &r->fast;
+
+		if (dc->end_ns < since)
+			continue;
+		slow ? r->slow_calls++ : r->fast_calls++;
+		for (uint32_t k = 0; k < dc->n; k++) {
+			const struct entry *e = &s->pool[dc->first + k];
+
+			if (counts__add(c, e->stack_id, e->count, e->weight))
+				return -ENOMEM;
+		}
+	}
+	r->slow_samples = r->slow.total_count;
+	r->fast_samples = r->fast.total_count;
+	slow_v = use_weight ? r->slow.total_weight : r->slow.total_count;
+	fast_v = use_weight ? r->fast.total_weight : r->fast.total_count;
+
+	err = accumulate(s, &t, &r->slow, true, use_weight, r->function);
+	if (!err)
+		err = accumulate(s, &t, &r->fast, false, use_weight, r->function);
+	if (err) {
+		free(t.v);
+		return err;
+	}
+	r->ranks = calloc(t.n ? t.n : 1, sizeof(*r->ranks));
+	if (!r->ranks) {
+		free(t.v);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < t.cap; i++) {
+		struct frame_acc *a = &t.v[i];
+		struct split_frame_rank *k;
+
+		if (!a->name)
+			continue;
+		k = &r->ranks[r->n_ranks++];
+		k->frame = a->name;
+		k->slow_share = slow_v ? (double)a->slow_v / slow_v : 0;
+		k->fast_share = fast_v ? (double)a->fast_v / fast_v : 0;
+		k->delta = k->slow_share - k->fast_share;
+		k->offcpu = a->off_n > a->on_n;
+		k->slow_n = a->slow_n;
+		k->fast_n = a->fast_n;
+	}
+	free(t.v);
+	/* z tests with Holm's correction over every frame ranked (split_rank.c) */
+	err = split_rank__apply(r->ranks, r->n_ranks, r->slow_samples, r->fast_samples);
+	if (err)
+		return err;
+	/* classes decided by the correction's error: nothing can be significant */
+	for (int i = 0; i < r->n_ranks && r->correction_exceeds; i++)
+		r->ranks[i].significant = false;
+	qsort(r->ranks, r->n_ranks, sizeof(*r->ranks), cmp_rank);
+	return 0;
+}
+
+int split__compute_range(struct split *s, uint64_t since_ns, uint64_t until_ns,
+			 struct split_result *r)
+{
+	int ti = traces__find(s->traces, s->probe_id);
+
+	memset(r, 0, sizeof(*r));
+	counts__init(&r->slow);
+	counts__init(&r->fast);
+	if (ti < 0)
+		return -ENOENT;
+	r->function = traces__info(s->traces, ti)->func;
+	r->percentile = s->pct;
+	r->threshold_ns = traces__percentile(s->traces, ti, s->pct, false);
+	/* Calls end after their samples: any call ending before the range
+	 * starts has none in it, the rest are checked sample by sample. */
+	for (size_t i = 0; i < s->n_done; i++) {
+		const struct done_call *dc = &s->done[i];
+		bool slow = dc->latency_ns >= r->threshold_ns, any = false;
+		struct counts *c = slow ? &r->slow : &r->fast;
+
+		if (dc->end_ns < since_ns)
+			continue;
+		for (uint32_t k = 0; k < dc->n; k++) {
+			const struct entry *e = &s->pool[dc->first + k];
+
+			if (e->time_ns < since_ns || e->time_ns >= until_ns)
+				continue;
+			if (counts__add(c, e->stack_id, e->count, e->weight))
+				return -ENOMEM;
+			any = true;
+		}
+		if (any)
+			slow ? r->slow_calls++ : r->fast_calls++;
+	}
+	r->slow_samples = r->slow.total_count;
+	r->fast_samples = r->fast.total_count;
+	return 0;
+}
+
+void split_result__fini(struct split_result *r)
+{
+	counts__free(&r->slow);
+	counts__free(&r->fast);
+	free(r->ranks);
+	memset(r, 0, sizeof(*r));
+}
