@@ -43,6 +43,11 @@ static bool is_legacy_prefix(uint8_t b)
 /*
  * Decode one instruction's length; @opcode and @map_out report the opcode
  * byte and its map (0 one-byte, 1 0F, 2 0F38, 3 0F3A, >3 VEX/EVEX/XOP maps).
+ *
+ * Long on purpose: it reads like the Intel SDM's opcode tables, prefixes,
+ * then escape maps, then ModRM/SIB/displacement, then immediates, one pass
+ * over the bytes; cutting it into helpers would pass half a dozen pieces of
+ * decoder state around and hide which byte is read where.
  */
 static int x86_decode(const uint8_t *p, size_t avail, uint8_t *opcode, int *map_out)
 {

@@ -292,6 +292,10 @@ UNIT_TEST(bad_usage)
 	BAD(NULL, "-a", "--http-token", "/tmp/t");
 	BAD("nope", "-a", "--http", "nope");
 	BAD("0.0.0.0:6060", "-a", "--http", "0.0.0.0:6060"); /* not loopback, no token */
+	/* a split needs calls with a latency: not an offset, not a line */
+	BAD("f+0x4", "-a", "--split", "f+0x4@p99");
+	BAD("x.c:12", "-a", "--split", "x.c:12");
+	BAD("p101", "-a", "--split", "f@p101");
 	/* a parse after a failed one starts afresh */
 	CHECK_EQ_INT(PARSE(&o, "-p", "5"), 0);
 	CHECK_EQ_INT(o.n_pids, 1);

@@ -11,6 +11,7 @@
 #include "user/session/options.h"
 #include "user/util/log.h"
 #include "user/serve/query.h"
+#include "user/session/daemon.h" /* split_spec_parse */
 
 enum {
 	OPT_JSON = 256,
@@ -196,160 +197,159 @@ static int parse_pids(const char *arg, struct options *o)
 	return err;
 }
 
-int options_parse(int argc, char **argv, struct options *o)
+/*
+ * One option from getopt_long into @o: 0, 1 after --help, or -EINVAL with
+ * the message printed. One case per option, in --help's order: a table
+ * would only move the same lines elsewhere, so this stays one switch.
+ */
+static int apply_option(struct options *o, int c, char **argv)
 {
 	double v;
-	int c;
 
-	memset(o, 0, sizeof(*o));
-	o->freq = 99;
-	o->window_s = 10;
-	o->top_rows = 20;
-	o->stack_kib = 16;
-	o->ringbuf_mb = 16;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+p:aF:d:o:vh", long_opts, NULL)) != -1) {
-		switch (c) {
-		case 'p':
-			if (parse_pids(optarg, o))
-				return -EINVAL;
-			break;
-		case 'a':
-			o->all = true;
-			break;
-		case 'F':
-			if (parse_whole(optarg, "frequency", 1, 100000, &v))
-				return -EINVAL;
-			o->freq = (unsigned int)v;
-			break;
-		case 'd':
-			if (parse_double(optarg, "duration", 0.01, 1e7, &o->duration_s))
-				return -EINVAL;
-			break;
-		case 'o':
-			if (o->n_outputs == MAX_OUTPUTS) {
-				lp_err("too many outputs (at most %d)", MAX_OUTPUTS);
-				return -EINVAL;
-			}
-			o->outputs[o->n_outputs++] = optarg;
-			break;
-		case 'v':
-			o->verbose = true;
-			break;
-		case 'h':
-			options_usage(stdout);
-			return 1;
-		case OPT_JSON:
-			o->json_path = optarg;
-			break;
-		case OPT_KERNEL:
-			o->kernel = true;
-			break;
-		case OPT_NO_INLINE:
-			o->no_inline = true;
-			break;
-		case OPT_LINES:
-			o->lines = true;
-			break;
-		case OPT_NO_TUI:
-			o->no_tui = true;
-			break;
-		case OPT_TRACE:
-			if (o->n_traces == MAX_TRACES) {
-				lp_err("too many --trace (at most %d)", MAX_TRACES);
-				return -EINVAL;
-			}
-			o->traces[o->n_traces++] = optarg;
-			break;
-		case OPT_BY:
-			o->by_expr = optarg;
-			break;
-		case OPT_WINDOW:
-			if (parse_double(optarg, "window", 1, 3600, &o->window_s))
-				return -EINVAL;
-			break;
-		case OPT_INTERVAL:
-			if (parse_double(optarg, "interval", 0.1, 1e6, &o->interval_s))
-				return -EINVAL;
-			break;
-		case OPT_MAX_OVERHEAD:
-			if (parse_double(optarg, "overhead", 0.001, 100, &o->max_overhead_pct))
-				return -EINVAL;
-			break;
-		case OPT_SPLIT:
-			o->split_spec = optarg;
-			break;
-		case OPT_WHEN:
-			o->when_spec = optarg;
-			break;
-		case OPT_OFFCPU:
-			o->offcpu = true;
-			break;
-		case OPT_RAW_LATENCY:
-			o->raw_latency = true;
-			break;
-		case OPT_PER_CALL:
-			o->per_call = true;
-			break;
-		case OPT_CALL_GRAPH:
-			if (!strcmp(optarg, "fp"))
-				o->call_graph = CALL_GRAPH_FP;
-			else if (!strcmp(optarg, "dwarf"))
-				o->call_graph = CALL_GRAPH_DWARF;
-			else if (!strcmp(optarg, "auto"))
-				o->call_graph = CALL_GRAPH_AUTO;
-			else {
-				lp_err("invalid --call-graph '%s' (fp, dwarf or auto)", optarg);
-				return -EINVAL;
-			}
-			break;
-		case OPT_STACK_SIZE:
-			if (parse_whole(optarg, "stack size", 1, 64, &v))
-				return -EINVAL;
-			o->stack_kib = (unsigned int)v;
-			break;
-		case OPT_TOP:
-			if (parse_whole(optarg, "row count", 0, 100000, &v))
-				return -EINVAL;
-			o->top_rows = (int)v;
-			break;
-		case OPT_PER_THREAD:
-			o->per_thread = true;
-			break;
-		case OPT_RINGBUF:
-			if (parse_whole(optarg, "ring buffer size", 1, 1024, &v))
-				return -EINVAL;
-			o->ringbuf_mb = (unsigned int)v;
-			/* ring buffer sizes must be a power of two pages */
-			while (o->ringbuf_mb & (o->ringbuf_mb - 1))
-				o->ringbuf_mb &= o->ringbuf_mb - 1;
-			break;
-		case OPT_HTTP:
-			o->http_addr = optarg;
-			break;
-		case OPT_HTTP_TOKEN:
-			o->http_token = optarg;
-			break;
-		case OPT_ALLOC:
-			o->alloc = true;
-			break;
-		case OPT_ALLOC_RATE:
-			if (parse_whole(optarg, "allocation sampling rate", 1, 1e12, &v))
-				return -EINVAL;
-			o->alloc_rate_bytes = (uint64_t)v;
-			o->alloc = true;
-			break;
-		case '?':
-		default:
-			if (optopt && optopt < 256)
-				lp_err("unknown or incomplete option '-%c' (see --help)", optopt);
-			else
-				lp_err("unknown or incomplete option '%s' (see --help)",
-				       argv[optind - 1]);
+	switch (c) {
+	case 'p':
+		if (parse_pids(optarg, o))
+			return -EINVAL;
+		break;
+	case 'a':
+		o->all = true;
+		break;
+	case 'F':
+		if (parse_whole(optarg, "frequency", 1, 100000, &v))
+			return -EINVAL;
+		o->freq = (unsigned int)v;
+		break;
+	case 'd':
+		if (parse_double(optarg, "duration", 0.01, 1e7, &o->duration_s))
+			return -EINVAL;
+		break;
+	case 'o':
+		if (o->n_outputs == MAX_OUTPUTS) {
+			lp_err("too many outputs (at most %d)", MAX_OUTPUTS);
 			return -EINVAL;
 		}
+		o->outputs[o->n_outputs++] = optarg;
+		break;
+	case 'v':
+		o->verbose = true;
+		break;
+	case 'h':
+		options_usage(stdout);
+		return 1;
+	case OPT_JSON:
+		o->json_path = optarg;
+		break;
+	case OPT_KERNEL:
+		o->kernel = true;
+		break;
+	case OPT_NO_INLINE:
+		o->no_inline = true;
+		break;
+	case OPT_LINES:
+		o->lines = true;
+		break;
+	case OPT_NO_TUI:
+		o->no_tui = true;
+		break;
+	case OPT_TRACE:
+		if (o->n_traces == MAX_TRACES) {
+			lp_err("too many --trace (at most %d)", MAX_TRACES);
+			return -EINVAL;
+		}
+		o->traces[o->n_traces++] = optarg;
+		break;
+	case OPT_BY:
+		o->by_expr = optarg;
+		break;
+	case OPT_WINDOW:
+		if (parse_double(optarg, "window", 1, 3600, &o->window_s))
+			return -EINVAL;
+		break;
+	case OPT_INTERVAL:
+		if (parse_double(optarg, "interval", 0.1, 1e6, &o->interval_s))
+			return -EINVAL;
+		break;
+	case OPT_MAX_OVERHEAD:
+		if (parse_double(optarg, "overhead", 0.001, 100, &o->max_overhead_pct))
+			return -EINVAL;
+		break;
+	case OPT_SPLIT:
+		o->split_spec = optarg;
+		break;
+	case OPT_WHEN:
+		o->when_spec = optarg;
+		break;
+	case OPT_OFFCPU:
+		o->offcpu = true;
+		break;
+	case OPT_RAW_LATENCY:
+		o->raw_latency = true;
+		break;
+	case OPT_PER_CALL:
+		o->per_call = true;
+		break;
+	case OPT_CALL_GRAPH:
+		if (!strcmp(optarg, "fp"))
+			o->call_graph = CALL_GRAPH_FP;
+		else if (!strcmp(optarg, "dwarf"))
+			o->call_graph = CALL_GRAPH_DWARF;
+		else if (!strcmp(optarg, "auto"))
+			o->call_graph = CALL_GRAPH_AUTO;
+		else {
+			lp_err("invalid --call-graph '%s' (fp, dwarf or auto)", optarg);
+			return -EINVAL;
+		}
+		break;
+	case OPT_STACK_SIZE:
+		if (parse_whole(optarg, "stack size", 1, 64, &v))
+			return -EINVAL;
+		o->stack_kib = (unsigned int)v;
+		break;
+	case OPT_TOP:
+		if (parse_whole(optarg, "row count", 0, 100000, &v))
+			return -EINVAL;
+		o->top_rows = (int)v;
+		break;
+	case OPT_PER_THREAD:
+		o->per_thread = true;
+		break;
+	case OPT_RINGBUF:
+		if (parse_whole(optarg, "ring buffer size", 1, 1024, &v))
+			return -EINVAL;
+		o->ringbuf_mb = (unsigned int)v;
+		/* ring buffer sizes must be a power of two pages */
+		while (o->ringbuf_mb & (o->ringbuf_mb - 1))
+			o->ringbuf_mb &= o->ringbuf_mb - 1;
+		break;
+	case OPT_HTTP:
+		o->http_addr = optarg;
+		break;
+	case OPT_HTTP_TOKEN:
+		o->http_token = optarg;
+		break;
+	case OPT_ALLOC:
+		o->alloc = true;
+		break;
+	case OPT_ALLOC_RATE:
+		if (parse_whole(optarg, "allocation sampling rate", 1, 1e12, &v))
+			return -EINVAL;
+		o->alloc_rate_bytes = (uint64_t)v;
+		o->alloc = true;
+		break;
+	case '?':
+	default:
+		if (optopt && optopt < 256)
+			lp_err("unknown or incomplete option '-%c' (see --help)", optopt);
+		else
+			lp_err("unknown or incomplete option '%s' (see --help)", argv[optind - 1]);
+		return -EINVAL;
 	}
+	return 0;
+}
+
+/* The command after "--", and exactly one target. */
+static int check_target(struct options *o, int argc, char **argv)
+{
 	if (optind < argc) {
 		if (strcmp(argv[optind - 1], "--") != 0) {
 			lp_err("unexpected argument '%s' (a command goes after '--')",
@@ -362,31 +362,87 @@ int options_parse(int argc, char **argv, struct options *o)
 		lp_err("give exactly one target: -p PID, -a or -- COMMAND (see --help)");
 		return -EINVAL;
 	}
+	return 0;
+}
+
+/* --http's address, and its token where it is not loopback. */
+static int check_http(const struct options *o)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	bool loopback;
+
 	if (o->http_token && !o->http_addr) {
 		lp_err("--http-token needs --http");
 		return -EINVAL;
 	}
-	if (o->http_addr) {
-		struct sockaddr_storage ss;
-		socklen_t len;
-		bool loopback;
-
-		if (query__addr(o->http_addr, &ss, &len, &loopback)) {
-			lp_err("invalid --http address '%s' (expected ADDR:PORT, e.g. "
-			       "127.0.0.1:6060)",
-			       o->http_addr);
-			return -EINVAL;
-		}
-		if (!loopback && !o->http_token) {
-			lp_err("--http '%s' is not a loopback address: that needs --http-token "
-			       "FILE",
-			       o->http_addr);
-			return -EINVAL;
-		}
+	if (!o->http_addr)
+		return 0;
+	if (query__addr(o->http_addr, &ss, &len, &loopback)) {
+		lp_err("invalid --http address '%s' (expected ADDR:PORT, e.g. 127.0.0.1:6060)",
+		       o->http_addr);
+		return -EINVAL;
 	}
+	if (!loopback && !o->http_token) {
+		lp_err("--http '%s' is not a loopback address: that needs --http-token FILE",
+		       o->http_addr);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * A split needs calls with a latency: a function entry, never an offset
+ * into one or a source line (those are entry-only hit probes).
+ */
+static int check_split(const struct options *o)
+{
+	char func[256], err[300];
+	const char *colon;
+	double pct;
+
 	if (o->when_spec && !o->split_spec) {
 		lp_err("--when needs --split");
 		return -EINVAL;
 	}
+	if (!o->split_spec)
+		return 0;
+	if (split_spec_parse(o->split_spec, func, sizeof(func), &pct, err, sizeof(err))) {
+		lp_err("%s", err);
+		return -EINVAL;
+	}
+	colon = strrchr(func, ':');
+	if (strchr(func, '+') ||
+	    (colon && colon[1] && strspn(colon + 1, "0123456789") == strlen(colon + 1))) {
+		lp_err("cannot split '%s': a split needs a function (calls with a latency), not "
+		       "an offset or a line",
+		       func);
+		return -EINVAL;
+	}
 	return 0;
+}
+
+int options_parse(int argc, char **argv, struct options *o)
+{
+	int c, r;
+
+	memset(o, 0, sizeof(*o));
+	o->freq = 99;
+	o->window_s = 10;
+	o->top_rows = 20;
+	o->stack_kib = 16;
+	o->ringbuf_mb = 16;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+p:aF:d:o:vh", long_opts, NULL)) != -1) {
+		r = apply_option(o, c, argv);
+		if (r)
+			return r;
+	}
+	r = check_target(o, argc, argv);
+	if (!r)
+		r = check_http(o);
+	if (!r)
+		r = check_split(o);
+	return r;
 }
