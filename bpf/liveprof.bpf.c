@@ -12,6 +12,7 @@
 #include "liveprof.h"
 #include "maps.bpf.h"
 #include "cost.bpf.h"
+#include "unwind.bpf.h"
 #include "sampler.bpf.h"
 #include "fetch.bpf.h"
 #include "tracer.bpf.h"

@@ -37,10 +37,13 @@ enum lp_event_type {
 };
 
 /* lp_sample.flags */
-#define LP_SF_OFFCPU	 (1u << 0) /* weight_ns is time blocked, stack is where it blocked */
-#define LP_SF_USTACK_ERR (1u << 1) /* bpf_get_stack failed for the user stack */
-#define LP_SF_KSTACK	 (1u << 2) /* kstack[] is valid */
-#define LP_SF_CALLS_OVFL (1u << 3) /* more calls were in flight than fit in calls[] */
+#define LP_SF_OFFCPU	  (1u << 0) /* weight_ns is time blocked, stack is where it blocked */
+#define LP_SF_USTACK_ERR  (1u << 1) /* bpf_get_stack failed for the user stack */
+#define LP_SF_KSTACK	  (1u << 2) /* kstack[] is valid */
+#define LP_SF_CALLS_OVFL  (1u << 3) /* more calls were in flight than fit in calls[] */
+#define LP_SF_KUNWIND	  (1u << 4) /* ustack[] was walked in BPF with CFI tables (unwind.bpf.h) */
+#define LP_SF_UTRUNC	  (1u << 5) /* that walk stopped before the outermost frame */
+#define LP_SF_UNKNOWN_MAP (1u << 6) /* a pc was in no mapping the unwinder knows: rescan maps */
 
 /* Indices into the per-CPU counter array (map "counters"). */
 enum lp_counter {
@@ -50,6 +53,9 @@ enum lp_counter {
 	LP_CNT_CALLS_UNWOUND, /* stale frames discarded (longjmp, exceptions) */
 	LP_CNT_OFFCPU,	      /* off-CPU events emitted */
 	LP_CNT_FETCH_FAULTS,  /* value fetches that faulted */
+	LP_CNT_UNWIND_CFI,    /* frames the BPF unwinder stepped with a CFI row */
+	LP_CNT_UNWIND_FP,     /* frames it stepped with frame pointers (no usable row) */
+	LP_CNT_UNWIND_STOP,   /* walks that stopped early (bad read, no progress, no fix-up) */
 	LP_CNT_NR,
 };
 
@@ -105,6 +111,73 @@ struct lp_sample {
 	struct lp_call_tag calls[LP_MAX_CALLS];
 	__u64 ustack[LP_MAX_USTACK];
 	__u64 kstack[LP_MAX_KSTACK];
+};
+
+/*
+ * Unwind tables for the BPF unwinder (bpf/unwind.bpf.h), built in user
+ * space from CFI (dwarf/cfi_table.h) and loaded per module. Rows of every
+ * module are concatenated in the array map "unwind_rows"; module i's are
+ * unwind_tables[i] = {first_row, n_rows}, sorted by pc, row j covering
+ * [pc_j, pc_j+1). pc is an ELF virtual address of the module (a pc in
+ * the process minus the mapping's bias).
+ */
+enum lp_cfa_rule {
+	LP_CFA_NONE = 0,  /* no CFI here: frame pointers */
+	LP_CFA_RSP,	  /* CFA = rsp + cfa_off */
+	LP_CFA_RBP,	  /* CFA = rbp + cfa_off */
+	LP_CFA_DEREF_RBP, /* CFA = *(rbp + cfa_off) */
+	LP_CFA_PLT,	  /* CFA = rsp + cfa_off (+ 8 if (pc & 15) >= rbp_off) */
+	LP_CFA_SIGNAL, /* sigreturn frame: sp, pc, rbp saved at rsp + cfa_off, +8, rsp + rbp_off */
+	LP_CFA_END,    /* outermost frame: the walk ends here, cleanly */
+	LP_CFA_FALLBACK, /* CFI the unwinder cannot apply: frame pointers */
+};
+
+enum lp_rbp_rule {
+	LP_RBP_SAME = 0, /* caller's rbp = rbp */
+	LP_RBP_AT_CFA,	 /* caller's rbp = *(CFA + rbp_off) */
+	LP_RBP_UNDEF,	 /* unknown in the caller */
+};
+
+struct lp_unwind_row {
+	__u32 pc;
+	__s32 cfa_off;
+	__s16 rbp_off;
+	__u8 cfa_rule; /* enum lp_cfa_rule */
+	__u8 rbp_rule; /* enum lp_rbp_rule */
+};
+
+/*
+ * Array map values are padded to 8 bytes, so the rows map holds blocks of
+ * 4 rows (48 bytes): row k is block k / 4, entry k % 4, and the mmap'ed
+ * map is one dense array of rows.
+ */
+#define LP_UNWIND_ROWS_PER_BLOCK 4
+struct lp_unwind_rows4 {
+	struct lp_unwind_row r[LP_UNWIND_ROWS_PER_BLOCK];
+};
+
+struct lp_unwind_table {
+	__u32 first_row; /* index in unwind_rows */
+	__u32 n_rows;
+};
+
+#define LP_UNWIND_MAX_MAPS 256	       /* executable mappings per process, a power of 2 */
+#define LP_UNWIND_NO_TABLE 0xffffffffu /* mapping without a table: frame pointers */
+
+/* One executable mapping of a process: [start, end), pc - bias = ELF vaddr. */
+struct lp_unwind_map {
+	__u64 start;
+	__u64 end;
+	__u64 bias;
+	__u32 table_id; /* index in unwind_tables, or LP_UNWIND_NO_TABLE */
+	__u32 reserved;
+};
+
+/* Map "unwind_procs", key tgid: its executable mappings sorted by start. */
+struct lp_unwind_proc {
+	__u32 n_maps;
+	__u32 reserved;
+	struct lp_unwind_map maps[LP_UNWIND_MAX_MAPS];
 };
 
 /* Sent at return only for calls that had a sample taken inside them. */
@@ -292,5 +365,11 @@ LP_ASSERT_SIZE(struct lp_value, 8 + LP_STR_LEN);
 LP_ASSERT_AT(struct lp_hit, values, 56);
 LP_ASSERT_SIZE(struct lp_by_key, 16);
 _Static_assert((LP_MAX_DEPTH & (LP_MAX_DEPTH - 1)) == 0, "LP_MAX_DEPTH is a power of 2");
+LP_ASSERT_SIZE(struct lp_unwind_row, 12);
+LP_ASSERT_SIZE(struct lp_unwind_rows4, 48);
+LP_ASSERT_SIZE(struct lp_unwind_table, 8);
+LP_ASSERT_SIZE(struct lp_unwind_map, 32);
+LP_ASSERT_AT(struct lp_unwind_proc, maps, 8);
+_Static_assert((LP_UNWIND_MAX_MAPS & (LP_UNWIND_MAX_MAPS - 1)) == 0, "a power of 2");
 
 #endif /* LIVEPROF_H */

@@ -17,6 +17,8 @@ struct offcpu_stash {
 	__u64 start_ns;
 	__s64 ustack_bytes; /* from bpf_get_stack, < 0 on failure */
 	__s64 kstack_bytes;
+	__u32 uflags; /* LP_SF_KUNWIND etc. of the CFI walk */
+	__u32 reserved;
 	__u64 ip, sp, bp;
 	__u64 ustack[LP_MAX_USTACK];
 	__u64 kstack[LP_MAX_KSTACK];
@@ -38,7 +40,44 @@ struct {
 	__type(value, struct offcpu_stash);
 } offcpu_zero SEC(".maps");
 
-static __always_inline void stash_switch_out(void *ctx, struct task_struct *prev, __u32 tid)
+/*
+ * The CFI walk from the registers the task entered the kernel with: a
+ * wait inside libc's futex wrappers (no frame pointers) then shows its
+ * whole chain. prev is still current, so its memory is readable.
+ */
+static __always_inline void walk_switched_out(struct offcpu_stash *s, struct task_struct *prev,
+					      __u32 tgid)
+{
+	struct lp_unwind_state *st = unwind_begin(1);
+	struct lp_thread_calls *tc = thread_calls_of(prev, false);
+	__u32 depth, first = 0;
+
+	s->ustack_bytes = -1;
+	if (!st)
+		return;
+	if (tc) {
+		/* the innermost calls, as tag_calls() picks them */
+		depth = tc->depth < LP_MAX_DEPTH ? tc->depth : LP_MAX_DEPTH;
+		if (depth > LP_MAX_CALLS)
+			first = depth - LP_MAX_CALLS;
+		for (__u32 i = 0; i < LP_MAX_CALLS; i++) {
+			__u32 k = first + i;
+
+			if (k >= depth)
+				break;
+			asm volatile("" : "+r"(k));
+			unwind_add_fix(st, tc->f[k & (LP_MAX_DEPTH - 1)].sp,
+				       tc->f[k & (LP_MAX_DEPTH - 1)].ret_addr);
+		}
+	}
+	unwind_user(st, tgid, s->ip, s->sp, s->bp);
+	__builtin_memcpy(s->ustack, st->pcs, sizeof(s->ustack));
+	s->ustack_bytes = (st->n <= LP_MAX_USTACK ? st->n : LP_MAX_USTACK) * sizeof(__u64);
+	s->uflags = st->flags;
+}
+
+static __always_inline void stash_switch_out(void *ctx, struct task_struct *prev, __u32 tgid,
+					     __u32 tid)
 {
 	struct pt_regs *uregs = (struct pt_regs *)bpf_task_pt_regs(prev);
 	__u32 zero = 0;
@@ -60,11 +99,16 @@ static __always_inline void stash_switch_out(void *ctx, struct task_struct *prev
 	if (!s)
 		return;
 	s->start_ns = bpf_ktime_get_ns();
-	s->ustack_bytes = bpf_get_stack(ctx, s->ustack, sizeof(s->ustack), BPF_F_USER_STACK);
 	s->kstack_bytes = capture_kernel ? bpf_get_stack(ctx, s->kstack, sizeof(s->kstack), 0) : -1;
 	s->ip = BPF_CORE_READ(uregs, ip);
 	s->sp = BPF_CORE_READ(uregs, sp);
 	s->bp = BPF_CORE_READ(uregs, bp);
+	s->uflags = 0;
+	if (kernel_unwind)
+		walk_switched_out(s, prev, tgid);
+	else
+		s->ustack_bytes =
+			bpf_get_stack(ctx, s->ustack, sizeof(s->ustack), BPF_F_USER_STACK);
 }
 
 static __always_inline void emit_switch_in(struct task_struct *next, __u32 tgid, __u32 tid,
@@ -101,6 +145,7 @@ static __always_inline void emit_switch_in(struct task_struct *next, __u32 tgid,
 		__builtin_memcpy(s->ustack, st->ustack, sizeof(s->ustack));
 		s->n_ustack = st->ustack_bytes / sizeof(__u64);
 	}
+	s->flags |= st->uflags;
 	if (st->kstack_bytes > 0) {
 		__builtin_memcpy(s->kstack, st->kstack, sizeof(s->kstack));
 		s->n_kstack = st->kstack_bytes / sizeof(__u64);
@@ -122,7 +167,7 @@ int BPF_PROG(lp_sched_switch, bool preempt, struct task_struct *prev, struct tas
 		return 0;
 	/* Switch-out: current is still prev, so its stacks can be taken. */
 	if (is_target(prev_tgid))
-		stash_switch_out(ctx, prev, prev_tid);
+		stash_switch_out(ctx, prev, prev_tgid, prev_tid);
 	st = bpf_map_lookup_elem(&offcpu_start, &next_tid);
 	if (st) {
 		emit_switch_in(next, next_tgid, next_tid, st);

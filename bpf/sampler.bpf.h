@@ -49,6 +49,27 @@ static __always_inline void tag_calls(struct lp_sample *s, struct task_struct *t
 	s->n_calls = depth - first;
 }
 
+/* The user stack by the CFI walk (unwind.bpf.h), fixed up for the calls in s->calls. */
+static __always_inline void walk_ustack(struct lp_sample *s, __u32 tgid)
+{
+	struct lp_unwind_state *st = unwind_begin(0);
+
+	s->n_ustack = 0;
+	if (!st) {
+		s->flags |= LP_SF_USTACK_ERR;
+		return;
+	}
+	for (int i = 0; i < LP_MAX_CALLS; i++) {
+		if (i >= s->n_calls)
+			break;
+		unwind_add_fix(st, s->calls[i].ret_slot, s->calls[i].ret_addr);
+	}
+	unwind_user(st, tgid, s->regs.ip, s->regs.sp, s->regs.bp);
+	__builtin_memcpy(s->ustack, st->pcs, sizeof(s->ustack));
+	s->n_ustack = st->n <= LP_MAX_USTACK ? st->n : LP_MAX_USTACK;
+	s->flags |= st->flags;
+}
+
 /*
  * Fill everything but the weight and the flags that depend on the caller.
  * @ctx is the program context, used by bpf_get_stack.
@@ -77,12 +98,17 @@ static __always_inline void fill_sample(void *ctx, struct lp_sample *s, __u32 tg
 	s->regs.sp = BPF_CORE_READ(uregs, sp);
 	s->regs.bp = BPF_CORE_READ(uregs, bp);
 
-	n = bpf_get_stack(ctx, s->ustack, sizeof(s->ustack), BPF_F_USER_STACK);
-	if (n < 0) {
-		s->flags |= LP_SF_USTACK_ERR;
-		n = 0;
+	tag_calls(s, task);
+	if (kernel_unwind) {
+		walk_ustack(s, tgid);
+	} else {
+		n = bpf_get_stack(ctx, s->ustack, sizeof(s->ustack), BPF_F_USER_STACK);
+		if (n < 0) {
+			s->flags |= LP_SF_USTACK_ERR;
+			n = 0;
+		}
+		s->n_ustack = n / sizeof(__u64);
 	}
-	s->n_ustack = n / sizeof(__u64);
 
 	s->n_kstack = 0;
 	if (capture_kernel) {
@@ -92,7 +118,6 @@ static __always_inline void fill_sample(void *ctx, struct lp_sample *s, __u32 tg
 			s->flags |= LP_SF_KSTACK;
 		}
 	}
-	tag_calls(s, task);
 }
 
 #define LP_PAGE_SIZE 4096

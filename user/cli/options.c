@@ -38,6 +38,9 @@ enum {
 	OPT_ALLOC,
 	OPT_ALLOC_RATE,
 	OPT_RAW_LATENCY,
+	OPT_MAX_FRAMES,
+	OPT_UNWIND_ROWS,
+	OPT_UNWIND_CHECK,
 };
 
 static const struct option long_opts[] = {
@@ -72,6 +75,9 @@ static const struct option long_opts[] = {
 	{"alloc", no_argument, NULL, OPT_ALLOC},
 	{"alloc-rate", required_argument, NULL, OPT_ALLOC_RATE},
 	{"raw-latency", no_argument, NULL, OPT_RAW_LATENCY},
+	{"max-frames", required_argument, NULL, OPT_MAX_FRAMES},
+	{"unwind-rows", required_argument, NULL, OPT_UNWIND_ROWS},
+	{"unwind-check", no_argument, NULL, OPT_UNWIND_CHECK},
 	{NULL, 0, NULL, 0},
 };
 
@@ -94,8 +100,13 @@ void options_usage(FILE *f)
 	      "      --lines           add file:line to frame names (DWARF)\n"
 	      "      --no-inline       no inlined frames (shown by default, from DWARF)\n"
 	      "      --per-thread      put the thread id under the process root frame\n"
-	      "      --call-graph M    fp, dwarf or auto (default auto)\n"
-	      "      --stack-size KIB  user stack copied per sample for dwarf unwinding (16)\n"
+	      "      --call-graph M    fp, dwarf, auto (default: dwarf, CFI walked in BPF) or "
+	      "copy\n"
+	      "      --max-frames N    user frames per stack, at most 127 (default 127)\n"
+	      "      --unwind-rows N   capacity of the in-kernel CFI tables (default 1000000)\n"
+	      "      --stack-size KIB  user stack copied per sample with --call-graph copy (16)\n"
+	      "      --unwind-check    also copy the stack and compare every BPF walk with "
+	      "libdw's\n"
 	      "      --ringbuf-mb MB   event ring buffer, a power of two (default 16)\n"
 	      "Tracing:\n"
 	      "  --trace SPEC          FUNC, BIN:FUNC, FILE:LINE, FUNC+OFF, FUNC(arg, p->f, ret)\n"
@@ -295,10 +306,25 @@ static int apply_option(struct options *o, int c, char **argv)
 			o->call_graph = CALL_GRAPH_DWARF;
 		else if (!strcmp(optarg, "auto"))
 			o->call_graph = CALL_GRAPH_AUTO;
+		else if (!strcmp(optarg, "copy"))
+			o->call_graph = CALL_GRAPH_COPY;
 		else {
-			lp_err("invalid --call-graph '%s' (fp, dwarf or auto)", optarg);
+			lp_err("invalid --call-graph '%s' (fp, dwarf, auto or copy)", optarg);
 			return -EINVAL;
 		}
+		break;
+	case OPT_MAX_FRAMES:
+		if (parse_whole(optarg, "frame count", 1, 127, &v)) /* LP_MAX_USTACK */
+			return -EINVAL;
+		o->max_frames = (unsigned int)v;
+		break;
+	case OPT_UNWIND_ROWS:
+		if (parse_whole(optarg, "row count", 1024, 64 << 20, &v))
+			return -EINVAL;
+		o->unwind_rows = (unsigned int)v;
+		break;
+	case OPT_UNWIND_CHECK:
+		o->unwind_check = true;
 		break;
 	case OPT_STACK_SIZE:
 		if (parse_whole(optarg, "stack size", 1, 64, &v))
@@ -431,6 +457,7 @@ int options_parse(int argc, char **argv, struct options *o)
 	o->window_s = 10;
 	o->top_rows = 20;
 	o->stack_kib = 16;
+	o->max_frames = 127; /* LP_MAX_USTACK, checked by the session */
 	o->ringbuf_mb = 16;
 	optind = 1;
 	opterr = 0;

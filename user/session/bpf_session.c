@@ -17,6 +17,7 @@
 #include <bpf/bpf.h>
 
 #include "user/session/bpf_session.h"
+#include "user/session/unwind_tables.h"
 #include "liveprof.skel.h"
 
 #define MAX_UPROBE_LINKS 4096
@@ -40,6 +41,8 @@ struct bpf_session {
 	size_t hist_len;
 	void *stats_mem;
 	size_t stats_len;
+	void *rows_mem; /* unwind_rows, when unwinding in BPF */
+	size_t rows_len;
 	bool verbose;
 };
 
@@ -85,7 +88,7 @@ static void attach_timer_bracket(struct bpf_session *s)
 int bpf_session__open(struct bpf_session **out, const struct bpf_session_opts *o)
 {
 	struct bpf_session *s;
-	unsigned int ringbuf_mb;
+	unsigned int ringbuf_mb, rows;
 	int err;
 
 	*out = NULL;
@@ -128,6 +131,22 @@ int bpf_session__open(struct bpf_session **out, const struct bpf_session_opts *o
 	}
 	s->skel->rodata->stack_copy_bytes = o->stack_copy_bytes;
 	s->skel->rodata->raw_latency = o->raw_latency;
+	if (o->max_frames > LP_MAX_USTACK) {
+		err = -EINVAL;
+		goto fail;
+	}
+	s->skel->rodata->max_frames = o->max_frames ? o->max_frames : LP_MAX_USTACK;
+	s->skel->rodata->kernel_unwind = o->kernel_unwind;
+	/* Without the BPF unwinder the rows map would only cost memory. */
+	rows = o->unwind_rows ? o->unwind_rows : BPF_SESSION_UNWIND_ROWS;
+	bpf_map__set_max_entries(s->skel->maps.unwind_rows,
+				 o->kernel_unwind ? (rows + LP_UNWIND_ROWS_PER_BLOCK - 1) /
+							    LP_UNWIND_ROWS_PER_BLOCK
+						  : 1);
+	if (!o->kernel_unwind) {
+		bpf_map__set_max_entries(s->skel->maps.unwind_tables, 1);
+		bpf_map__set_max_entries(s->skel->maps.unwind_procs, 1);
+	}
 	/* One build slot per CPU for samples with a stack copy; none without. */
 	bpf_map__set_max_entries(s->skel->maps.sample_buf, o->stack_copy_bytes ? s->nr_cpus : 1);
 	/* 16 KiB copies at 999 Hz are 16 MB/s per CPU: give the daemon more
@@ -166,7 +185,9 @@ int bpf_session__open(struct bpf_session **out, const struct bpf_session_opts *o
 		attach_timer_bracket(s);
 	s->hist_mem = map_mmap(s->skel->maps.hist, &s->hist_len);
 	s->stats_mem = map_mmap(s->skel->maps.probe_stats, &s->stats_len);
-	if (!s->hist_mem || !s->stats_mem) {
+	if (o->kernel_unwind)
+		s->rows_mem = map_mmap(s->skel->maps.unwind_rows, &s->rows_len);
+	if (!s->hist_mem || !s->stats_mem || (o->kernel_unwind && !s->rows_mem)) {
 		err = -errno;
 		goto fail;
 	}
@@ -175,6 +196,18 @@ int bpf_session__open(struct bpf_session **out, const struct bpf_session_opts *o
 fail:
 	bpf_session__close(s);
 	return err;
+}
+
+int bpf_session__unwind_maps(struct bpf_session *s, struct unwind_maps *out)
+{
+	if (!s->rows_mem)
+		return -ENOENT;
+	out->rows = s->rows_mem;
+	out->max_rows = bpf_map__max_entries(s->skel->maps.unwind_rows) * LP_UNWIND_ROWS_PER_BLOCK;
+	out->max_tables = bpf_map__max_entries(s->skel->maps.unwind_tables);
+	out->tables_fd = bpf_map__fd(s->skel->maps.unwind_tables);
+	out->procs_fd = bpf_map__fd(s->skel->maps.unwind_procs);
+	return 0;
 }
 
 int bpf_session__set_ringbuf_cb(struct bpf_session *s, int (*cb)(void *, void *, size_t), void *ctx)
@@ -508,6 +541,8 @@ void bpf_session__close(struct bpf_session *s)
 		munmap(s->hist_mem, s->hist_len);
 	if (s->stats_mem)
 		munmap(s->stats_mem, s->stats_len);
+	if (s->rows_mem)
+		munmap(s->rows_mem, s->rows_len);
 	liveprof_bpf__destroy(s->skel);
 	free(s->perf_fds);
 	free(s->perf_links);

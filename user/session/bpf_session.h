@@ -28,9 +28,15 @@ struct bpf_session_opts {
 	/* user stack bytes copied after each on-CPU sample, for unwinding in
 	 * user space; 0: frame-pointer stacks only (at most LP_MAX_STACK_COPY) */
 	unsigned int stack_copy_bytes;
-	bool verbose; /* print libbpf's log, including the verifier's */
+	bool verbose;	  /* print libbpf's log, including the verifier's */
 	bool raw_latency; /* latencies as measured, not net of liveprof's own cost */
+	/* walk user stacks in BPF with CFI tables (bpf/unwind.bpf.h) */
+	bool kernel_unwind;
+	unsigned int max_frames;  /* user frames per stack, 1..LP_MAX_USTACK (0: the maximum) */
+	unsigned int unwind_rows; /* capacity of the rows map (0: the default) */
 };
+
+#define BPF_SESSION_UNWIND_ROWS 1000000 /* 12 MB: libc + CPython + a large binary */
 
 enum bpf_probe_prog {
 	PROBE_PROG_ENTRY,    /* uprobe at the function entry */
@@ -48,6 +54,17 @@ enum bpf_probe_prog {
  */
 int bpf_session__open(struct bpf_session **out, const struct bpf_session_opts *o);
 void bpf_session__close(struct bpf_session *s);
+
+struct unwind_maps;
+
+/**
+ * bpf_session__unwind_maps - where the BPF unwinder's tables go
+ * @s: a session opened with kernel_unwind
+ * @out: filled (the rows mapping stays valid until bpf_session__close())
+ *
+ * Return: 0, or -ENOENT when the session does not unwind in BPF.
+ */
+int bpf_session__unwind_maps(struct bpf_session *s, struct unwind_maps *out);
 
 /** bpf_session__add_pid - profile process @pid (all its threads, present and future) */
 int bpf_session__add_pid(struct bpf_session *s, uint32_t pid);

@@ -27,6 +27,7 @@ _Static_assert(UNWIND_TRAMP_LO == LP_UPROBE_TRAMP_LO && UNWIND_TRAMP_HI == LP_UP
 #include "user/session/sample_stack.h"
 #include "user/session/stack_fixup.h"
 #include "user/session/traces.h"
+#include "user/session/unwind_tables.h"
 #include "user/util/util.h"
 
 const char *daemon__process_name(void *ctx, uint32_t pid)
@@ -72,6 +73,11 @@ int daemon__add_target(struct daemon *d, int pid)
 	} else {
 		read_comm(pid, p->name, sizeof(p->name));
 	}
+	/* Tables first: samples walked before them would be cut short. A
+	 * launched command has not exec'd yet: its first samples find no
+	 * tables and trigger the scan of what it became. */
+	if (d->utab && pid != d->core.child)
+		unwind_tables__scan(d->utab, pid, lp_now_ns());
 	err = bpf_session__add_pid(d->core.bpf, pid);
 	if (err)
 		return err;
@@ -196,6 +202,15 @@ int daemon__init(struct daemon *d, struct options *o, struct bpf_session *bpf)
 	d->unwind = unwinder__new();
 	if (!d->sym || !d->stacks || !d->core.symbols || !d->unwind)
 		return -ENOMEM;
+	{
+		struct unwind_maps um;
+
+		if (!bpf_session__unwind_maps(bpf, &um)) {
+			err = unwind_tables__new(&um, o->verbose, &d->utab);
+			if (err)
+				return err;
+		}
+	}
 	counts__init(&d->total);
 	err = daemon__set_window(d, (int)(o->window_s + 0.5));
 	if (err)
@@ -239,6 +254,7 @@ void daemon__fini(struct daemon *d)
 	free(d->slots);
 	counts__free(&d->total);
 	unwinder__free(d->unwind);
+	unwind_tables__free(d->utab);
 	stack_symbols__free(d->core.symbols);
 	stack_store__free(d->stacks);
 	symbolizer__free(d->sym);
@@ -312,7 +328,12 @@ static void tick(struct daemon *d, uint64_t now)
 			if (d->core.procs[i].alive) {
 				symbolizer__add_pid(d->sym, d->core.procs[i].pid);
 				unwinder__add_pid(d->unwind, d->core.procs[i].pid);
+				/* dlclose: a module's rows go with its last mapping */
+				if (d->utab)
+					unwind_tables__scan(d->utab, d->core.procs[i].pid, now);
 			}
+	if (d->utab)
+		unwind_tables__tick(d->utab, now);
 	daemon__symbolize_new(d);
 	if (d->traces)
 		traces__tick(d->traces, now);

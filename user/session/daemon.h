@@ -22,6 +22,7 @@ struct bpf_session;
 struct traces;
 struct split;
 struct unwinder;
+struct unwind_tables;
 
 #define MAX_WINDOW_SLOTS 3600
 
@@ -65,8 +66,9 @@ struct daemon {
 	struct stack_store *stacks;
 	struct traces *traces;
 	struct split *split;
-	struct unwinder *unwind;  /* CFI over the copied stacks */
-	struct alloc_prof *alloc; /* --alloc, see alloc.h */
+	struct unwinder *unwind;    /* CFI over the copied stacks */
+	struct alloc_prof *alloc;   /* --alloc, see alloc.h */
+	struct unwind_tables *utab; /* CFI tables of the BPF unwinder, NULL without it */
 
 	const char *child_exe; /* its executable, resolved through PATH */
 	int child_status;      /* wait status once it exited */
@@ -90,6 +92,9 @@ struct daemon {
 	uint64_t tramp_fixed;	    /* uretprobe trampoline addresses put back */
 	uint64_t uprobe_page_fixed; /* samples in the [uprobes] page given their function */
 	uint64_t unwind_errors;	    /* stacks cut where a caller was not code */
+	uint64_t unwound_kernel;    /* user stacks walked in BPF with CFI tables */
+	/* --unwind-check: BPF walks compared with libdw over the copy */
+	uint64_t check_compared, check_same, check_skipped;
 	bool stop;
 	struct daemon_window *windows; /* window subscriptions, see daemon__window_open */
 	struct daemon_poller pollers[MAX_POLLERS];

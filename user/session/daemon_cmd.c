@@ -51,8 +51,15 @@ int daemon__open(struct daemon *d, struct options *o, bool tracing)
 		.raw_latency = o->raw_latency,
 		/* fp still copies a little: enough for CFI to find a frameless
 		 * leaf's return address (daemon.c, unwind_user) */
-		.stack_copy_bytes =
-			o->call_graph == CALL_GRAPH_FP ? FP_LEAF_COPY_BYTES : o->stack_kib << 10,
+		.stack_copy_bytes = o->call_graph == CALL_GRAPH_FP ? FP_LEAF_COPY_BYTES
+				    : o->call_graph == CALL_GRAPH_COPY || o->unwind_check
+					    ? o->stack_kib << 10
+					    : 0,
+		/* dwarf and auto: CFI tables walked in BPF (bpf/unwind.bpf.h) */
+		.kernel_unwind = o->unwind_check || o->call_graph == CALL_GRAPH_DWARF ||
+				 o->call_graph == CALL_GRAPH_AUTO,
+		.max_frames = o->max_frames,
+		.unwind_rows = o->unwind_rows,
 	};
 	struct bpf_session *bpf = NULL;
 	int err;

@@ -16,7 +16,8 @@
 enum call_graph_mode {
 	CALL_GRAPH_AUTO = 0,
 	CALL_GRAPH_FP,
-	CALL_GRAPH_DWARF,
+	CALL_GRAPH_DWARF, /* CFI tables walked in BPF */
+	CALL_GRAPH_COPY,  /* stack copied per sample, unwound with libdw in the daemon */
 };
 
 struct options {
@@ -52,6 +53,9 @@ struct options {
 	/* unwinding */
 	enum call_graph_mode call_graph;
 	unsigned int stack_kib;
+	unsigned int max_frames;  /* user frames per stack (default LP_MAX_USTACK) */
+	unsigned int unwind_rows; /* capacity of the BPF unwind tables, rows */
+	bool unwind_check;	  /* also copy stacks; compare the BPF walk with libdw's */
 	unsigned int ringbuf_mb;
 	/* HTTP (user/serve) */
 	const char *http_addr;	/* --http ADDR:PORT, NULL: no server */

@@ -21,6 +21,7 @@
 #include "user/session/traces.h"
 #include "user/profile/writers.h"
 #include "user/util/util.h"
+#include "user/session/unwind_tables.h"
 
 static bool ends_with(const char *s, const char *suffix)
 {
@@ -292,7 +293,34 @@ static json_t *summary_json(struct daemon *d, struct profile *p, struct split_re
 	json_object_set_new(root, "call_graph",
 			    json_string(d->core.opts->call_graph == CALL_GRAPH_FP      ? "fp"
 					: d->core.opts->call_graph == CALL_GRAPH_DWARF ? "dwarf"
+					: d->core.opts->call_graph == CALL_GRAPH_COPY  ? "copy"
 										       : "auto"));
+	json_object_set_new(root, "unwound_in_kernel", json_integer(d->unwound_kernel));
+	if (d->utab) {
+		struct unwind_tables_stats us;
+		json_t *u = json_object();
+
+		unwind_tables__stats(d->utab, &us);
+		json_object_set_new(u, "modules", json_integer(us.modules));
+		json_object_set_new(u, "rows", json_integer(us.rows));
+		json_object_set_new(u, "bytes",
+				    json_integer(us.rows * sizeof(struct lp_unwind_row)));
+		json_object_set_new(u, "modules_without", json_integer(us.no_table));
+		json_object_set_new(u, "build_ms", json_real(us.build_ns / 1e6));
+		json_object_set_new(u, "scans", json_integer(us.scans));
+		json_object_set_new(u, "frames_cfi", json_integer(d->counters[LP_CNT_UNWIND_CFI]));
+		json_object_set_new(u, "frames_fp", json_integer(d->counters[LP_CNT_UNWIND_FP]));
+		json_object_set_new(u, "walks_cut", json_integer(d->counters[LP_CNT_UNWIND_STOP]));
+		json_object_set_new(root, "unwind_tables", u);
+	}
+	if (d->core.opts->unwind_check) {
+		json_t *c = json_object();
+
+		json_object_set_new(c, "compared", json_integer(d->check_compared));
+		json_object_set_new(c, "identical", json_integer(d->check_same));
+		json_object_set_new(c, "skipped", json_integer(d->check_skipped));
+		json_object_set_new(root, "unwind_check", c);
+	}
 	json_object_set_new(root, "unwind_ns_per_sample",
 			    json_real(d->samples ? (double)d->unwind_ns / d->samples : 0));
 	json_object_set_new(root, "calls_dropped", json_integer(d->counters[LP_CNT_CALLS_DROPPED]));

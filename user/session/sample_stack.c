@@ -11,7 +11,9 @@
 #include "user/session/bpf_session.h"
 #include "user/session/daemon.h"
 #include "user/session/sample_stack.h"
+#include "user/session/unwind_tables.h"
 #include "user/session/stack_fixup.h"
+#include "user/util/log.h"
 #include "user/util/util.h"
 
 /*
@@ -183,6 +185,95 @@ static unsigned int fp_user(struct daemon *d, const struct lp_sample *s, const s
  * fp takes the kernel's frame-pointer walk and, from a small copy, puts
  * back with CFI the caller a frameless leaf hides.
  */
+/*
+ * --unwind-check: the same sample unwound again by libdw over the copied
+ * stack, frame by frame. Where either side was cut (the copy too short,
+ * a walk that stopped) only the frames both have are compared.
+ */
+static void check_unwind(struct daemon *d, const struct lp_sample *s, const struct unwind_input *in,
+			 const uint64_t *kus, unsigned int nk)
+{
+	uint64_t ref[MAX_USER_FRAMES];
+	bool ref_cut = false, k_cut = (s->flags & LP_SF_UTRUNC) || nk >= LP_MAX_USTACK;
+	int n = unwinder__unwind_input(d->unwind, s->pid, in, ref, MAX_USER_FRAMES, &ref_cut);
+	unsigned int common;
+	bool same;
+
+	/* libdw found nothing past the ip (no CFI, no frame pointer) */
+	if (n <= 0 || (n == 1 && !ref_cut && nk > 1)) {
+		d->check_skipped++;
+		return;
+	}
+	common = (unsigned int)n < nk ? (unsigned int)n : nk;
+	same = (ref_cut || k_cut || (unsigned int)n == nk);
+	for (unsigned int i = 0; i < common && same; i++)
+		same = ref[i] == kus[i];
+	d->check_compared++;
+	d->check_same += same;
+	if (!same && lp_verbose) {
+		unsigned int i = 0;
+
+		while (i < common && ref[i] == kus[i])
+			i++;
+		lp_debug("unwind check: pid %u frame %u of %u/%d: bpf %#llx libdw %#llx", s->pid, i,
+			 nk, n, i < nk ? (unsigned long long)kus[i] : 0ULL,
+			 i < (unsigned int)n ? (unsigned long long)ref[i] : 0ULL);
+	}
+}
+
+/*
+ * A stack walked in BPF (bpf/unwind.bpf.h). In the [uprobes] page the
+ * walk went on from the return address at sp (a traced function's first
+ * instruction, single-stepped out of line): the leaf becomes that
+ * function's entry. --unwind-check unwinds the copy with libdw as well.
+ */
+static unsigned int kernel_user(struct daemon *d, const struct lp_sample *s, const void *mem,
+				uint64_t *us, uint32_t *flags)
+{
+	unsigned int nu = s->n_ustack < LP_MAX_USTACK ? s->n_ustack : LP_MAX_USTACK;
+
+	memcpy(us, s->ustack, nu * sizeof(uint64_t));
+	if (d->core.opts->unwind_check && s->stack_len) {
+		struct unwind_fixup fx[LP_MAX_CALLS + LP_REDZONE / 8];
+		struct unwind_regs regs;
+		struct unwind_input in;
+		struct ustate st;
+
+		stack_fixup__state(s, mem, at_probe_site, d, &st);
+		fill_input(s, &st, &in, &regs, fx);
+		if (st.kind == USTATE_PLAIN)
+			check_unwind(d, s, &in, us, nu);
+		else
+			d->check_skipped++;
+	}
+	if (nu && us[0] - LP_UPROBE_TRAMP_LO < LP_UPROBE_TRAMP_HI - LP_UPROBE_TRAMP_LO) {
+		uint64_t fn = 0;
+
+		for (unsigned int i = 0; i < s->n_calls && i < LP_MAX_CALLS; i++)
+			if (s->calls[i].ret_slot == s->regs.sp ||
+			    s->calls[i].ret_slot == s->regs.sp + 8)
+				fn = probe_entry_pc(d, s->pid, s->calls[i].probe_id);
+		if (fn) {
+			us[0] = fn;
+			d->uprobe_page_fixed++;
+		} else {
+			memmove(us, us + 1, --nu * sizeof(uint64_t));
+			*flags |= STACK_F_UNWIND_ERROR;
+		}
+	} else if (nu &&
+		   s->regs.ip - LP_UPROBE_TRAMP_LO < LP_UPROBE_TRAMP_HI - LP_UPROBE_TRAMP_LO) {
+		/* in the trampoline: BPF went on in the caller at the real address */
+		d->uprobe_page_fixed++;
+	}
+	nu = fix_trampolines(d, us, nu, s, s->regs.sp);
+	if (s->flags & LP_SF_UTRUNC)
+		*flags |= STACK_F_TRUNCATED;
+	if ((s->flags & LP_SF_UNKNOWN_MAP) && d->utab)
+		unwind_tables__unknown_pc(d->utab, (int)s->pid, lp_now_ns());
+	d->unwound_kernel++;
+	return nu;
+}
+
 unsigned int sample_stack__user(struct daemon *d, const struct lp_sample *s, const void *mem,
 				uint64_t *us, uint32_t *flags)
 {
@@ -196,6 +287,8 @@ unsigned int sample_stack__user(struct daemon *d, const struct lp_sample *s, con
 	uint64_t t0;
 	int n;
 
+	if (s->flags & LP_SF_KUNWIND)
+		return kernel_user(d, s, mem, us, flags);
 	stack_fixup__state(s, mem, at_probe_site, d, &st);
 	if (st.kind == USTATE_LOST && s->regs.ip - LP_UPROBE_TRAMP_LO < UPROBE_XOL_SLOT_BYTES) {
 		/* in the trampoline, with no return address to go back to */

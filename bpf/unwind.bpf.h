@@ -1,0 +1,422 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * unwind.bpf.h - user stacks walked in BPF with CFI tables.
+ *
+ * From the user registers (rip, rsp, rbp) the walk finds the pc's
+ * executable mapping in the process (unwind_procs), binary-searches that
+ * module's rows (unwind_rows, loaded by user space from .eh_frame), and
+ * applies the row: the CFA from rsp or rbp, the return address at CFA - 8,
+ * the caller's rbp. Mappings without a table, and rows the table marks as
+ * "fall back", are stepped with frame pointers. One frame per bpf_loop
+ * iteration, up to max_frames. The walk ends cleanly at a frame whose
+ * return address CFI declares undefined (_start, clone) or is 0, and is
+ * marked LP_SF_UTRUNC when it stops for any other reason: a frame that
+ * cannot be computed is never guessed.
+ *
+ * A pending uretprobe has replaced a return address on the stack with
+ * the [uprobes] trampoline. The tracer saved the real one with the slot's
+ * address (struct lp_call_tag ret_slot/ret_addr); a read of such a slot
+ * returns the saved address instead.
+ */
+#ifndef LP_UNWIND_BPF_H
+#define LP_UNWIND_BPF_H
+
+/* Frames walked per stack (--max-frames), at most LP_MAX_USTACK. */
+const volatile __u32 max_frames = LP_MAX_USTACK;
+/* Walk user stacks in BPF (--call-graph dwarf/auto), else frame pointers. */
+const volatile bool kernel_unwind = false;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE); /* user space writes rows in place */
+	__uint(max_entries, 1);		   /* set by the loader (--unwind-rows) */
+	__type(key, __u32);
+	__type(value, struct lp_unwind_rows4);
+} unwind_rows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct lp_unwind_table);
+} unwind_tables SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, struct lp_unwind_proc);
+} unwind_procs SEC(".maps");
+
+struct lp_unwind_fix {
+	__u64 slot, ret;
+};
+
+/* The walk in progress; per CPU, slot 0 for samples, 1 for context switches. */
+struct lp_unwind_state {
+	__u64 pc, sp, bp;
+	__u32 n;
+	__u32 flags;  /* LP_SF_KUNWIND | LP_SF_UTRUNC | LP_SF_UNKNOWN_MAP */
+	__u32 bp_ok;  /* rbp is known in this frame */
+	__u32 exact;  /* pc is exact (after a signal frame), not a return address */
+	__u32 via_fp; /* pc came from a frame-pointer step */
+	__u32 pad;
+	__u32 n_fix;
+	__u32 tgid;
+	struct lp_unwind_fix fix[LP_MAX_CALLS];
+	__u64 pcs[LP_MAX_USTACK];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, struct lp_unwind_state);
+} unwind_state SEC(".maps");
+
+struct unwind_ctx {
+	struct lp_unwind_state *st;
+};
+
+static __always_inline bool in_uprobe_tramp(__u64 a)
+{
+	return a >= LP_UPROBE_TRAMP_LO && a < LP_UPROBE_TRAMP_HI;
+}
+
+/*
+ * The steps below are global BPF functions: the verifier checks each once,
+ * on its own, instead of once per inlined call site and per bpf_loop
+ * iteration it has to explore. That keeps loading in milliseconds; the
+ * cost is a BPF-to-BPF call per step.
+ */
+
+/* The saved return address of slot @addr, if a uretprobe overwrote it: 0, else -1. */
+__noinline int lp_uw_read_fix(struct lp_unwind_state *st, __u64 addr, __u64 *v)
+{
+	if (!st || !v)
+		return -1;
+	for (int i = 0; i < LP_MAX_CALLS; i++) {
+		if (i >= st->n_fix)
+			break;
+		if (st->fix[i].slot == addr) {
+			*v = st->fix[i].ret;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* Read a user word; a slot a uretprobe overwrote gives the saved address. */
+__noinline int lp_uw_read(struct lp_unwind_state *st, __u64 addr, __u64 *v)
+{
+	if (!st || !v)
+		return -1;
+	if (!lp_uw_read_fix(st, addr, v))
+		return 0;
+	return bpf_probe_read_user(v, sizeof(*v), (const void *)addr) ? -1 : 0;
+}
+
+/*
+ * The mapping of process @tgid that holds @pc, copied to @out: 1 found,
+ * 0 in no mapping, -1 no tables for the process.
+ */
+__noinline int lp_uw_find_map(__u32 tgid, __u64 pc, struct lp_unwind_map *out)
+{
+	struct lp_unwind_proc *p = bpf_map_lookup_elem(&unwind_procs, &tgid);
+	__u32 lo = 0, hi, mid;
+
+	if (!p || !out)
+		return -1;
+	hi = p->n_maps;
+	if (hi > LP_UNWIND_MAX_MAPS)
+		hi = LP_UNWIND_MAX_MAPS;
+	for (int i = 0; i < 9; i++) { /* log2(LP_UNWIND_MAX_MAPS) + 1 */
+		if (hi - lo <= 1)
+			break;
+		mid = lo + (hi - lo) / 2;
+		if (p->maps[mid & (LP_UNWIND_MAX_MAPS - 1)].start <= pc)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	if (lo >= p->n_maps)
+		return 0;
+	lo &= LP_UNWIND_MAX_MAPS - 1;
+	if (pc < p->maps[lo].start || pc >= p->maps[lo].end)
+		return 0;
+	*out = p->maps[lo];
+	return 1;
+}
+
+/* Row @k of the concatenated tables. */
+static __always_inline struct lp_unwind_row *row_at(__u32 k)
+{
+	__u32 blk = k / LP_UNWIND_ROWS_PER_BLOCK;
+	struct lp_unwind_rows4 *b = bpf_map_lookup_elem(&unwind_rows, &blk);
+
+	return b ? &b->r[k & (LP_UNWIND_ROWS_PER_BLOCK - 1)] : NULL;
+}
+
+/* The row covering module address @rel, copied to @out: 0, or -1 for none. */
+__noinline int lp_uw_find_row(__u32 table_id, __u64 rel, struct lp_unwind_row *out)
+{
+	struct lp_unwind_table *t = bpf_map_lookup_elem(&unwind_tables, &table_id);
+	struct lp_unwind_row *r;
+	__u32 lo, hi, mid;
+
+	if (!t || !out || !t->n_rows || rel > 0xffffffffULL)
+		return -1;
+	lo = 0;
+	hi = t->n_rows;
+	for (int i = 0; i < 24; i++) { /* 16M rows per module */
+		if (hi - lo <= 1)
+			break;
+		mid = lo + (hi - lo) / 2;
+		r = row_at(t->first_row + mid);
+		if (!r)
+			return -1;
+		if (r->pc <= rel)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	r = row_at(t->first_row + lo);
+	if (!r || r->pc > rel)
+		return -1;
+	*out = *r;
+	return 0;
+}
+
+/*
+ * One frame with frame pointers: rbp points at the saved rbp, the return
+ * address above it. Returns 1 to end the walk, 0 to go on.
+ */
+static __always_inline int step_fp(struct lp_unwind_state *st)
+{
+	__u64 ra, bp;
+
+	count_event(LP_CNT_UNWIND_FP);
+	if (!st->bp_ok || !st->bp)
+		return 1; /* rbp 0: glibc's _start cleared it; the chain ends */
+	if (st->bp < st->sp || lp_uw_read(st, st->bp + 8, &ra) || lp_uw_read(st, st->bp, &bp)) {
+		st->flags |= LP_SF_UTRUNC;
+		return 1;
+	}
+	st->sp = st->bp + 16;
+	st->bp = bp;
+	st->pc = ra;
+	st->exact = 0;
+	st->via_fp = 1;
+	return 0;
+}
+
+/* A sigreturn frame: rsp points at the ucontext the kernel saved. */
+static __always_inline int step_signal(struct lp_unwind_state *st, const struct lp_unwind_row *r)
+{
+	__u64 sp, ra, bp;
+
+	if (lp_uw_read(st, st->sp + r->cfa_off, &sp) ||
+	    lp_uw_read(st, st->sp + r->cfa_off + 8, &ra) ||
+	    lp_uw_read(st, st->sp + r->rbp_off, &bp)) {
+		st->flags |= LP_SF_UTRUNC;
+		return 1;
+	}
+	/* The trampoline's own frame is no call site: stored + 1 as libdw
+	 * does, so that pc - 1 names __restore_rt itself. */
+	if (st->n >= 1 && st->n <= LP_MAX_USTACK)
+		st->pcs[st->n - 1] += 1;
+	st->sp = sp;
+	st->bp = bp;
+	st->bp_ok = 1;
+	st->pc = ra;
+	st->exact = 1;
+	count_event(LP_CNT_UNWIND_CFI);
+	return 0;
+}
+
+/* One frame with a CFI row. Returns 1 to end the walk, 0 to go on. */
+__noinline int lp_uw_step_cfi(struct lp_unwind_state *st, const struct lp_unwind_row *r)
+{
+	__u64 cfa, ra, bp, v;
+
+	if (!st || !r)
+		return 1;
+	bp = st->bp;
+	switch (r->cfa_rule) {
+	case LP_CFA_RSP:
+		cfa = st->sp + r->cfa_off;
+		break;
+	case LP_CFA_RBP:
+		if (!st->bp_ok)
+			goto stop;
+		cfa = st->bp + r->cfa_off;
+		break;
+	case LP_CFA_DEREF_RBP:
+		if (!st->bp_ok || lp_uw_read(st, st->bp + r->cfa_off, &cfa))
+			goto stop;
+		break;
+	case LP_CFA_PLT:
+		cfa = st->sp + r->cfa_off + ((st->pc & 15) >= (__u64)r->rbp_off ? 8 : 0);
+		break;
+	case LP_CFA_SIGNAL:
+		return step_signal(st, r);
+	case LP_CFA_END:
+		return 1;
+	default:
+		return step_fp(st);
+	}
+	/* A caller's frame lies above its callee's: anything else is a bad row
+	 * or a bad rbp, and the walk would loop or wander. */
+	if (cfa <= st->sp || lp_uw_read(st, cfa - 8, &ra))
+		goto stop;
+	if (r->rbp_rule == LP_RBP_AT_CFA) {
+		if (lp_uw_read(st, cfa + r->rbp_off, &v))
+			goto stop;
+		bp = v;
+		st->bp_ok = 1;
+	} else if (r->rbp_rule == LP_RBP_UNDEF) {
+		st->bp_ok = 0;
+	}
+	st->sp = cfa;
+	st->bp = bp;
+	st->pc = ra;
+	st->exact = 0;
+	st->via_fp = 0;
+	count_event(LP_CNT_UNWIND_CFI);
+	return 0;
+stop:
+	st->flags |= LP_SF_UTRUNC;
+	return 1;
+}
+
+/* One frame: record the pc, find its row, step. 1 ends the walk. */
+__noinline int lp_uw_frame(struct lp_unwind_state *st)
+{
+	struct lp_unwind_map m;
+	struct lp_unwind_row r;
+	__u64 pc, look;
+	__u32 n;
+	int found;
+
+	if (!st)
+		return 1;
+	pc = st->pc;
+	n = st->n;
+	if (n >= max_frames || n >= LP_MAX_USTACK) {
+		st->flags |= LP_SF_UTRUNC;
+		return 1;
+	}
+	if (!pc)
+		return 1; /* a return address of 0: the outermost frame */
+	if (!n && in_uprobe_tramp(pc)) {
+		/* In the trampoline, the probed call has just returned: its
+		 * ret popped the slot the uretprobe overwrote. */
+		if (!lp_uw_read_fix(st, st->sp - 8, &pc)) {
+			st->pc = pc;
+		} else {
+			/*
+			 * Anywhere else in the page: a traced function's first
+			 * instruction, single-stepped out of line. Its return
+			 * address is at sp (user space names the function).
+			 */
+			st->pcs[0] = pc;
+			st->n = 1;
+			if (lp_uw_read(st, st->sp, &pc)) {
+				st->flags |= LP_SF_UTRUNC;
+				return 1;
+			}
+			st->sp += 8;
+			st->pc = pc;
+			return 0;
+		}
+	} else if (in_uprobe_tramp(pc)) {
+		/* every slot a uretprobe overwrote is fixed up on read */
+		st->flags |= LP_SF_UTRUNC;
+		return 1;
+	}
+	/* Stored as return addresses: an exact pc (after a signal frame) as
+	 * pc + 1, so that pc - 1 names the right instruction for every i >= 1. */
+	st->pcs[n] = (n && st->exact) ? pc + 1 : pc;
+	look = (n && !st->exact) ? pc - 1 : pc;
+	found = lp_uw_find_map(st->tgid, look, &m);
+	if (found <= 0) {
+		st->flags |= LP_SF_UNKNOWN_MAP;
+		/*
+		 * A process whose tables are not loaded yet: its frame pointers
+		 * may be data, so keep the one sure frame and mark the cut. A
+		 * pc in no mapping that frame pointers led to is no frame at
+		 * all: drop it. Anywhere else (JIT code called from known
+		 * code) frame pointers are the best there is.
+		 */
+		if (found < 0 || (n && st->via_fp)) {
+			st->n = n + (n == 0);
+			st->flags |= LP_SF_UTRUNC;
+			return 1;
+		}
+		st->n = n + 1;
+		return step_fp(st);
+	}
+	st->n = n + 1;
+	st->via_fp = 0;
+	if (m.table_id == LP_UNWIND_NO_TABLE || lp_uw_find_row(m.table_id, look - m.bias, &r) ||
+	    r.cfa_rule == LP_CFA_NONE || r.cfa_rule == LP_CFA_FALLBACK)
+		return step_fp(st);
+	return lp_uw_step_cfi(st, &r);
+}
+
+static long unwind_step(__u32 i, void *ctx)
+{
+	struct unwind_ctx *c = ctx;
+
+	return lp_uw_frame(c->st) ? 1 : 0; /* the verifier wants exactly 0 or 1 */
+}
+
+/* The per-CPU walk state @slot, with no fix-ups yet. */
+static __always_inline struct lp_unwind_state *unwind_begin(__u32 slot)
+{
+	struct lp_unwind_state *st = bpf_map_lookup_elem(&unwind_state, &slot);
+
+	if (st)
+		st->n_fix = 0;
+	return st;
+}
+
+/* A return-address slot a pending uretprobe overwrote, and what it held. */
+static __always_inline void unwind_add_fix(struct lp_unwind_state *st, __u64 slot, __u64 ret)
+{
+	__u32 k = st->n_fix;
+
+	if (k < LP_MAX_CALLS) {
+		st->fix[k].slot = slot;
+		st->fix[k].ret = ret;
+		st->n_fix = k + 1;
+	}
+}
+
+/*
+ * Walk the user stack of the current task from ip/sp/bp into @st (from
+ * unwind_begin, fix-ups added): pcs[0..n) and flags on return.
+ */
+static __always_inline void unwind_user(struct lp_unwind_state *st, __u32 tgid, __u64 ip, __u64 sp,
+					__u64 bp)
+{
+	struct unwind_ctx c;
+
+	st->pc = ip;
+	st->sp = sp;
+	st->bp = bp;
+	st->bp_ok = 1;
+	st->exact = 0;
+	st->via_fp = 0;
+	st->n = 0;
+	st->flags = LP_SF_KUNWIND;
+	st->tgid = tgid;
+	c.st = st;
+	/* one more than the frames, so that a full stack is seen as cut */
+	bpf_loop(LP_MAX_USTACK + 1, unwind_step, &c, 0);
+	if (st->flags & LP_SF_UTRUNC)
+		count_event(LP_CNT_UNWIND_STOP);
+}
+
+#endif /* LP_UNWIND_BPF_H */
