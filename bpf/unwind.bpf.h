@@ -25,6 +25,8 @@
 const volatile __u32 max_frames = LP_MAX_USTACK;
 /* Walk user stacks in BPF (--call-graph dwarf/auto), else frame pointers. */
 const volatile bool kernel_unwind = false;
+/* Uprobes may be attached (the tracing programs are loaded). */
+const volatile bool uprobes_possible = false;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -290,6 +292,115 @@ stop:
 	return 1;
 }
 
+/*
+ * Bytes the uretprobe trampoline has pushed at offset @off, or -1 (Linux
+ * >= 6.11: push %rax; push %rcx; push %r11; mov $NR,%rax; syscall;
+ * pop %r11; pop %rcx; ret; older kernels: int3 at 0).
+ */
+static __always_inline int tramp_pushed(__u64 off)
+{
+	if (off == 0)
+		return 0;
+	if (off == 1)
+		return 8;
+	if (off < 4)
+		return 16;
+	if (off <= 0xd)
+		return 24;
+	if (off == 0xf)
+		return 16;
+	if (off == 0x10)
+		return 8;
+	return -1;
+}
+
+/* The caller's state: running @ret with sp just above @slot (a frame 0). */
+static __always_inline void to_caller(struct lp_unwind_state *st, __u64 ret, __u64 slot)
+{
+	st->pc = ret;
+	st->sp = slot + 8;
+}
+
+/*
+ * The sampled thread inside uprobe machinery (user space mirrors this in
+ * user/session/stack_fixup.c for copied stacks):
+ *  - in the uretprobe trampoline, the probed call has returned: go on in
+ *    the caller at the real return address;
+ *  - at a traced function's entry (its first instruction single-stepped
+ *    out of line, or the breakpoint itself), with the return address at
+ *    sp (sp + 8 once an emulated push ran): the leaf is kept, then the
+ *    caller;
+ *  - stopped on a breakpoint's int3 before the handler: ip is one past
+ *    the probed address, where nothing has run yet.
+ * Returns 0 to walk on from st (pc may have changed, n may be 1), 1 to
+ * end the walk, -1 to go on with the next frame (st set for it).
+ */
+__noinline int lp_uw_uprobe_state(struct lp_unwind_state *st)
+{
+	__u64 pc, sp, off, ret = 0, slot = 0, top_slot = 0, top_ret = 0;
+	__u8 op = 0;
+	int pushed;
+	bool found = false;
+
+	if (!st)
+		return 1;
+	pc = st->pc;
+	sp = st->sp;
+	off = pc - LP_UPROBE_TRAMP_LO;
+	for (int i = 0; i < LP_MAX_CALLS; i++) {
+		if (i >= st->n_fix)
+			break;
+		top_slot = st->fix[i].slot;
+		top_ret = st->fix[i].ret;
+	}
+	if (in_uprobe_tramp(pc) && off < 128) {
+		pushed = tramp_pushed(off);
+		for (int i = 0; i < LP_MAX_CALLS; i++) {
+			if (i >= st->n_fix)
+				break;
+			if ((pushed >= 0 && st->fix[i].slot == sp + pushed - 8) ||
+			    (off == 0xd && st->fix[i].slot == sp - 8)) {
+				ret = st->fix[i].ret;
+				slot = st->fix[i].slot;
+				found = true;
+			}
+		}
+		/* its return program has run: the kernel wrote the real
+		 * address back where %rax was pushed */
+		if (!found && off >= 0xd && pushed > 0) {
+			slot = sp + pushed - 8;
+			if (!bpf_probe_read_user(&ret, 8, (const void *)slot) &&
+			    !in_uprobe_tramp(ret))
+				found = true;
+		}
+		if (!found) {
+			st->flags |= LP_SF_UTRUNC;
+			return 1;
+		}
+		to_caller(st, ret, slot);
+		return 0;
+	}
+	if (top_slot && (top_slot == sp || top_slot == sp + 8) &&
+	    (in_uprobe_tramp(pc) ||
+	     (!bpf_probe_read_user(&op, 1, (const void *)pc) && op == 0xcc))) {
+		st->pcs[0] = pc;
+		st->n = 1;
+		to_caller(st, top_ret, top_slot);
+		st->exact = 0;
+		return -1;
+	}
+	if (in_uprobe_tramp(pc)) { /* a line probe's XOL slot: nothing to go on */
+		st->pcs[0] = pc;
+		st->n = 1;
+		st->flags |= LP_SF_UTRUNC;
+		return 1;
+	}
+	if ((!top_slot || top_slot != sp + 8) &&
+	    !bpf_probe_read_user(&op, 1, (const void *)(pc - 1)) && op == 0xcc)
+		st->pc = pc - 1;
+	return 0;
+}
+
 /* One frame: record the pc, find its row, step. 1 ends the walk. */
 __noinline int lp_uw_frame(struct lp_unwind_state *st)
 {
@@ -309,26 +420,16 @@ __noinline int lp_uw_frame(struct lp_unwind_state *st)
 	}
 	if (!pc)
 		return 1; /* a return address of 0: the outermost frame */
-	if (!n && in_uprobe_tramp(pc)) {
-		/* In the trampoline, the probed call has just returned: its
-		 * ret popped the slot the uretprobe overwrote. */
-		if (!lp_uw_read_fix(st, st->sp - 8, &pc)) {
-			st->pc = pc;
-		} else {
-			/*
-			 * Anywhere else in the page: a traced function's first
-			 * instruction, single-stepped out of line. Its return
-			 * address is at sp (user space names the function).
-			 */
-			st->pcs[0] = pc;
-			st->n = 1;
-			if (lp_uw_read(st, st->sp, &pc)) {
-				st->flags |= LP_SF_UTRUNC;
-				return 1;
-			}
-			st->sp += 8;
-			st->pc = pc;
-			return 0;
+	if (!n && (uprobes_possible || in_uprobe_tramp(pc))) {
+		int r = lp_uw_uprobe_state(st);
+
+		if (r)
+			return r > 0 ? 1 : 0;
+		pc = st->pc;
+		n = st->n;
+		if (n >= max_frames || n >= LP_MAX_USTACK) {
+			st->flags |= LP_SF_UTRUNC;
+			return 1;
 		}
 	} else if (in_uprobe_tramp(pc)) {
 		/* every slot a uretprobe overwrote is fixed up on read */

@@ -137,6 +137,7 @@ int bpf_session__open(struct bpf_session **out, const struct bpf_session_opts *o
 	}
 	s->skel->rodata->max_frames = o->max_frames ? o->max_frames : LP_MAX_USTACK;
 	s->skel->rodata->kernel_unwind = o->kernel_unwind;
+	s->skel->rodata->uprobes_possible = o->tracing;
 	/* Without the BPF unwinder the rows map would only cost memory. */
 	rows = o->unwind_rows ? o->unwind_rows : BPF_SESSION_UNWIND_ROWS;
 	bpf_map__set_max_entries(s->skel->maps.unwind_rows,
