@@ -142,6 +142,9 @@ int validate_run_liveprof(const struct vopts *vo, pid_t pid, double freq, double
 	if (split) {
 		argv[n++] = "--split";
 		argv[n++] = (char *)split;
+		/* The truth is the program's own clock, which sees every cost of
+		 * sampling and probing: compare it with latencies as measured. */
+		argv[n++] = "--raw-latency";
 	}
 	if (json) {
 		argv[n++] = "--json";

@@ -295,7 +295,13 @@ static int check_percentiles(const struct scenario *sc, const char *truthp, uint
 			continue;
 		}
 		s = z * sqrt(p * (1 - p) * (1.0 / (double)calls + 1.0 / (double)tr->n));
-		lo = (double)truth_at(tr, fmax(0, p - s)) * (1 - HIST_REL_ERR) - (double)cost;
+		/*
+		 * The program's clock also sees the probes' own cost, which
+		 * liveprof's entry and return timestamps leave out; its estimate
+		 * is within a factor of 1.5 of the measured cost (BENCHMARKS.md,
+		 * "estimated vs measured probe cost": 0.67 at worst), so allow 2x.
+		 */
+		lo = (double)truth_at(tr, fmax(0, p - s)) * (1 - HIST_REL_ERR) - 2.0 * (double)cost;
 		hi = (double)truth_at(tr, fmin(1, p + s)) * (1 + HIST_REL_ERR) + (double)cost;
 		v = got >= lo && got <= hi ? VERDICT_PASS : VERDICT_FAIL;
 		printf("  p%g: liveprof %.1f us, truth %.1f us, bounds [%.1f, %.1f] us: %s\n",
