@@ -9,8 +9,8 @@ p0 = all_slow_calls / all calls, about 1 - pNN/100), and no frame may be
 significant.
 
 Statistics: k slow out of n sampled calls; the Wilson score interval of k/n
-at 99.9% two-sided (z = 3.29) must contain p0. With 12 cases the chance
-that a correct liveprof fails this file is at most 12 x 0.1% = 1.2%.
+at 99.9% two-sided (z = 3.29) must contain p0. With 5 cases the chance
+that a correct liveprof fails this file is at most 5 x 0.1% = 0.5%.
 
 Where calls are so short that the correction's uncertainty reaches the gap
 between the threshold and the median, liveprof must say so
@@ -23,7 +23,9 @@ import math
 import pytest
 
 Z = 3.2905  # two-sided 99.9%
-CASES = [(us, pct, hz) for us in (1, 5, 50) for pct in (99, 95) for hz in (999, 99)]
+# One case per call length and both rates (the full 12-case grid is in
+# make bench's "sampled-call class bias" section).
+CASES = [(1, 95, 999), (5, 99, 999), (5, 99, 99), (50, 99, 999), (50, 95, 99)]
 
 # Known, not yet fixed (issue 11 stays open on it): on these VMs a sample
 # costs the interrupted thread 35-55 us +- 15 us, more than the calibration
