@@ -10,59 +10,16 @@
  * sample being unwound from a per-call context (struct proc ->ctx) that is
  * set just before dwfl_getthread_frames and cleared right after. libdwfl
  * asks for the initial registers anew on every dwfl_getthread_frames, and
- * keeps the modules and their parsed CFI across calls.
+ * keeps the modules and their parsed CFI across calls. Whether a module
+ * keeps frame pointers is judged in unwind_fp.c.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <elfutils/libdwfl.h>
 #include <gelf.h>
-
 #include "dwarf/unwind.h"
-
-#define X86_64_DWARF_RBP 6
-#define X86_64_DWARF_RSP 7
-
-/* Functions sampled per module by unwinder__module_has_fp(). */
-#define FP_SAMPLE_FUNCS 256
-
-/*
- * Highest user address plus one on x86-64 (47-bit user space). A read
- * above the copy and below this is stack we did not copy.
- */
-#define USER_ADDR_END 0x800000000000ULL
-
-/* One unwind in progress: what the callbacks of struct proc read. */
-struct unwind_ctx {
-	const struct unwind_input *in;
-	uint64_t ip; /* regs->ip, or the real return address if ip was the trampoline */
-	uint64_t *pcs;
-	int max;
-	int n;
-	/*
-	 * Set by memory_read when it could not serve a read. Only the step
-	 * that produced the next frame can have set them: a frame arriving
-	 * with one set is dropped, since its registers may be guesses.
-	 */
-	bool oob;  /* the read was above the copy: the copy was too short */
-	bool bad;  /* the read was anywhere else we cannot serve */
-	bool done; /* stopped on purpose (max reached, trampoline pc) */
-};
-
-/* Per-process state: one Dwfl, attached once. */
-struct proc {
-	int pid;
-	bool attached;
-	Dwfl *dwfl;
-	struct unwind_ctx *ctx; /* non-NULL only inside dwfl_getthread_frames */
-};
-
-struct unwinder {
-	struct proc **procs;
-	size_t nr_procs;
-	size_t cap_procs;
-	struct proc *last; /* most recently used, checked first */
-};
+#include "dwarf/unwind_internal.h"
 
 /*
  * Unwinding needs only .eh_frame, which is in the mapped file itself.
@@ -100,7 +57,7 @@ static bool in_tramp(uint64_t addr)
  * through the PT_LOAD segment that maps it. Only file-backed bytes: .bss
  * and anything written at run time are not there, and we say so.
  */
-static int module_read(Dwfl_Module *mod, uint64_t addr, void *buf, size_t len)
+int unwind_module_read(Dwfl_Module *mod, uint64_t addr, void *buf, size_t len)
 {
 	GElf_Addr bias;
 	Elf *elf = dwfl_module_getelf(mod, &bias);
@@ -185,7 +142,7 @@ static bool cb_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void
 	 * module's file still holds what CFI expressions may read from it.
 	 */
 	mod = dwfl_addrmodule(dwfl, addr);
-	if (mod && module_read(mod, addr, result, sizeof(*result)) == 0)
+	if (mod && unwind_module_read(mod, addr, result, sizeof(*result)) == 0)
 		return true;
 	if (addr >= sp && addr < USER_ADDR_END)
 		c->oob = true;
@@ -376,7 +333,7 @@ void unwinder__remove_pid(struct unwinder *u, int pid)
 }
 
 /* The process of @pid, reported on first use. */
-static int proc_get(struct unwinder *u, int pid, struct proc **pp)
+int unwind_proc_get(struct unwinder *u, int pid, struct proc **pp)
 {
 	int err;
 
@@ -470,7 +427,7 @@ int unwinder__unwind_input(struct unwinder *u, int pid, const struct unwind_inpu
 		*truncated = false;
 	if (!u || !input_ok(in) || !pcs || max < 1)
 		return -EINVAL;
-	err = proc_get(u, pid, &p);
+	err = unwind_proc_get(u, pid, &p);
 	if (err)
 		return err;
 	c.in = in;
@@ -532,7 +489,7 @@ int unwinder__fix_leaf_input(struct unwinder *u, int pid, const struct unwind_in
 	/* a sample in the trampoline has no leaf of its own to repair */
 	if (in_tramp(in->regs->ip))
 		return n;
-	err = proc_get(u, pid, &p);
+	err = unwind_proc_get(u, pid, &p);
 	if (err)
 		return err;
 	c.in = in;
@@ -577,108 +534,4 @@ int unwinder__fix_leaf(struct unwinder *u, int pid, const struct unwind_regs *re
 	};
 
 	return unwinder__fix_leaf_input(u, pid, &in, pcs, n, max);
-}
-
-/* A function symbol worth sampling: defined, and long enough for a prologue. */
-static bool fp_candidate(Dwfl_Module *mod, int i, GElf_Addr *addr)
-{
-	GElf_Sym sym;
-	GElf_Word shndx;
-	const char *name = dwfl_module_getsym_info(mod, i, &sym, addr, &shndx, NULL, NULL);
-
-	return name && GELF_ST_TYPE(sym.st_info) == STT_FUNC && sym.st_shndx != SHN_UNDEF &&
-	       sym.st_size >= 8;
-}
-
-/*
- * Does the code at @addr set up a frame: [endbr64;] push %rbp, then
- * mov %rsp,%rbp within the next few bytes? gcc -O2 schedules other
- * instructions between the two, so they need not be adjacent.
- */
-static bool has_fp_prologue(Dwfl_Module *mod, GElf_Addr addr)
-{
-	static const unsigned char endbr64[4] = {0xf3, 0x0f, 0x1e, 0xfa};
-	static const unsigned char mov_rsp_rbp[3] = {0x48, 0x89, 0xe5};
-	unsigned char b[24];
-	size_t len = sizeof(b), i = 0;
-
-	/* a function at the very end of its segment: settle for fewer bytes */
-	while (module_read(mod, addr, b, len) != 0) {
-		len /= 2;
-		if (len < 4)
-			return false;
-	}
-	if (len >= 8 && !memcmp(b, endbr64, sizeof(endbr64)))
-		i = sizeof(endbr64);
-	if (b[i] != 0x55) /* push %rbp */
-		return false;
-	for (i++; i + sizeof(mov_rsp_rbp) <= len; i++) {
-		if (!memcmp(b + i, mov_rsp_rbp, sizeof(mov_rsp_rbp)))
-			return true;
-	}
-	return false;
-}
-
-static int module_fp_percent(Dwfl_Module *mod)
-{
-	int nsyms = dwfl_module_getsymtab(mod);
-	int cand = 0, stride, seen = 0, sampled = 0, with_fp = 0;
-	GElf_Addr addr;
-
-	if (nsyms <= 0)
-		return -ENODATA;
-	for (int i = 1; i < nsyms; i++)
-		cand += fp_candidate(mod, i, &addr);
-	if (!cand)
-		return -ENODATA;
-	/* spread the samples over the whole table, not its first functions */
-	stride = (cand + FP_SAMPLE_FUNCS - 1) / FP_SAMPLE_FUNCS;
-	for (int i = 1; i < nsyms && sampled < FP_SAMPLE_FUNCS; i++) {
-		if (!fp_candidate(mod, i, &addr))
-			continue;
-		if (seen++ % stride)
-			continue;
-		sampled++;
-		with_fp += has_fp_prologue(mod, addr);
-	}
-	return sampled ? with_fp * 100 / sampled : -ENODATA;
-}
-
-/**
- * unwinder__module_has_fp - how much of a module keeps frame pointers
- * @u: the unwinder
- * @pid: the process
- * @addr: any address inside the module
- *
- * Return: the percentage (0..100) of sampled functions with a frame
- * prologue, or a negative errno.
- */
-int unwinder__module_has_fp(struct unwinder *u, int pid, uint64_t addr)
-{
-	Dwfl_Module *mod;
-	struct proc *p;
-	void **userdata;
-	int err, pct;
-
-	if (!u)
-		return -EINVAL;
-	err = proc_get(u, pid, &p);
-	if (err)
-		return err;
-	mod = dwfl_addrmodule(p->dwfl, addr);
-	if (!mod)
-		return -ENOENT;
-	/*
-	 * The module's userdata is ours (libdwfl's proc find_elf leaves it
-	 * alone) and dies with the module, so the cache needs no freeing:
-	 * 0 = not computed yet, else percentage + 1.
-	 */
-	if (!dwfl_module_info(mod, &userdata, NULL, NULL, NULL, NULL, NULL, NULL))
-		return -ENOENT;
-	if (*userdata)
-		return (int)(uintptr_t)*userdata - 1;
-	pct = module_fp_percent(mod);
-	if (pct >= 0)
-		*userdata = (void *)(uintptr_t)(pct + 1);
-	return pct;
 }
