@@ -250,27 +250,15 @@ static bool will_tui(const struct options *o)
 static bool is_kernel_thread(int pid, char *comm, size_t len)
 {
 	unsigned long flags = 0;
-	char path[64], buf[512], *p, *q;
-	ssize_t n;
-	int fd;
+	const char *name, *rest;
+	char buf[512];
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	rest = lp_proc_stat(pid, buf, sizeof(buf), &name);
+	if (!rest)
 		return false;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = 0;
-	/* "pid (comm) state ppid pgrp session tty tpgid flags": comm may
-	 * hold spaces and parentheses, so go from the last ')' */
-	p = strchr(buf, '(');
-	q = strrchr(buf, ')');
-	if (!p || !q || q < p)
-		return false;
-	snprintf(comm, len, "%.*s", (int)(q - p - 1), p + 1);
-	if (sscanf(q + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags) != 1)
+	snprintf(comm, len, "%s", name);
+	/* " state ppid pgrp session tty tpgid flags" */
+	if (sscanf(rest, " %*c %*d %*d %*d %*d %*d %lu", &flags) != 1)
 		return false;
 	return flags & 0x00200000; /* PF_KTHREAD */
 }

@@ -264,21 +264,10 @@ void daemon__fini(struct daemon *d)
 /* An exited process that its parent has not reaped yet still answers kill(0). */
 static bool is_zombie(int pid)
 {
-	char path[64], buf[256], *p;
-	ssize_t n;
-	int fd;
+	char buf[256];
+	const char *rest = lp_proc_stat(pid, buf, sizeof(buf), NULL);
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = 0;
-	p = strrchr(buf, ')'); /* comm may hold spaces and parentheses */
-	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+	return rest && rest[0] == ' ' && (rest[1] == 'Z' || rest[1] == 'X');
 }
 
 bool daemon__targets_alive(struct daemon *d)

@@ -122,4 +122,17 @@ static inline size_t lp_upper_bound(const void *base, size_t n, size_t stride, s
  */
 void lp_errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/**
+ * lp_proc_stat - read /proc/@pid/stat and split off its command name
+ * @buf: receives the file's text; the name and the rest point into it
+ * @len: size of @buf
+ * @comm: receives the name between the parentheses (NUL-terminated in
+ *        @buf), may be NULL
+ *
+ * The name may hold spaces and parentheses, so the fields start after the
+ * last ')'. Return: the fields after the name (" S ppid ..."), or NULL when
+ * the process is gone or the text is not what the kernel writes.
+ */
+const char *lp_proc_stat(int pid, char *buf, size_t len, const char **comm);
+
 #endif
