@@ -205,7 +205,7 @@ test: liveprof unit fuzzers bench-bins workloads check-layers $(WEB_DEPS)
 	$(Q)$(MAKE) --no-print-directory -f Makefile OUT=build-san \
 		CFLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
 		build-san/liveprof-unit-san
-	$(Q)$(PYTHON) -m pytest -p no:cacheprovider -rfE tests
+	$(Q)$(PYTHON) -m pytest -p no:cacheprovider -rfE --durations=25 tests
 
 # ASan/UBSan build of the unit tests only; they run as part of pytest.
 build-san/liveprof-unit-san: $(UNIT_BINS)
