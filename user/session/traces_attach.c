@@ -194,13 +194,10 @@ static int attach_func(struct traces *t, struct trace *tr, struct probe_target *
 	}
 	if (h < 0)
 		goto fail;
-	if (!traces_class_cost(t, tr->insn_class, false)) {
-		cost = traces_class_cost(t, tr->insn_class, true);
-		tr->cfg.cost_ns = cost->cost_ns;
-		tr->cfg.self_ns = cost->self_ns;
-		tr->info.probe_cost_ns = cost->cost_ns;
-		bpf_session__set_probe(t->c->bpf, id, &tr->cfg, NULL, 0);
-	}
+	/* A new class is measured at the next tick, not here: the specs of
+	 * one command attach back to back, so they see the same calls. */
+	if (!traces_class_cost(t, tr->insn_class, false))
+		tr->cost_pending = true;
 	return 0;
 fail:
 	snprintf(err, errlen, "cannot attach a uprobe to '%s' in '%s': %s", tr->spec_text,

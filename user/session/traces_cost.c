@@ -10,6 +10,7 @@
 
 #include "user/session/probe_cost.h"
 #include "user/session/session_core.h"
+#include "user/session/bpf_session.h"
 #include "user/session/traces_internal.h"
 #include "user/util/log.h"
 
@@ -66,4 +67,26 @@ const struct probe_cost *traces_class_cost(struct traces *t, int insn_class, boo
 			 " ns of it inside the call",
 			 probe_insn_class_name(insn_class), pc->cost_ns, pc->self_ns);
 	return pc;
+}
+
+/**
+ * traces_measure_pending - measure the probe cost of classes first seen
+ * since the last tick, and charge it from now on
+ * @t: the traces
+ */
+void traces_measure_pending(struct traces *t)
+{
+	for (int i = 0; i < t->n; i++) {
+		struct trace *tr = t->v[i];
+		const struct probe_cost *cost;
+
+		if (!tr->cost_pending)
+			continue;
+		tr->cost_pending = false;
+		cost = traces_class_cost(t, tr->insn_class, true);
+		tr->cfg.cost_ns = cost->cost_ns;
+		tr->cfg.self_ns = cost->self_ns;
+		tr->info.probe_cost_ns = cost->cost_ns;
+		bpf_session__set_probe(t->c->bpf, tr->ids[0], &tr->cfg, NULL, 0);
+	}
 }

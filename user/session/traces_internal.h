@@ -52,11 +52,12 @@ struct trace {
 	struct value_stats values[LP_MAX_VALUES];
 	int n_values; /* entry values + return values */
 	int n_entry_values;
-	int by_index;	  /* value used for --by, -1 */
-	size_t user_args; /* values the user asked for (the --by one comes after) */
-	int insn_class;	  /* enum probe_insn_class of the (first) site's first instruction */
+	int by_index;		 /* value used for --by, -1 */
+	size_t user_args;	 /* values the user asked for (the --by one comes after) */
+	int insn_class;		 /* enum probe_insn_class of the (first) site's first instruction */
+	bool cost_pending;	 /* its class is new: measure at the next tick */
 	struct lp_probe_cfg cfg; /* as configured in BPF (functions) */
-	double warned_pct; /* cost%% last warned about, 0: never */
+	double warned_pct;	 /* cost%% last warned about, 0: never */
 	/* calls counted but not timed (too deep): previous total, window slots */
 	uint64_t prev_untimed;
 	uint64_t *untimed_slots; /* n_slots, allocated at the first tick */
@@ -110,6 +111,7 @@ int traces_resolve_bare(struct trace *tr, int pid, int main_r, struct binary_loc
 			struct probe_target *pt, char *err, size_t errlen);
 
 /* traces_cost.c */
+void traces_measure_pending(struct traces *t);
 int traces_site_class(const char *path, uint64_t offset);
 const struct probe_cost *traces_class_cost(struct traces *t, int insn_class, bool measure);
 
