@@ -34,6 +34,7 @@ import sys
 # versioned alias of __libc_start_main_impl; tools pick either.
 ALIASES = {"__libc_start_main_impl": "__libc_start_main"}
 CLONE_RE = re.compile(r"\.(part|isra|constprop|cold|lto_priv)(\.\d+)*$")
+KERNEL_START = 0xffff800000000000  # x86-64: the upper half is the kernel
 FRAME_RE = re.compile(r"^\s+([0-9a-fA-F]+)\s+(.*?)(?:\s+\(([^()]*)\))?\s*$")
 
 
@@ -85,6 +86,10 @@ def perf_script_to_folded(text):
         # address, the outermost, as liveprof shows them with --no-inline. Its "(inlined)" tag goes, for when perf found
         # only inlined entries there.
         addr = m.group(1)
+        # perf records the kernel part of the chain too; liveprof without
+        # --kernel shows the user part only: compare like with like.
+        if int(addr, 16) >= KERNEL_START:
+            continue
         name = re.sub(r"\s*\(inlined\)$", "", m.group(2) or "[unknown]")
         if m.group(3) == "inlined":
             name = m.group(2)
