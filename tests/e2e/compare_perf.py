@@ -50,6 +50,10 @@ def normalize(name):
         if short == name:
             break
         name = short
+    # glibc's hidden aliases name the same code as the public symbol; the
+    # two tools may pick either at one address (__GI___libc_read = read)
+    name = re.sub(r"^__GI___libc_(?=[a-z])", "", name)
+    name = re.sub(r"^__GI_", "", name)
     name = ALIASES.get(name, name)
     return name or None
 
