@@ -55,15 +55,19 @@ static int symtab_add(struct symtab *t, const char *name, uint64_t value, uint64
 	return 0;
 }
 
-/* Defined functions of .symtab and .dynsym. */
-int probe_symtab_load(Elf *elf, struct symtab *t)
+/*
+ * Call @fn for every named symbol of .symtab and .dynsym until it returns
+ * non-zero; that value is returned (0 when every symbol was seen).
+ */
+static int for_each_symbol(Elf *elf, int (*fn)(const GElf_Sym *sym, const char *name, void *arg),
+			   void *arg)
 {
 	Elf_Scn *scn = NULL;
 
 	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
 		Elf_Data *data;
-		size_t i, n;
+		size_t n;
 
 		if (!gelf_getshdr(scn, &sh) ||
 		    (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) || !sh.sh_entsize)
@@ -72,55 +76,49 @@ int probe_symtab_load(Elf *elf, struct symtab *t)
 		if (!data)
 			continue;
 		n = data->d_size / sh.sh_entsize;
-		for (i = 0; i < n; i++) {
+		for (size_t i = 0; i < n; i++) {
 			GElf_Sym sym;
 			const char *name;
-			int type;
+			int r;
 
 			if (!gelf_getsym(data, (int)i, &sym))
 				break;
-			type = GELF_ST_TYPE(sym.st_info);
-			if ((type != STT_FUNC && type != STT_GNU_IFUNC) ||
-			    sym.st_shndx == SHN_UNDEF || !sym.st_value)
-				continue;
 			name = elf_strptr(elf, sh.sh_link, sym.st_name);
 			if (!name || !*name)
 				continue;
-			if (symtab_add(t, name, sym.st_value, sym.st_size))
-				return -ENOMEM;
+			r = fn(&sym, name, arg);
+			if (r)
+				return r;
 		}
 	}
 	return 0;
 }
 
+static int add_function(const GElf_Sym *sym, const char *name, void *arg)
+{
+	int type = GELF_ST_TYPE(sym->st_info);
+
+	if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym->st_shndx == SHN_UNDEF ||
+	    !sym->st_value)
+		return 0;
+	return symtab_add(arg, name, sym->st_value, sym->st_size) ? -ENOMEM : 0;
+}
+
+/* Defined functions of .symtab and .dynsym. */
+int probe_symtab_load(Elf *elf, struct symtab *t)
+{
+	return for_each_symbol(elf, add_function, t);
+}
+
+static int is_named(const GElf_Sym *sym, const char *name, void *want)
+{
+	(void)sym;
+	return strcmp(name, want) == 0;
+}
+
 static bool has_symbol(Elf *elf, const char *want)
 {
-	Elf_Scn *scn = NULL;
-
-	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *data;
-		size_t i, n;
-
-		if (!gelf_getshdr(scn, &sh) ||
-		    (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) || !sh.sh_entsize)
-			continue;
-		data = elf_getdata(scn, NULL);
-		if (!data)
-			continue;
-		n = data->d_size / sh.sh_entsize;
-		for (i = 0; i < n; i++) {
-			GElf_Sym sym;
-			const char *name;
-
-			if (!gelf_getsym(data, (int)i, &sym))
-				break;
-			name = elf_strptr(elf, sh.sh_link, sym.st_name);
-			if (name && strcmp(name, want) == 0)
-				return true;
-		}
-	}
-	return false;
+	return for_each_symbol(elf, is_named, (void *)want) == 1;
 }
 
 bool elf_is_go(Elf *elf)

@@ -53,15 +53,15 @@ DIRECT_ONLY = {"skel"}
 
 def uses(layer):
     """Every layer @layer may use: itself, its arrows, transitively, and util."""
-    seen, todo = {layer, "util"}, [layer]
-    while todo:
-        cur = todo.pop()
+    seen, pending = {layer, "util"}, [layer]
+    while pending:
+        cur = pending.pop()
         for nxt in ARROWS.get(cur, ()):
             if nxt in DIRECT_ONLY and cur != layer:
                 continue
             if nxt not in seen:
                 seen.add(nxt)
-                todo.append(nxt)
+                pending.append(nxt)
     return seen
 
 
