@@ -225,9 +225,16 @@ static __always_inline int step_signal(struct lp_unwind_state *st, const struct 
 		return 1;
 	}
 	/* The trampoline's own frame is no call site: stored + 1 as libdw
-	 * does, so that pc - 1 names __restore_rt itself. */
-	if (st->n >= 1 && st->n <= LP_MAX_USTACK)
-		st->pcs[st->n - 1] += 1;
+	 * does, so that pc - 1 names __restore_rt itself. Not as frame 0:
+	 * the sampled ip is exact and is read as it is. */
+	{
+		__u64 n = st->n;
+
+		/* 64-bit and opaque: the verifier sees the bound on the index */
+		asm volatile("" : "+r"(n));
+		if (n >= 2 && n <= LP_MAX_USTACK)
+			st->pcs[n - 1] += 1;
+	}
 	st->sp = sp;
 	st->bp = bp;
 	st->bp_ok = 1;

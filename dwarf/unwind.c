@@ -20,6 +20,9 @@
 #include <gelf.h>
 #include "dwarf/unwind.h"
 #include "dwarf/unwind_internal.h"
+#include "user/util/util.h"
+
+#define REPORT_MIN_NS 100000000ULL /* uncovered pcs: one maps read per 100 ms */
 
 /*
  * Unwinding needs only .eh_frame, which is in the mapped file itself.
@@ -219,6 +222,7 @@ static int proc_report(struct proc *p)
 {
 	int err;
 
+	p->reported_ns = lp_now_ns();
 	dwfl_report_begin(p->dwfl);
 	err = dwfl_linux_proc_report(p->dwfl, p->pid);
 	/* modules that did not come back are freed here, caches with them */
@@ -332,14 +336,33 @@ void unwinder__remove_pid(struct unwinder *u, int pid)
 	}
 }
 
-/* The process of @pid, reported on first use. */
-int unwind_proc_get(struct unwinder *u, int pid, struct proc **pp)
+/*
+ * A pc that no module covers is most likely in a library mapped since the
+ * last report (dlopen). Left so, libdwfl would walk it by frame pointers
+ * and return garbage until the daemon's next refresh, seconds later; so
+ * report again now, at most once per REPORT_MIN_NS (code that stays
+ * uncovered, JIT code in anonymous memory, must not cost a maps read per
+ * sample).
+ */
+static void proc_cover(struct proc *p, uint64_t pc)
+{
+	if (!pc || dwfl_addrmodule(p->dwfl, pc))
+		return;
+	if (lp_now_ns() - p->reported_ns < REPORT_MIN_NS)
+		return;
+	proc_report(p);
+}
+
+/* The process of @pid, reported on first use and again for a new @pc. */
+int unwind_proc_get(struct unwinder *u, int pid, uint64_t pc, struct proc **pp)
 {
 	int err;
 
 	*pp = proc_find(u, pid);
-	if (*pp)
+	if (*pp) {
+		proc_cover(*pp, pc);
 		return 0;
+	}
 	err = unwinder__add_pid(u, pid);
 	if (err)
 		return err;
@@ -427,11 +450,11 @@ int unwinder__unwind_input(struct unwinder *u, int pid, const struct unwind_inpu
 		*truncated = false;
 	if (!u || !input_ok(in) || !pcs || max < 1)
 		return -EINVAL;
-	err = unwind_proc_get(u, pid, &p);
+	c.ip = first_pc(in);
+	err = unwind_proc_get(u, pid, c.ip, &p);
 	if (err)
 		return err;
 	c.in = in;
-	c.ip = first_pc(in);
 	c.pcs = pcs;
 	c.max = max;
 	n = run_unwind(p, &c);
@@ -489,7 +512,7 @@ int unwinder__fix_leaf_input(struct unwinder *u, int pid, const struct unwind_in
 	/* a sample in the trampoline has no leaf of its own to repair */
 	if (in_tramp(in->regs->ip))
 		return n;
-	err = unwind_proc_get(u, pid, &p);
+	err = unwind_proc_get(u, pid, in->regs->ip, &p);
 	if (err)
 		return err;
 	c.in = in;

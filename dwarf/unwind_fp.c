@@ -94,7 +94,7 @@ int unwinder__module_has_fp(struct unwinder *u, int pid, uint64_t addr)
 
 	if (!u)
 		return -EINVAL;
-	err = unwind_proc_get(u, pid, &p);
+	err = unwind_proc_get(u, pid, addr, &p);
 	if (err)
 		return err;
 	mod = dwfl_addrmodule(p->dwfl, addr);

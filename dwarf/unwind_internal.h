@@ -44,6 +44,7 @@ struct unwind_ctx {
 struct proc {
 	int pid;
 	bool attached;
+	uint64_t reported_ns; /* when the maps were last read */
 	Dwfl *dwfl;
 	struct unwind_ctx *ctx; /* non-NULL only inside dwfl_getthread_frames */
 };
@@ -57,11 +58,15 @@ struct unwinder {
 
 /**
  * unwind_proc_get - the per-process state of @pid, created on first use
+ * @u: the unwinder
+ * @pid: the process
+ * @pc: a pc the caller is about to look up (0: none); if no module covers
+ *      it, the maps are read again (rate-limited), for a dlopen'ed library
  * @pp: receives it; owned by @u
  *
  * Return: 0 or a negative errno.
  */
-int unwind_proc_get(struct unwinder *u, int pid, struct proc **pp);
+int unwind_proc_get(struct unwinder *u, int pid, uint64_t pc, struct proc **pp);
 
 /**
  * unwind_module_read - @len bytes at user address @addr, read from the
