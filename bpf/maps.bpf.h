@@ -18,6 +18,10 @@ const volatile bool raw_latency = false;
 /* User stack bytes copied after each on-CPU sample for user-space unwinding
  * (0: frame-pointer stacks only). At most LP_MAX_STACK_COPY. */
 const volatile __u32 stack_copy_bytes = 0;
+/* With the BPF unwinder: user stack bytes copied after a sample whose walk
+ * was cut at a pc no table covers yet (a command that just exec'd, a
+ * library just dlopen'ed), so that user space unwinds it with libdw. */
+const volatile __u32 rescue_copy_bytes = 0;
 
 /* Runtime switches, written by the daemon while running. */
 struct lp_runtime {

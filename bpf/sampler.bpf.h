@@ -125,7 +125,7 @@ static __always_inline void fill_sample(void *ctx, struct lp_sample *s, __u32 tg
 #define LP_COPY_PAGES (LP_MAX_STACK_COPY / LP_PAGE_SIZE + 1)
 
 /*
- * Copy stack_copy_bytes of user stack from @sp to @dst; return the bytes
+ * Copy @want bytes of user stack from @sp to @dst; return the bytes
  * copied. Near the top of a thread's stack a full-length read runs past
  * the end of the mapping and bpf_probe_read_user() fails as a whole, so
  * then find the end: the stack mapping ends on a page boundary and is
@@ -134,11 +134,11 @@ static __always_inline void fill_sample(void *ctx, struct lp_sample *s, __u32 tg
  * it, and linear for the verifier (one exit per page), where a bisection
  * would make it explore every combination of outcomes.
  */
-static __always_inline __u32 copy_ustack(void *dst, __u64 sp)
+static __always_inline __u32 copy_ustack(void *dst, __u64 sp, __u32 want)
 {
 	__u64 end = (sp & ~(__u64)(LP_PAGE_SIZE - 1)) + LP_PAGE_SIZE;
 	__u64 readable = sp;
-	__u32 want = stack_copy_bytes, k;
+	__u32 k;
 	__u64 n;
 	__u8 byte;
 
@@ -177,7 +177,7 @@ static __always_inline int send_with_stack(struct bpf_perf_event_data *ctx, __u3
 	__u32 cpu = bpf_get_smp_processor_id();
 	struct lp_sample_buf *b = bpf_map_lookup_elem(&sample_buf, &cpu);
 	__u64 size;
-	__u32 n;
+	__u32 n, want;
 
 	if (!b) {
 		count_event(LP_CNT_LOST);
@@ -185,7 +185,11 @@ static __always_inline int send_with_stack(struct bpf_perf_event_data *ctx, __u3
 	}
 	fill_sample(ctx, &b->s, tgid, tid);
 	b->s.weight_ns = ctx->sample_period;
-	n = copy_ustack(b->stack, b->s.regs.sp);
+	want = stack_copy_bytes;
+	if (!want && (b->s.flags & (LP_SF_UNKNOWN_MAP | LP_SF_UTRUNC)) ==
+			     (LP_SF_UNKNOWN_MAP | LP_SF_UTRUNC))
+		want = rescue_copy_bytes;
+	n = copy_ustack(b->stack, b->s.regs.sp, want);
 	/*
 	 * In an epilogue, after "pop %rbx", CFI still says where rbx was
 	 * saved: just below sp now. Those 128 bytes (the x86-64 red zone)
@@ -220,7 +224,7 @@ int lp_sample_cpu(struct bpf_perf_event_data *ctx)
 			return 0;
 		count_event(LP_CNT_SAMPLES);
 	}
-	if (stack_copy_bytes) {
+	if (stack_copy_bytes || rescue_copy_bytes) {
 		send_with_stack(ctx, tgid, tid);
 		charge_sample(t0);
 		return 0;

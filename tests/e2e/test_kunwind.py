@@ -225,10 +225,11 @@ def test_dlopen_table_added_and_dropped(tmp_path):
         good += n
     if good + cut < 20:
         pytest.skip(f"inconclusive: {good + cut} samples in lib_hot")
-    # The table is loaded within 200 ms of the first unknown pc (rate limit),
-    # under a tenth of the 3 s the library runs: more cut stacks than that
-    # would mean the table came late or not at all.
-    assert good > 9 * cut, (good, cut)
+    # Until its table is loaded (within 200 ms of the first unknown pc), a
+    # walk cut in the library comes with a stack copy that libdw unwinds:
+    # no stack is cut, and most were walked in BPF (the table came).
+    assert cut == 0, (good, cut)
+    assert 0 < data["rescued_walks"] < good / 2, (data["rescued_walks"], good)
     # dropped with its last mapping: the tables left are those of what is mapped
     assert "libwl_nofp.so" not in data["_maps"]
     files = {line.split()[5] for line in data["_maps"].splitlines()

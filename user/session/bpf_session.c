@@ -130,6 +130,11 @@ int bpf_session__open(struct bpf_session **out, const struct bpf_session_opts *o
 		goto fail;
 	}
 	s->skel->rodata->stack_copy_bytes = o->stack_copy_bytes;
+	if (o->rescue_copy_bytes > LP_MAX_STACK_COPY) {
+		err = -EINVAL;
+		goto fail;
+	}
+	s->skel->rodata->rescue_copy_bytes = o->kernel_unwind ? o->rescue_copy_bytes : 0;
 	s->skel->rodata->raw_latency = o->raw_latency;
 	if (o->max_frames > LP_MAX_USTACK) {
 		err = -EINVAL;
@@ -149,7 +154,8 @@ int bpf_session__open(struct bpf_session **out, const struct bpf_session_opts *o
 		bpf_map__set_max_entries(s->skel->maps.unwind_procs, 1);
 	}
 	/* One build slot per CPU for samples with a stack copy; none without. */
-	bpf_map__set_max_entries(s->skel->maps.sample_buf, o->stack_copy_bytes ? s->nr_cpus : 1);
+	bpf_map__set_max_entries(s->skel->maps.sample_buf,
+				 o->stack_copy_bytes || o->rescue_copy_bytes ? s->nr_cpus : 1);
 	/* 16 KiB copies at 999 Hz are 16 MB/s per CPU: give the daemon more
 	 * than a fraction of a second of slack before events are lost. */
 	ringbuf_mb = o->ringbuf_mb ? o->ringbuf_mb : (o->stack_copy_bytes > 4096 ? 32 : 8);

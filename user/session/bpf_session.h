@@ -32,6 +32,9 @@ struct bpf_session_opts {
 	bool raw_latency; /* latencies as measured, not net of liveprof's own cost */
 	/* walk user stacks in BPF with CFI tables (bpf/unwind.bpf.h) */
 	bool kernel_unwind;
+	/* with kernel_unwind: bytes of stack sent with a sample whose walk met
+	 * a mapping with no table yet, for libdw to unwind (0: none) */
+	unsigned int rescue_copy_bytes;
 	unsigned int max_frames;  /* user frames per stack, 1..LP_MAX_USTACK (0: the maximum) */
 	unsigned int unwind_rows; /* capacity of the rows map (0: the default) */
 };

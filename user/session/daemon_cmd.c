@@ -58,6 +58,9 @@ int daemon__open(struct daemon *d, struct options *o, bool tracing)
 		/* dwarf and auto: CFI tables walked in BPF (bpf/unwind.bpf.h) */
 		.kernel_unwind = o->unwind_check || o->call_graph == CALL_GRAPH_DWARF ||
 				 o->call_graph == CALL_GRAPH_AUTO,
+		/* a walk cut at a mapping the tables do not know yet (exec,
+		 * dlopen) comes with a copy for libdw (sample_stack.c) */
+		.rescue_copy_bytes = o->stack_kib << 10,
 		.max_frames = o->max_frames,
 		.unwind_rows = o->unwind_rows,
 	};

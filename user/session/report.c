@@ -296,6 +296,7 @@ static json_t *summary_json(struct daemon *d, struct profile *p, struct split_re
 					: d->core.opts->call_graph == CALL_GRAPH_COPY  ? "copy"
 										       : "auto"));
 	json_object_set_new(root, "unwound_in_kernel", json_integer(d->unwound_kernel));
+	json_object_set_new(root, "rescued_walks", json_integer(d->rescued_walks));
 	if (d->utab) {
 		struct unwind_tables_stats us;
 		json_t *u = json_object();

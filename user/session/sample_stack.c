@@ -222,6 +222,40 @@ static void check_unwind(struct daemon *d, const struct lp_sample *s, const stru
 }
 
 /*
+ * The BPF walk was cut at a pc no table covered yet (the first samples of
+ * a command that has just exec'd, a library just dlopen'ed) and the
+ * sample came with a copy of the stack: unwind that with libdw, which
+ * reads the maps again for a pc it does not know. Its chain replaces the
+ * cut one when it goes further. Returns the frames now in @us.
+ */
+static unsigned int rescue_cut_walk(struct daemon *d, const struct lp_sample *s, const void *mem,
+				    uint64_t *us, unsigned int nu, bool *cut)
+{
+	struct unwind_fixup fx[LP_MAX_CALLS + LP_REDZONE / 8];
+	uint64_t pcs[MAX_USER_FRAMES];
+	struct unwind_regs regs;
+	struct unwind_input in;
+	struct ustate st;
+	bool truncated = false;
+	uint64_t t0;
+	int n;
+
+	stack_fixup__state(s, mem, at_probe_site, d, &st);
+	if (st.kind != USTATE_PLAIN || !st.stack_len)
+		return nu;
+	fill_input(s, &st, &in, &regs, fx);
+	t0 = lp_now_ns();
+	n = unwinder__unwind_input(d->unwind, s->pid, &in, pcs, MAX_USER_FRAMES, &truncated);
+	d->unwind_ns += lp_now_ns() - t0;
+	if (n <= (int)nu)
+		return nu;
+	memcpy(us, pcs, (size_t)n * sizeof(uint64_t));
+	*cut = truncated || n == MAX_USER_FRAMES;
+	d->rescued_walks++;
+	return (unsigned int)n;
+}
+
+/*
  * A stack walked in BPF (bpf/unwind.bpf.h). In the [uprobes] page the
  * walk went on from the return address at sp (a traced function's first
  * instruction, single-stepped out of line): the leaf becomes that
@@ -231,6 +265,7 @@ static unsigned int kernel_user(struct daemon *d, const struct lp_sample *s, con
 				uint64_t *us, uint32_t *flags)
 {
 	unsigned int nu = s->n_ustack < LP_MAX_USTACK ? s->n_ustack : LP_MAX_USTACK;
+	bool cut;
 
 	memcpy(us, s->ustack, nu * sizeof(uint64_t));
 	if (d->core.opts->unwind_check && s->stack_len) {
@@ -265,8 +300,11 @@ static unsigned int kernel_user(struct daemon *d, const struct lp_sample *s, con
 		/* in the trampoline: BPF went on in the caller at the real address */
 		d->uprobe_page_fixed++;
 	}
+	cut = (s->flags & LP_SF_UTRUNC) != 0;
+	if ((s->flags & LP_SF_UNKNOWN_MAP) && cut && s->stack_len && !d->core.opts->unwind_check)
+		nu = rescue_cut_walk(d, s, mem, us, nu, &cut);
 	nu = fix_trampolines(d, us, nu, s, s->regs.sp);
-	if (s->flags & LP_SF_UTRUNC)
+	if (cut)
 		*flags |= STACK_F_TRUNCATED;
 	if ((s->flags & LP_SF_UNKNOWN_MAP) && d->utab)
 		unwind_tables__unknown_pc(d->utab, (int)s->pid, lp_now_ns());
