@@ -29,7 +29,7 @@ PYTHON   := /usr/bin/python3
 DEB_BUILD := clang llvm libbpf-dev libelf-dev libdw-dev zlib1g-dev libjansson-dev \
 	libncurses-dev libmicrohttpd-dev bpftool pkg-config make gcc
 DEB_TEST  := python3 python3-pytest tmux chromium elfutils linux-perf bpftrace \
-	golang-go ruby xz-utils libclang-rt-14-dev procps libc6-dbg prometheus nodejs
+	golang-go ruby xz-utils libclang-rt-14-dev procps libc6-dbg prometheus nodejs valgrind
 DEPS_STAMP := $(OUT)/.deps-ok
 
 CFLAGS_COMMON := -g -O2 -Wall -Wextra -Werror -std=gnu11 -D_GNU_SOURCE \

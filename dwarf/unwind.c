@@ -14,7 +14,9 @@
  * keeps frame pointers is judged in unwind_fp.c.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 #include <elfutils/libdwfl.h>
 #include <gelf.h>
@@ -201,7 +203,30 @@ static void proc_free(struct proc *p)
 		return;
 	if (p->dwfl)
 		dwfl_end(p->dwfl);
+	/* after dwfl_end: the Dwfl's backend points into it until then */
+	if (p->arch_elf)
+		elf_end(p->arch_elf);
+	if (p->arch_fd >= 0)
+		close(p->arch_fd);
 	free(p);
+}
+
+/*
+ * dwfl_attach_state() with a NULL Elf borrows the backend of one of the
+ * process's modules, and a module that is not reported again (the image
+ * a launched command had before its exec) frees that backend under the
+ * attached state: a use after free, seen as a crash on the first unwind
+ * after the exec. So attach with an Elf of our own, kept as long as the
+ * Dwfl: liveprof's executable, whose architecture is the targets' one.
+ */
+static Elf *arch_elf_open(struct proc *p)
+{
+	elf_version(EV_CURRENT);
+	p->arch_fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	if (p->arch_fd < 0)
+		return NULL;
+	p->arch_elf = elf_begin(p->arch_fd, ELF_C_READ_MMAP, NULL);
+	return p->arch_elf;
 }
 
 static struct proc *proc_find(struct unwinder *u, int pid)
@@ -234,8 +259,8 @@ static int proc_report(struct proc *p)
 		return -EINVAL;
 	dwfl_getmodules(p->dwfl, open_module_cb, NULL, 0);
 	if (!p->attached) {
-		/* NULL elf: libdwfl picks the architecture from a module */
-		if (!dwfl_attach_state(p->dwfl, NULL, p->pid, &thread_callbacks, p))
+		if (!arch_elf_open(p) ||
+		    !dwfl_attach_state(p->dwfl, p->arch_elf, p->pid, &thread_callbacks, p))
 			return -EINVAL;
 		p->attached = true;
 	}
@@ -301,6 +326,7 @@ int unwinder__add_pid(struct unwinder *u, int pid)
 	if (!p)
 		return -ENOMEM;
 	p->pid = pid;
+	p->arch_fd = -1;
 	p->dwfl = dwfl_begin(&proc_callbacks);
 	if (!p->dwfl) {
 		free(p);

@@ -45,6 +45,8 @@ struct proc {
 	int pid;
 	bool attached;
 	uint64_t reported_ns; /* when the maps were last read */
+	int arch_fd;	      /* liveprof's own executable, for ... */
+	Elf *arch_elf;	      /* ... the backend the attached state uses */
 	Dwfl *dwfl;
 	struct unwind_ctx *ctx; /* non-NULL only inside dwfl_getthread_frames */
 };
