@@ -28,7 +28,7 @@ PYTHON   := /usr/bin/python3
 # Debian packages needed to build and to test. `make deps` is idempotent.
 DEB_BUILD := clang llvm libbpf-dev libelf-dev libdw-dev zlib1g-dev libjansson-dev \
 	libncurses-dev libmicrohttpd-dev bpftool pkg-config make gcc
-DEB_TEST  := python3 python3-pytest tmux chromium elfutils linux-perf bpftrace \
+DEB_TEST  := python3 python3-pytest python3-pytest-xdist tmux chromium elfutils linux-perf bpftrace \
 	golang-go ruby xz-utils libclang-rt-14-dev procps libc6-dbg prometheus nodejs valgrind
 DEPS_STAMP := $(OUT)/.deps-ok
 
@@ -74,7 +74,7 @@ FUZZ_CFLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -I. -MMD -MP -fno-omit-frame-poin
 FUZZ_LIBS   := $(foreach l,$(FUZZ_LAYERS),$(FUZZ_OUT)/lib$(l).a)
 FUZZ_BINS   := $(patsubst tests/fuzz/%.c,$(FUZZ_OUT)/%,$(wildcard tests/fuzz/fuzz_*.c))
 
-.PHONY: all deps test unit fuzzers bench-bins demo bench format clean workloads check-tools \
+.PHONY: all deps test-deps test unit fuzzers fuzz bench-bins demo bench format clean workloads check-tools \
 	check-layers
 all: liveprof
 
@@ -89,6 +89,14 @@ $(DEPS_STAMP):
 		$(MAKE) --no-print-directory deps; \
 	fi
 	$(Q)touch $@
+
+# make test also needs what only the tests use (pytest-xdist, chromium,
+# prometheus ...): a machine with the build tools alone gets them here.
+test-deps: | $(DEPS_STAMP)
+	$(Q)for p in $(DEB_TEST); do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || \
+		{ $(MAKE) --no-print-directory deps; break; }; \
+	done
 
 deps:
 	@if [ "$$(id -u)" != 0 ]; then echo "make deps: run as root (it calls apt-get)" >&2; exit 1; fi
@@ -201,11 +209,22 @@ $(WEB_DEPS): tests/web/package.json tests/web/package-lock.json
 	$(Q)cd tests/web && npm ci --no-audit --no-fund --loglevel=error || \
 		echo "warning: npm ci failed in tests/web: the browser test will be skipped" >&2
 
-test: liveprof unit fuzzers bench-bins workloads check-layers $(WEB_DEPS)
+# Two pytest workers, one file each at a time: most tests wait on a
+# profile of fixed length, so two at once fill the 2 cores of the CI
+# machine; no check depends on the load (tolerances come from counts).
+TEST_WORKERS ?= 2
+
+test: test-deps liveprof unit fuzzers bench-bins workloads check-layers $(WEB_DEPS)
 	$(Q)$(MAKE) --no-print-directory -f Makefile OUT=build-san \
 		CFLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
 		build-san/liveprof-unit-san
-	$(Q)$(PYTHON) -m pytest -p no:cacheprovider -rfE --durations=25 tests
+	$(Q)$(PYTHON) -m pytest -p no:cacheprovider -rfE --durations=25 -n $(TEST_WORKERS) \
+		--dist loadfile tests
+
+# Longer fuzzing than make test's 4 s per harness.
+fuzz: fuzzers
+	$(Q)LIVEPROF_FUZZ_SECONDS=$${LIVEPROF_FUZZ_SECONDS:-120} $(PYTHON) -m pytest -p no:cacheprovider \
+		-rfE tests/fuzz
 
 # ASan/UBSan build of the unit tests only; they run as part of pytest.
 build-san/liveprof-unit-san: $(UNIT_BINS)

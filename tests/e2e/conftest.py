@@ -42,9 +42,17 @@ _STATISTICAL = {}  # nodeid -> [(what, rate)] of the stats.* checks the test ran
 def pytest_runtest_call(item):
     stats.reset()
     yield
+    # Carried by the test's report, so that with pytest-xdist (make test
+    # runs two workers) the controller, which prints the summary, has it.
     if item.fspath.basename != "test_stats.py" and stats.spent():
-        _STATISTICAL[item.nodeid] = stats.spent()
+        item.user_properties.append(("statistical_checks", list(stats.spent())))
     stats.reset()
+
+
+def pytest_runtest_logreport(report):
+    for key, value in report.user_properties:
+        if key == "statistical_checks" and report.when == "call":
+            _STATISTICAL[report.nodeid] = [tuple(c) for c in value]
 
 
 def pytest_terminal_summary(terminalreporter):
@@ -55,7 +63,7 @@ def pytest_terminal_summary(terminalreporter):
     tr = terminalreporter
     tr.write_sep("-", "statistical checks (H0 and derived bound in each; tests/e2e/stats.py)")
     total = 0.0
-    for nodeid, checks in _STATISTICAL.items():
+    for nodeid, checks in sorted(_STATISTICAL.items()):
         rate = sum(r for _, r in checks)
         total += rate
         tr.write_line(f"  {rate:8.1e}  {len(checks)} check{'s' if len(checks) > 1 else ' '}  "

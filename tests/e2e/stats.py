@@ -129,7 +129,8 @@ def wilson(k, n, rate=RATE):
     den = 1 + zz * zz / n
     mid = (ph + zz * zz / (2 * n)) / den
     half = zz * math.sqrt(ph * (1 - ph) / n + zz * zz / (4 * n * n)) / den
-    return max(0.0, mid - half), min(1.0, mid + half)
+    # exact at the ends (mid + half rounds below 1 when k == n)
+    return (0.0 if k <= 0 else max(0.0, mid - half)), (1.0 if k >= n else min(1.0, mid + half))
 
 
 def needed(p0, delta, rate=RATE, power=0.99, sides=2):

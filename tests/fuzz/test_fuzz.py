@@ -3,7 +3,8 @@
 `make fuzzers` builds each tests/fuzz/fuzz_NAME.c into build-fuzz/fuzz_NAME
 (clang -fsanitize=fuzzer,address,undefined, linked against the layer archives
 compiled with the same instrumentation); this driver only runs what the
-Makefile built. Each runs for LIVEPROF_FUZZ_SECONDS (default 10) from the seed
+Makefile built. Each runs for LIVEPROF_FUZZ_SECONDS (default 4; `make fuzz`
+runs them longer) from the seed
 corpus tests/fuzz/corpus/NAME. New inputs go to a scratch directory, never
 into the committed corpus. A crash, sanitizer report, leak or hang fails the
 test and prints the reproducer (path, hex dump, and the command that replays
@@ -21,7 +22,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 FUZZ = ROOT / "tests" / "fuzz"
 BUILT = ROOT / "build-fuzz"
-SECONDS = int(os.environ.get("LIVEPROF_FUZZ_SECONDS", "10"))
+SECONDS = int(os.environ.get("LIVEPROF_FUZZ_SECONDS", "4"))
 HARNESSES = sorted(p.stem[len("fuzz_"):] for p in FUZZ.glob("fuzz_*.c"))
 
 

@@ -176,8 +176,10 @@ static void wilson(double k, double n, double z, double *lo, double *hi)
 	double p = k / n, d = 1 + z * z / n, c = (p + z * z / (2 * n)) / d;
 	double h = z * sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d;
 
-	*lo = fmax(0, c - h);
-	*hi = fmin(1, c + h);
+	/* exact at the ends: c + h is 1 in theory but may round below it,
+	 * and an all-slow count must meet a truth of exactly 100% */
+	*lo = k <= 0 ? 0 : fmax(0, c - h);
+	*hi = k >= n ? 1 : fmin(1, c + h);
 }
 
 /*
