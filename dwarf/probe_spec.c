@@ -205,10 +205,70 @@ static int split_line_file(char *head, const char *line, struct probe_spec *out,
 	return 0;
 }
 
+/*
+ * The argument list is the parenthesis group that ends @buf (@len bytes):
+ * parsed into @out and cut off. Searching from the right keeps Go names
+ * such as "main.(*Server).handle" intact.
+ */
+static int cut_arg_list(char *buf, size_t len, struct probe_spec *out, char *err, size_t errlen)
+{
+	int depth = 0;
+	size_t i = len;
+
+	if (buf[len - 1] != ')')
+		return 0;
+	while (i-- > 0) {
+		if (buf[i] == ')')
+			depth++;
+		else if (buf[i] == '(' && --depth == 0)
+			break;
+	}
+	if (depth != 0 || i == (size_t)-1) {
+		lp_errf(err, errlen, "bad probe spec '%s': unbalanced parentheses", buf);
+		return -EINVAL;
+	}
+	/* "main.(*T)" alone is a name, not an argument list */
+	if (i == 0 || buf[i - 1] == '.')
+		return 0;
+	buf[len - 1] = '\0';
+	buf[i] = '\0';
+	return parse_args(buf + i + 1, out, err, errlen);
+}
+
+/* "FUNC" or "FUNC+OFF", the end of a function spec, into @out. */
+static int parse_func_offset(char *func, const char *text, struct probe_spec *out, char *err,
+			     size_t errlen)
+{
+	char *plus = strrchr(func, '+');
+
+	if (plus) {
+		char *end;
+
+		errno = 0;
+		out->offset = strtoull(plus + 1, &end, 0);
+		if (errno || end == plus + 1 || *end || plus[1] == '-') {
+			lp_errf(err, errlen, "bad offset '%s' in probe spec '%s'", plus + 1, text);
+			return -EINVAL;
+		}
+		out->has_offset = true;
+		*plus = '\0';
+	}
+	if (!*func || strpbrk(func, " \t,")) {
+		lp_errf(err, errlen, "bad function name '%s' in probe spec '%s'", func, text);
+		return -EINVAL;
+	}
+	if (copy_str(out->func, sizeof(out->func), func, strlen(func))) {
+		lp_errf(err, errlen, "function name too long in probe spec '%s'", text);
+		return -EINVAL;
+	}
+	out->kind = PROBE_SPEC_FUNC;
+	return 0;
+}
+
 int probe_spec_parse(const char *text, struct probe_spec *out, char *err, size_t errlen)
 {
 	char buf[PROBE_PATH_MAX + PROBE_NAME_MAX];
-	char *head, *colon, *plus, *func;
+	char *head, *colon, *func;
 	size_t len;
 	int ret;
 
@@ -229,34 +289,9 @@ int probe_spec_parse(const char *text, struct probe_spec *out, char *err, size_t
 	buf[len] = '\0';
 	head = buf;
 
-	/*
-	 * The argument list is the parenthesis group that ends the text;
-	 * searching from the right keeps Go names such as
-	 * "main.(*Server).handle" intact.
-	 */
-	if (buf[len - 1] == ')') {
-		int depth = 0;
-		size_t i = len;
-
-		while (i-- > 0) {
-			if (buf[i] == ')')
-				depth++;
-			else if (buf[i] == '(' && --depth == 0)
-				break;
-		}
-		if (depth != 0 || i == (size_t)-1) {
-			lp_errf(err, errlen, "bad probe spec '%s': unbalanced parentheses", buf);
-			return -EINVAL;
-		}
-		/* "main.(*T)" alone is a name, not an argument list */
-		if (i > 0 && buf[i - 1] != '.') {
-			buf[len - 1] = '\0';
-			buf[i] = '\0';
-			ret = parse_args(buf + i + 1, out, err, errlen);
-			if (ret)
-				return ret;
-		}
-	}
+	ret = cut_arg_list(buf, len, out, err, errlen);
+	if (ret)
+		return ret;
 	len = strlen(head);
 	while (len && isspace((unsigned char)head[len - 1]))
 		head[--len] = '\0';
@@ -286,30 +321,7 @@ int probe_spec_parse(const char *text, struct probe_spec *out, char *err, size_t
 	} else {
 		func = head;
 	}
-
-	plus = strrchr(func, '+');
-	if (plus) {
-		char *end;
-
-		errno = 0;
-		out->offset = strtoull(plus + 1, &end, 0);
-		if (errno || end == plus + 1 || *end || plus[1] == '-') {
-			lp_errf(err, errlen, "bad offset '%s' in probe spec '%s'", plus + 1, text);
-			return -EINVAL;
-		}
-		out->has_offset = true;
-		*plus = '\0';
-	}
-	if (!*func || strpbrk(func, " \t,")) {
-		lp_errf(err, errlen, "bad function name '%s' in probe spec '%s'", func, text);
-		return -EINVAL;
-	}
-	if (copy_str(out->func, sizeof(out->func), func, strlen(func))) {
-		lp_errf(err, errlen, "function name too long in probe spec '%s'", text);
-		return -EINVAL;
-	}
-	out->kind = PROBE_SPEC_FUNC;
-	return 0;
+	return parse_func_offset(func, text, out, err, errlen);
 }
 
 bool probe_spec_binary_matches(const char *spec_binary, const char *mapped_path)

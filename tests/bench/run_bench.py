@@ -566,9 +566,9 @@ def bench_rss(res):
         target.stop()
     res["rss"] = {"rows": [
         f"| liveprof CPU% of one core, 5 s slices after start-up | {mmm(slices, '{:.2f}')} % |",
-        f"| liveprof CPU%, whole steady window | "
+        "| liveprof CPU%, whole steady window | "
         + (f"{total:.2f} %" if total is not None else "n/a") + " |",
-        f"| peak RSS (VmHWM) | " + (f"{hwm / 1024:.1f} MiB" if hwm else "n/a") + " |",
+        "| peak RSS (VmHWM) | " + (f"{hwm / 1024:.1f} MiB" if hwm else "n/a") + " |",
         f"| samples aggregated | {samples} (exit status {rc}) |",
     ]}
 

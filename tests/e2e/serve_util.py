@@ -1,6 +1,5 @@
 """Helpers for the HTTP tests: start `liveprof serve` and wait for it."""
 
-import math
 import os
 import re
 import signal
@@ -9,19 +8,16 @@ import time
 import urllib.error
 import urllib.request
 
-# Two-sided z for a false-failure rate of 1e-4 per check.
-Z = 3.89
+import stats
+
+# False-failure rate of each check, and its two-sided z.
+RATE = 1e-4
+Z = stats.z(RATE)
 
 
-def wilson(k, n, z=Z):
-    """Wilson score interval of a binomial proportion k/n."""
-    if n == 0:
-        return 0.0, 1.0
-    p = k / n
-    den = 1 + z * z / n
-    mid = (p + z * z / (2 * n)) / den
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-    return mid - half, mid + half
+def wilson(k, n):
+    """Wilson score interval of a binomial proportion k/n at RATE."""
+    return stats.wilson(k, n, RATE)
 
 
 class Server:

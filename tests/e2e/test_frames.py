@@ -15,6 +15,7 @@ import time
 
 import pytest
 
+import lpbuild
 import stats
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -37,11 +38,7 @@ MARKERS = {"[unwind-error]", "[truncated]"}
 PROBE = "[uprobe single-step]"  # the leaf while a probed instruction is stepped
 @pytest.fixture(scope="module", autouse=True)
 def built():
-    if not os.access(LIVEPROF, os.X_OK) or any(
-            not os.path.exists(os.path.join(BUILD, w)) for w in WORKLOADS):
-        r = subprocess.run(["make", "-s", "-C", ROOT, "liveprof", "workloads"],
-                           capture_output=True, text=True)
-        assert r.returncode == 0, r.stdout + r.stderr
+    lpbuild.ensure_built(WORKLOADS)
 
 
 def exec_maps(pid):

@@ -13,11 +13,10 @@ import signal
 import subprocess
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
-from conftest import BUILD, parse_folded
+from conftest import parse_folded
 
 READY_TIMEOUT = 120  # loading the BPF object can take a while on a busy VM
 

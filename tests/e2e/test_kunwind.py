@@ -24,11 +24,14 @@ import time
 
 import pytest
 
+import lpbuild
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.path.join(ROOT, "tests", "build")
 LIVEPROF = os.path.join(ROOT, "liveprof")
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 import compare_perf  # noqa: E402
+import stats  # noqa: E402
 
 ALPHA = 1e-3  # false-failure rate of each statistical check
 START = {"_start", "__libc_start_main", "__libc_start_call_main", "main"}
@@ -40,33 +43,17 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (BPF)")
 
 @pytest.fixture(scope="module", autouse=True)
 def built():
-    if not os.access(LIVEPROF, os.X_OK) or any(
-            not os.path.exists(os.path.join(BUILD, w)) for w in WORKLOADS):
-        r = subprocess.run(["make", "-s", "-C", ROOT, "liveprof", "workloads"],
-                           capture_output=True, text=True)
-        assert r.returncode == 0, r.stdout + r.stderr
+    lpbuild.ensure_built(WORKLOADS)
 
 
 def z_two_sided(alpha):
-    """The standard normal quantile z with P(|Z| > z) = alpha (bisection on erfc)."""
-    lo, hi = 0.0, 10.0
-    for _ in range(100):
-        mid = (lo + hi) / 2
-        if math.erfc(mid / math.sqrt(2)) > alpha:
-            lo = mid
-        else:
-            hi = mid
-    return lo
+    """The standard normal quantile z with P(|Z| > z) = alpha."""
+    return stats.z(alpha)
 
 
 def wilson(k, n, alpha=ALPHA):
     """Wilson score interval of a binomial proportion k/n."""
-    z = z_two_sided(alpha)
-    p = k / n
-    d = 1 + z * z / n
-    c = (p + z * z / (2 * n)) / d
-    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
-    return c - h, c + h
+    return stats.wilson(k, n, alpha)
 
 
 def run(tmp_path, argv, seconds=6, extra=(), name="out", settle=0.3, env=None):

@@ -20,7 +20,6 @@ import re
 import shutil
 import subprocess
 import threading
-import time
 from pathlib import Path
 
 import pytest

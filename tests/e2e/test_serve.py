@@ -20,7 +20,7 @@ import urllib.request
 
 import pytest
 
-from serve_util import Server, Z, go_env, pprof_top, wilson
+from serve_util import Server, go_env, pprof_top, wilson
 
 
 @pytest.fixture

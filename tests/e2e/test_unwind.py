@@ -16,6 +16,8 @@ import time
 
 import pytest
 
+import lpbuild
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.path.join(ROOT, "tests", "build")
 LIVEPROF = os.path.join(ROOT, "liveprof")
@@ -32,11 +34,7 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (BPF)")
 
 @pytest.fixture(scope="module", autouse=True)
 def built():
-    if not os.access(LIVEPROF, os.X_OK) or any(
-            not os.path.exists(os.path.join(BUILD, w)) for w in WORKLOADS):
-        r = subprocess.run(["make", "-s", "-C", ROOT, "liveprof", "workloads"],
-                           capture_output=True, text=True)
-        assert r.returncode == 0, r.stdout + r.stderr
+    lpbuild.ensure_built(WORKLOADS)
 
 
 def cpu_seconds(pid):

@@ -370,12 +370,89 @@ static int root_labels(struct pprof *pp, const struct profile_sample *s, struct 
 	return b->oom || sb->oom ? -ENOMEM : 0;
 }
 
+/* A sample's location ids, grown to the deepest sample. */
+struct loc_scratch {
+	uint32_t *locs;
+	size_t cap;
+};
+
+/* Sample @s as a Sample message into pp->out; @sb and @packed are scratch. */
+static int encode_sample(struct pprof *pp, const struct pprof_opts *o,
+			 const struct profile_sample *s, struct loc_scratch *ls, struct pbuf *sb,
+			 struct pbuf *packed)
+{
+	const struct profile *p = pp->p;
+	uint64_t weight = s->weight_ns;
+	size_t nl = 0;
+	int64_t vals[4];
+	int err;
+
+	if (o->n_types && !o->values(s, vals, o->ctx))
+		return 0;
+	if (s->depth > ls->cap) {
+		uint32_t *n = realloc(ls->locs, s->depth * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		ls->locs = n;
+		ls->cap = s->depth;
+	}
+	err = root_labels(pp, s, sb);
+	if (err)
+		return err;
+	for (uint32_t d = 0, e; d < s->depth; d = e) {
+		if (p->frames[s->frames[d]].kind == FRAME_ROOT) {
+			e = d + 1;
+			continue;
+		}
+		for (e = d + 1; e < s->depth &&
+				same_location(&p->frames[s->frames[d]], &p->frames[s->frames[e]]);
+		     e++)
+			;
+		ls->locs[nl] = location(pp, &s->frames[d], e - d);
+		if (!ls->locs[nl++])
+			return -ENOMEM;
+	}
+	packed->len = 0;
+	/* pprof lists locations leaf first; ours are root first. */
+	for (size_t j = nl; j-- > 0;)
+		pbw_varint(packed, ls->locs[j]);
+	pbw_msg(sb, SAMPLE_LOCATION_ID, packed);
+	/* A sampled on-CPU profile may leave the weight to the period. */
+	if (!weight && !o->wall)
+		weight = s->count * p->period_ns;
+	packed->len = 0;
+	if (o->n_types) {
+		for (int t = 0; t < o->n_types; t++)
+			pbw_varint(packed, (uint64_t)vals[t]);
+	} else {
+		pbw_varint(packed, s->count);
+		pbw_varint(packed, weight);
+	}
+	pbw_msg(sb, SAMPLE_VALUE, packed);
+	for (uint32_t l = 0; l < s->n_labels; l++) {
+		int64_t k, v;
+
+		if (o->skip_label && !strcmp(s->labels[l].key, o->skip_label))
+			continue;
+		k = str_idx(pp, s->labels[l].key);
+		v = str_idx(pp, s->labels[l].value);
+		if (k < 0 || v < 0)
+			return -ENOMEM;
+		packed->len = 0;
+		pbw_uint(packed, LABEL_KEY, k);
+		pbw_uint(packed, LABEL_STR, v);
+		pbw_msg(sb, SAMPLE_LABEL, packed);
+	}
+	pbw_msg(&pp->out, PROFILE_SAMPLE, sb);
+	return 0;
+}
+
 static int encode(struct pprof *pp, const struct pprof_opts *o)
 {
 	const struct profile *p = pp->p;
 	int64_t s_samples, s_count, s_time, s_ns, s_name, s_default;
-	uint32_t *locs = NULL;
-	size_t locs_cap = 0;
+	struct loc_scratch scratch = {0};
 	struct pbuf sb = {0}, packed = {0};
 	bool any_inlined = false;
 	int err = 0;
@@ -425,76 +502,9 @@ static int encode(struct pprof *pp, const struct pprof_opts *o)
 	}
 
 	for (size_t i = 0; i < p->n_samples; i++) {
-		const struct profile_sample *s = &p->samples[i];
-		size_t nl = 0;
-		uint64_t weight = s->weight_ns;
-		int64_t vals[4];
-
-		if (o->n_types && !o->values(s, vals, o->ctx))
-			continue;
-		if (s->depth > locs_cap) {
-			uint32_t *n = realloc(locs, s->depth * sizeof(*n));
-
-			if (!n) {
-				err = -ENOMEM;
-				goto out;
-			}
-			locs = n;
-			locs_cap = s->depth;
-		}
-		err = root_labels(pp, s, &sb);
+		err = encode_sample(pp, o, &p->samples[i], &scratch, &sb, &packed);
 		if (err)
 			goto out;
-		for (uint32_t d = 0, e; d < s->depth; d = e) {
-			if (p->frames[s->frames[d]].kind == FRAME_ROOT) {
-				e = d + 1;
-				continue;
-			}
-			for (e = d + 1; e < s->depth && same_location(&p->frames[s->frames[d]],
-								      &p->frames[s->frames[e]]);
-			     e++)
-				;
-			locs[nl] = location(pp, &s->frames[d], e - d);
-			if (!locs[nl++]) {
-				err = -ENOMEM;
-				goto out;
-			}
-		}
-		packed.len = 0;
-		/* pprof lists locations leaf first; ours are root first. */
-		for (size_t j = nl; j-- > 0;)
-			pbw_varint(&packed, locs[j]);
-		pbw_msg(&sb, SAMPLE_LOCATION_ID, &packed);
-		/* A sampled on-CPU profile may leave the weight to the period. */
-		if (!weight && !o->wall)
-			weight = s->count * p->period_ns;
-		packed.len = 0;
-		if (o->n_types) {
-			for (int t = 0; t < o->n_types; t++)
-				pbw_varint(&packed, (uint64_t)vals[t]);
-		} else {
-			pbw_varint(&packed, s->count);
-			pbw_varint(&packed, weight);
-		}
-		pbw_msg(&sb, SAMPLE_VALUE, &packed);
-		for (uint32_t l = 0; l < s->n_labels; l++) {
-			int64_t k, v;
-
-			if (o->skip_label && !strcmp(s->labels[l].key, o->skip_label))
-				continue;
-			k = str_idx(pp, s->labels[l].key);
-			v = str_idx(pp, s->labels[l].value);
-
-			if (k < 0 || v < 0) {
-				err = -ENOMEM;
-				goto out;
-			}
-			packed.len = 0;
-			pbw_uint(&packed, LABEL_KEY, k);
-			pbw_uint(&packed, LABEL_STR, v);
-			pbw_msg(&sb, SAMPLE_LABEL, &packed);
-		}
-		pbw_msg(&pp->out, PROFILE_SAMPLE, &sb);
 	}
 
 	for (uint32_t id = 1; id <= pp->strs.n; id++) {
@@ -516,7 +526,7 @@ static int encode(struct pprof *pp, const struct pprof_opts *o)
 	if (pp->out.oom || pp->tmp.oom || sb.oom || packed.oom)
 		err = -ENOMEM;
 out:
-	free(locs);
+	free(scratch.locs);
 	free(sb.d);
 	free(packed.d);
 	return err;

@@ -53,6 +53,20 @@ static void labels(FILE *f, const char *func, const char *cls)
  * (@want -1), or those of one class of a split function against
  * @threshold (@want 1: slow, 0: fast).
  */
+/* Add buckets [*b, end) of @h that are of class @want (-1: all) to the sums. */
+static void add_buckets(const uint64_t *h, uint32_t *b, uint32_t end, uint64_t threshold,
+			int want, uint64_t *cum, uint64_t *sum)
+{
+	for (; *b < end && *b < LP_HIST_BUCKETS; (*b)++) {
+		bool slow = traces__bucket_value(*b) >= threshold;
+
+		if (want < 0 || want == slow) {
+			*cum += h[*b];
+			*sum += h[*b] * traces__bucket_value(*b);
+		}
+	}
+}
+
 static void histogram(FILE *f, const char *func, const char *cls, const uint64_t *h,
 		      uint64_t threshold, int want)
 {
@@ -64,27 +78,13 @@ static void histogram(FILE *f, const char *func, const char *cls, const uint64_t
 			uint32_t edge_b = ((shift + 1) << LP_HIST_SUB_BITS) + sub;
 			uint64_t edge = traces__bucket_lower(edge_b);
 
-			for (; b < edge_b && b < LP_HIST_BUCKETS; b++) {
-				bool slow = traces__bucket_value(b) >= threshold;
-
-				if (want < 0 || want == slow) {
-					cum += h[b];
-					sum += h[b] * traces__bucket_value(b);
-				}
-			}
+			add_buckets(h, &b, edge_b, threshold, want, &cum, &sum);
 			fputs("liveprof_call_duration_seconds_bucket{", f);
 			labels(f, func, cls);
 			fprintf(f, ",le=\"%.9f\"} %" PRIu64 "\n", (edge - 1) / 1e9, cum);
 		}
 	}
-	for (; b < LP_HIST_BUCKETS; b++) {
-		bool slow = traces__bucket_value(b) >= threshold;
-
-		if (want < 0 || want == slow) {
-			cum += h[b];
-			sum += h[b] * traces__bucket_value(b);
-		}
-	}
+	add_buckets(h, &b, LP_HIST_BUCKETS, threshold, want, &cum, &sum);
 	fputs("liveprof_call_duration_seconds_bucket{", f);
 	labels(f, func, cls);
 	fprintf(f, ",le=\"+Inf\"} %" PRIu64 "\n", cum);

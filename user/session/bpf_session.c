@@ -85,10 +85,73 @@ static void attach_timer_bracket(struct bpf_session *s)
 	k->bss->timer_bracket = k->links.lp_timer_entry && k->links.lp_timer_exit;
 }
 
+/* The skeleton's constants from @o, before the load; -EINVAL for a bad size. */
+static int set_rodata(struct bpf_session *s, const struct bpf_session_opts *o)
+{
+	struct liveprof_bpf__rodata *rd = s->skel->rodata;
+
+	if (o->stack_copy_bytes > LP_MAX_STACK_COPY || o->rescue_copy_bytes > LP_MAX_STACK_COPY ||
+	    o->max_frames > LP_MAX_USTACK)
+		return -EINVAL;
+	rd->filter_all = o->all_processes;
+	rd->capture_kernel = o->kernel_stacks;
+	rd->offcpu_enabled = o->offcpu;
+	rd->offcpu_min_ns = o->offcpu_min_ns;
+	rd->self_tgid = getpid();
+	rd->stack_copy_bytes = o->stack_copy_bytes;
+	rd->rescue_copy_bytes = o->kernel_unwind ? o->rescue_copy_bytes : 0;
+	rd->raw_latency = o->raw_latency;
+	rd->max_frames = o->max_frames ? o->max_frames : LP_MAX_USTACK;
+	rd->kernel_unwind = o->kernel_unwind;
+	rd->uprobes_possible = o->tracing;
+	return 0;
+}
+
+/* Map sizes and the programs to load, from @o, before the load. */
+static void size_maps(struct bpf_session *s, const struct bpf_session_opts *o)
+{
+	struct liveprof_bpf *k = s->skel;
+	unsigned int ringbuf_mb, rows;
+
+	/* Without the BPF unwinder the rows map would only cost memory. */
+	rows = o->unwind_rows ? o->unwind_rows : BPF_SESSION_UNWIND_ROWS;
+	bpf_map__set_max_entries(k->maps.unwind_rows,
+				 o->kernel_unwind ? (rows + LP_UNWIND_ROWS_PER_BLOCK - 1) /
+							    LP_UNWIND_ROWS_PER_BLOCK
+						  : 1);
+	if (!o->kernel_unwind) {
+		bpf_map__set_max_entries(k->maps.unwind_tables, 1);
+		bpf_map__set_max_entries(k->maps.unwind_procs, 1);
+	}
+	/* One build slot per CPU for samples with a stack copy; none without. */
+	bpf_map__set_max_entries(k->maps.sample_buf,
+				 o->stack_copy_bytes || o->rescue_copy_bytes ? s->nr_cpus : 1);
+	/* 16 KiB copies at 999 Hz are 16 MB/s per CPU: give the daemon more
+	 * than a fraction of a second of slack before events are lost. */
+	ringbuf_mb = o->ringbuf_mb ? o->ringbuf_mb : (o->stack_copy_bytes > 4096 ? 32 : 8);
+	bpf_map__set_max_entries(k->maps.events, ringbuf_mb << 20);
+	/* An eighth of the ring: one wake-up per batch of events, with room
+	 * left for what arrives while the daemon catches up. */
+	k->rodata->wakeup_bytes = (uint64_t)ringbuf_mb << 17;
+	if (o->offcpu)
+		return;
+	bpf_program__set_autoload(k->progs.lp_sched_switch, false);
+	if (!o->tracing) {
+		/* Sampling alone starts in a fraction of the time without them. */
+		bpf_program__set_autoload(k->progs.lp_func_entry, false);
+		bpf_program__set_autoload(k->progs.lp_func_return, false);
+		bpf_program__set_autoload(k->progs.lp_func_ret_insn, false);
+		bpf_program__set_autoload(k->progs.lp_line_hit, false);
+		bpf_program__set_autoload(k->progs.lp_timer_entry, false);
+		bpf_program__set_autoload(k->progs.lp_timer_exit, false);
+	}
+	/* The stack map of an unused program still costs memory. */
+	bpf_map__set_max_entries(k->maps.offcpu_start, 1);
+}
+
 int bpf_session__open(struct bpf_session **out, const struct bpf_session_opts *o)
 {
 	struct bpf_session *s;
-	unsigned int ringbuf_mb, rows;
 	int err;
 
 	*out = NULL;
@@ -120,64 +183,10 @@ int bpf_session__open(struct bpf_session **out, const struct bpf_session_opts *o
 		err = errno ? -errno : -EINVAL;
 		goto fail;
 	}
-	s->skel->rodata->filter_all = o->all_processes;
-	s->skel->rodata->capture_kernel = o->kernel_stacks;
-	s->skel->rodata->offcpu_enabled = o->offcpu;
-	s->skel->rodata->offcpu_min_ns = o->offcpu_min_ns;
-	s->skel->rodata->self_tgid = getpid();
-	if (o->stack_copy_bytes > LP_MAX_STACK_COPY) {
-		err = -EINVAL;
+	err = set_rodata(s, o);
+	if (err)
 		goto fail;
-	}
-	s->skel->rodata->stack_copy_bytes = o->stack_copy_bytes;
-	if (o->rescue_copy_bytes > LP_MAX_STACK_COPY) {
-		err = -EINVAL;
-		goto fail;
-	}
-	s->skel->rodata->rescue_copy_bytes = o->kernel_unwind ? o->rescue_copy_bytes : 0;
-	s->skel->rodata->raw_latency = o->raw_latency;
-	if (o->max_frames > LP_MAX_USTACK) {
-		err = -EINVAL;
-		goto fail;
-	}
-	s->skel->rodata->max_frames = o->max_frames ? o->max_frames : LP_MAX_USTACK;
-	s->skel->rodata->kernel_unwind = o->kernel_unwind;
-	s->skel->rodata->uprobes_possible = o->tracing;
-	/* Without the BPF unwinder the rows map would only cost memory. */
-	rows = o->unwind_rows ? o->unwind_rows : BPF_SESSION_UNWIND_ROWS;
-	bpf_map__set_max_entries(s->skel->maps.unwind_rows,
-				 o->kernel_unwind ? (rows + LP_UNWIND_ROWS_PER_BLOCK - 1) /
-							    LP_UNWIND_ROWS_PER_BLOCK
-						  : 1);
-	if (!o->kernel_unwind) {
-		bpf_map__set_max_entries(s->skel->maps.unwind_tables, 1);
-		bpf_map__set_max_entries(s->skel->maps.unwind_procs, 1);
-	}
-	/* One build slot per CPU for samples with a stack copy; none without. */
-	bpf_map__set_max_entries(s->skel->maps.sample_buf,
-				 o->stack_copy_bytes || o->rescue_copy_bytes ? s->nr_cpus : 1);
-	/* 16 KiB copies at 999 Hz are 16 MB/s per CPU: give the daemon more
-	 * than a fraction of a second of slack before events are lost. */
-	ringbuf_mb = o->ringbuf_mb ? o->ringbuf_mb : (o->stack_copy_bytes > 4096 ? 32 : 8);
-	bpf_map__set_max_entries(s->skel->maps.events, ringbuf_mb << 20);
-	/* An eighth of the ring: one wake-up per batch of events, with room
-	 * left for what arrives while the daemon catches up. */
-	s->skel->rodata->wakeup_bytes = (uint64_t)ringbuf_mb << 17;
-	if (!o->offcpu) {
-		bpf_program__set_autoload(s->skel->progs.lp_sched_switch, false);
-		if (!o->tracing) {
-			/* Sampling alone starts in a fraction of the time without them. */
-			bpf_program__set_autoload(s->skel->progs.lp_func_entry, false);
-			bpf_program__set_autoload(s->skel->progs.lp_func_return, false);
-			bpf_program__set_autoload(s->skel->progs.lp_func_ret_insn, false);
-			bpf_program__set_autoload(s->skel->progs.lp_line_hit, false);
-			bpf_program__set_autoload(s->skel->progs.lp_timer_entry, false);
-			bpf_program__set_autoload(s->skel->progs.lp_timer_exit, false);
-		}
-		/* The stack map of an unused program still costs memory. */
-		bpf_map__set_max_entries(s->skel->maps.offcpu_start, 1);
-	}
-
+	size_maps(s, o);
 	err = liveprof_bpf__load(s->skel);
 	if (err) {
 		err = err < 0 ? err : -EINVAL;

@@ -37,6 +37,9 @@ struct split_frame_rank {
 	bool offcpu;		       /* the frame is a blocking (off-CPU) frame */
 };
 
+/* |bias_z| above this (two-sided 0.1%) is reported as a sampling bias */
+#define SPLIT_BIAS_Z 3.29
+
 struct split_result {
 	const char *function;
 	double percentile;
@@ -62,6 +65,18 @@ struct split_result {
 	uint64_t median_ns;	    /* of every call */
 	bool correction_exceeds;    /* correction_unc_ns >= threshold - median */
 	uint64_t calib_spread_ns;   /* the per-sample calibration's own spread */
+	/*
+	 * The check of the classes of sampled calls against the calls no
+	 * sample landed in (split_compute.c, expect_sampled_slow): their
+	 * latencies, weighted by the chance that a sample lands in a call of
+	 * that length, give the share of sampled calls a split without bias
+	 * classes slow. bias_z compares it with slow_calls / sampled calls.
+	 */
+	bool have_expected;
+	double expected_slow_share;    /* of the sampled calls, without bias */
+	double expected_slow_share_sd; /* its standard error */
+	double bias_z;		       /* (observed - expected) / combined sd */
+	uint64_t *unsampled_hist;      /* LP_HIST_BUCKETS counts of calls no sample landed in */
 };
 
 /**

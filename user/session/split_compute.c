@@ -222,12 +222,131 @@ static void correction_check(const struct split *s, uint64_t since, const uint64
 	free(lat);
 }
 
+/* Each sampled call that ended since @since, and its samples, into its class. */
+static int class_sampled_calls(struct split *s, uint64_t since, struct split_result *r)
+{
+	for (size_t i = 0; i < s->n_done; i++) {
+		const struct done_call *dc = &s->done[i];
+		bool slow = dc->latency_ns >= r->threshold_ns;
+		struct counts *c = slow ? &r->slow : &r->fast;
+
+		if (dc->end_ns < since)
+			continue;
+		slow ? r->slow_calls++ : r->fast_calls++;
+		for (uint32_t k = 0; k < dc->n; k++) {
+			const struct entry *e = &s->pool[dc->first + k];
+
+			if (counts__add(c, e->stack_id, e->count, e->weight))
+				return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+/*
+ * What share of the sampled calls a split without bias classes slow.
+ *
+ * A sample lands in a call with a chance that grows with its length:
+ * min(1, length x rate) for the cpu-clock timer and a call on CPU all
+ * along. So sampled calls are longer than calls in general, and more
+ * often slow: that is what the profile is, not a bias (constant work on
+ * a noisy VM: 1% of calls are slow, but they are 5 times longer and hold
+ * 5% of the samples). A bias is a sample moving its own call across the
+ * threshold. The calls no sample landed in are untouched by sampling:
+ * their latencies (the histogram of every call, less the sampled ones),
+ * each weighted by that chance, give the expected share. Its standard
+ * error takes the bucket counts as independent Poisson counts (the delta
+ * method for the ratio of the two weighted sums). Calls that wait off
+ * CPU are sampled less than their length says; the check is for calls
+ * that run.
+ */
+static void expect_sampled_slow(const struct split *s, uint64_t since, const uint64_t *hist,
+				struct split_result *r)
+{
+	const struct session_core *c = traces__core(s->traces);
+	double hz = c->opts->freq, a = 0, b = 0, va = 0, vb = 0, n, p, obs, sd;
+	uint64_t *u = malloc(LP_HIST_BUCKETS * sizeof(uint64_t));
+
+	if (!u || !hz) {
+		free(u);
+		return;
+	}
+	memcpy(u, hist, LP_HIST_BUCKETS * sizeof(uint64_t));
+	for (size_t i = 0; i < s->n_done; i++) {
+		uint32_t k = lp_hist_bucket(s->done[i].latency_ns);
+
+		if (s->done[i].end_ns >= since && k < LP_HIST_BUCKETS && u[k])
+			u[k]--;
+	}
+	for (uint32_t k = 0; k < LP_HIST_BUCKETS; k++) {
+		double w = fmin(1.0, (double)traces__bucket_value(k) * 1e-9 * hz);
+
+		if (!u[k])
+			continue;
+		b += (double)u[k] * w;
+		vb += (double)u[k] * w * w;
+		if (traces__bucket_value(k) >= r->threshold_ns) {
+			a += (double)u[k] * w;
+			va += (double)u[k] * w * w;
+		}
+	}
+	r->unsampled_hist = u;
+	n = (double)(r->slow_calls + r->fast_calls);
+	if (b <= 0 || n <= 0)
+		return;
+	p = a / b;
+	r->have_expected = true;
+	r->expected_slow_share = p;
+	r->expected_slow_share_sd = sqrt(fmax(0, (1 - 2 * p) * va + p * p * vb)) / b;
+	obs = (double)r->slow_calls / n;
+	sd = sqrt(p * (1 - p) / n + r->expected_slow_share_sd * r->expected_slow_share_sd);
+	r->bias_z = sd > 0 ? (obs - p) / sd : 0;
+}
+
+/* Each frame's share of the slow and the fast samples, and its z test. */
+static int rank_frames(struct split *s, bool use_weight, struct split_result *r)
+{
+	uint64_t slow_v = use_weight ? r->slow.total_weight : r->slow.total_count;
+	uint64_t fast_v = use_weight ? r->fast.total_weight : r->fast.total_count;
+	struct acc_table t = {0};
+	int err;
+
+	err = accumulate(s, &t, &r->slow, true, use_weight, r->function);
+	if (!err)
+		err = accumulate(s, &t, &r->fast, false, use_weight, r->function);
+	if (err) {
+		free(t.v);
+		return err;
+	}
+	r->ranks = calloc(t.n ? t.n : 1, sizeof(*r->ranks));
+	if (!r->ranks) {
+		free(t.v);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < t.cap; i++) {
+		struct frame_acc *a = &t.v[i];
+		struct split_frame_rank *k;
+
+		if (!a->name)
+			continue;
+		k = &r->ranks[r->n_ranks++];
+		k->frame = a->name;
+		k->slow_share = slow_v ? (double)a->slow_v / slow_v : 0;
+		k->fast_share = fast_v ? (double)a->fast_v / fast_v : 0;
+		k->delta = k->slow_share - k->fast_share;
+		k->offcpu = a->off_n > a->on_n;
+		k->slow_n = a->slow_n;
+		k->fast_n = a->fast_n;
+	}
+	free(t.v);
+	/* z tests with Holm's correction over every frame ranked (split_rank.c) */
+	return split_rank__apply(r->ranks, r->n_ranks, r->slow_samples, r->fast_samples);
+}
+
 int split__compute(struct split *s, bool window, bool use_weight, struct split_result *r)
 {
 	int ti = traces__find(s->traces, s->probe_id);
 	uint64_t now = lp_now_ns(), since = 0, *hist;
-	uint64_t slow_v = 0, fast_v = 0;
-	struct acc_table t = {0};
 	size_t in_window = 0;
 	int err;
 
@@ -266,58 +385,15 @@ int split__compute(struct split *s, bool window, bool use_weight, struct split_r
 	}
 	r->median_ns = hist_median(hist, r->all_slow_calls + r->all_fast_calls);
 	correction_check(s, since, hist, r->all_slow_calls + r->all_fast_calls, r);
+	err = class_sampled_calls(s, since, r);
+	if (!err)
+		expect_sampled_slow(s, since, hist, r);
 	free(hist);
-
-	for (size_t i = 0; i < s->n_done; i++) {
-		const struct done_call *dc = &s->done[i];
-		bool slow = dc->latency_ns >= r->threshold_ns;
-		struct counts *c = slow ? &r->slow : &r->fast;
-
-		if (dc->end_ns < since)
-			continue;
-		slow ? r->slow_calls++ : r->fast_calls++;
-		for (uint32_t k = 0; k < dc->n; k++) {
-			const struct entry *e = &s->pool[dc->first + k];
-
-			if (counts__add(c, e->stack_id, e->count, e->weight))
-				return -ENOMEM;
-		}
-	}
+	if (err)
+		return err;
 	r->slow_samples = r->slow.total_count;
 	r->fast_samples = r->fast.total_count;
-	slow_v = use_weight ? r->slow.total_weight : r->slow.total_count;
-	fast_v = use_weight ? r->fast.total_weight : r->fast.total_count;
-
-	err = accumulate(s, &t, &r->slow, true, use_weight, r->function);
-	if (!err)
-		err = accumulate(s, &t, &r->fast, false, use_weight, r->function);
-	if (err) {
-		free(t.v);
-		return err;
-	}
-	r->ranks = calloc(t.n ? t.n : 1, sizeof(*r->ranks));
-	if (!r->ranks) {
-		free(t.v);
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < t.cap; i++) {
-		struct frame_acc *a = &t.v[i];
-		struct split_frame_rank *k;
-
-		if (!a->name)
-			continue;
-		k = &r->ranks[r->n_ranks++];
-		k->frame = a->name;
-		k->slow_share = slow_v ? (double)a->slow_v / slow_v : 0;
-		k->fast_share = fast_v ? (double)a->fast_v / fast_v : 0;
-		k->delta = k->slow_share - k->fast_share;
-		k->offcpu = a->off_n > a->on_n;
-		k->slow_n = a->slow_n;
-		k->fast_n = a->fast_n;
-	}
-	free(t.v);
-	/* z tests with Holm's correction over every frame ranked (split_rank.c) */
-	err = split_rank__apply(r->ranks, r->n_ranks, r->slow_samples, r->fast_samples);
+	err = rank_frames(s, use_weight, r);
 	if (err)
 		return err;
 	/* classes decided by the correction's error: nothing can be significant */
@@ -371,5 +447,6 @@ void split_result__fini(struct split_result *r)
 	counts__free(&r->slow);
 	counts__free(&r->fast);
 	free(r->ranks);
+	free(r->unsampled_hist);
 	memset(r, 0, sizeof(*r));
 }

@@ -41,6 +41,14 @@ void split__print(const struct split_result *r, FILE *f, int rows)
 			"  latencies net of liveprof's own cost: %.1f +- %.1f us subtracted per "
 			"sampled call (median call %.1f us)\n",
 			r->correction_ns / 1e3, r->correction_unc_ns / 1e3, r->median_ns / 1e3);
+	if (r->have_expected)
+		fprintf(f,
+			"  sampled calls classed slow: %.1f%%; expected from the calls no sample "
+			"landed in, weighted by their length: %.1f%% +- %.1f%% (z %.1f%s)\n",
+			100.0 * (double)r->slow_calls / (double)(r->slow_calls + r->fast_calls),
+			100 * r->expected_slow_share, 100 * r->expected_slow_share_sd, r->bias_z,
+			fabs(r->bias_z) > SPLIT_BIAS_Z ? ": sampling moves calls across the threshold"
+						       : ": no sign of bias");
 	if (r->correction_exceeds)
 		fprintf(f,
 			"  calls too short to class: the correction's uncertainty (%.1f us) is not "
@@ -97,6 +105,22 @@ json_t *split__json(const struct split_result *r, int rows)
 	json_object_set_new(o, "correction_uncertainty_ns", json_real(r->correction_unc_ns));
 	json_object_set_new(o, "calibration_spread_ns", json_integer(r->calib_spread_ns));
 	json_object_set_new(o, "correction_exceeds_signal", json_boolean(r->correction_exceeds));
+	if (r->have_expected) {
+		json_t *h = json_array();
+
+		json_object_set_new(o, "expected_slow_share", json_real(r->expected_slow_share));
+		json_object_set_new(o, "expected_slow_share_sd",
+				    json_real(r->expected_slow_share_sd));
+		json_object_set_new(o, "bias_z", json_real(r->bias_z));
+		/* [lower bound, value, count] of the buckets, for checking the above */
+		for (uint32_t k = 0; k < LP_HIST_BUCKETS; k++)
+			if (r->unsampled_hist[k])
+				json_array_append_new(
+					h, json_pack("[I,I,I]", (json_int_t)traces__bucket_lower(k),
+						     (json_int_t)traces__bucket_value(k),
+						     (json_int_t)r->unsampled_hist[k]));
+		json_object_set_new(o, "unsampled_latency_hist", h);
+	}
 	for (int i = 0; i < r->n_ranks && i < rows; i++) {
 		const struct split_frame_rank *k = &r->ranks[i];
 

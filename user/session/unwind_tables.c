@@ -232,25 +232,20 @@ static struct module *module_find(struct unwind_tables *t, const struct pm_entry
 }
 
 /* Open @e's file, find or build its module. NULL only on ENOMEM. */
-static struct module *module_get(struct unwind_tables *t, int pid, const struct pm_entry *e)
+/*
+ * A new module for @es (its build-id; NULL for a file that is no ELF),
+ * with its table built and loaded when the CFI allows, appended to
+ * t->mods. @key gives the device and inode it is found by again (NULL:
+ * found by build-id only, as the [vdso]). Frees @es. NULL when out of
+ * memory.
+ */
+static struct module *module_add(struct unwind_tables *t, struct elf_symtab *es,
+				 const struct pm_entry *key, const char *name)
 {
-	struct module *m = module_find(t, e, NULL), **nm;
-	struct elf_symtab *es = NULL;
+	struct module *m = calloc(1, sizeof(*m)), **nm;
 	struct cfi_table *ct = NULL;
-	char path[4200];
 	int err;
 
-	if (m)
-		return m;
-	snprintf(path, sizeof(path), "/proc/%d/root%s", pid, e->path);
-	if (elf_symtab__open_path(path, &es) == 0) {
-		m = module_find(t, e, es->build_id);
-		if (m) {
-			elf_symtab__free(es);
-			return m;
-		}
-	}
-	m = calloc(1, sizeof(*m));
 	nm = realloc(t->mods, (t->n_mods + 1) * sizeof(*nm));
 	if (!m || !nm) {
 		free(m);
@@ -258,10 +253,13 @@ static struct module *module_get(struct unwind_tables *t, int pid, const struct 
 		return NULL;
 	}
 	t->mods = nm;
-	m->dev_major = e->dev_major;
-	m->dev_minor = e->dev_minor;
-	m->inode = e->inode;
 	m->table_id = -1;
+	m->inode = (uint64_t)-1; /* never matched by device and inode */
+	if (key) {
+		m->dev_major = key->dev_major;
+		m->dev_minor = key->dev_minor;
+		m->inode = key->inode;
+	}
 	err = es ? cfi_table__build(es->elf, &ct) : -ENOENT;
 	if (es)
 		snprintf(m->build_id, sizeof(m->build_id), "%s", es->build_id);
@@ -277,19 +275,38 @@ static struct module *module_get(struct unwind_tables *t, int pid, const struct 
 		if (ct->build_ns > t->st.max_module_ns)
 			t->st.max_module_ns = ct->build_ns;
 		if (t->verbose)
-			lp_debug("unwind table '%s': %zu rows, %zu KiB, %zu fallback, %.1f ms",
-				 e->path, ct->n_rows, ct->n_rows * sizeof(struct cfi_row) >> 10,
+			lp_debug("unwind table '%s': %zu rows, %zu KiB, %zu fallback, %.1f ms", name,
+				 ct->n_rows, ct->n_rows * sizeof(struct cfi_row) >> 10,
 				 ct->n_fallback, ct->build_ns / 1e6);
-		module_load(t, m, ct, e->path);
+		module_load(t, m, ct, name);
 		cfi_table__free(ct);
-	} else if (err != -ENOENT) {
-		lp_warn("no unwind table for '%s': %s", e->path,
+	} else if (err != -ENOENT && key) {
+		lp_warn("no unwind table for '%s': %s", name,
 			err == -E2BIG ? "too many rows" : "unreadable call frame information");
 	}
 	if (m->table_id < 0)
 		t->st.no_table++;
 	t->mods[t->n_mods++] = m;
 	return m;
+}
+
+static struct module *module_get(struct unwind_tables *t, int pid, const struct pm_entry *e)
+{
+	struct module *m = module_find(t, e, NULL);
+	struct elf_symtab *es = NULL;
+	char path[4200];
+
+	if (m)
+		return m;
+	snprintf(path, sizeof(path), "/proc/%d/root%s", pid, e->path);
+	if (elf_symtab__open_path(path, &es) == 0) {
+		m = module_find(t, e, es->build_id);
+		if (m) {
+			elf_symtab__free(es);
+			return m;
+		}
+	}
+	return module_add(t, es, e, e->path);
 }
 
 /*
@@ -300,8 +317,7 @@ static struct module *vdso_get(struct unwind_tables *t, int pid, const struct pm
 {
 	size_t len = e->end - e->start;
 	struct elf_symtab *es = NULL;
-	struct cfi_table *ct = NULL;
-	struct module *m, **nm;
+	struct module *m;
 	char path[64];
 	void *img;
 	int fd;
@@ -326,28 +342,7 @@ static struct module *vdso_get(struct unwind_tables *t, int pid, const struct pm
 		elf_symtab__free(es);
 		return m;
 	}
-	m = calloc(1, sizeof(*m));
-	nm = realloc(t->mods, (t->n_mods + 1) * sizeof(*nm));
-	if (!m || !nm) {
-		free(m);
-		elf_symtab__free(es);
-		return NULL;
-	}
-	t->mods = nm;
-	m->table_id = -1;
-	m->inode = (uint64_t)-1; /* never matched by device and inode */
-	snprintf(m->build_id, sizeof(m->build_id), "%s", es->build_id);
-	if (cfi_table__build(es->elf, &ct) == 0) {
-		m->n_loads = ct->n_loads;
-		memcpy(m->loads, ct->loads, sizeof(m->loads));
-		module_load(t, m, ct, e->path);
-		cfi_table__free(ct);
-	}
-	elf_symtab__free(es);
-	if (m->table_id < 0)
-		t->st.no_table++;
-	t->mods[t->n_mods++] = m;
-	return m;
+	return module_add(t, es, NULL, e->path);
 }
 
 static struct proc *proc_find(struct unwind_tables *t, int pid)

@@ -119,4 +119,8 @@ int cmd_emit(int argc, char **argv);
  */
 int cmd_validate(int argc, char **argv);
 
+/* lp_now() and lp_spin() of the emitted C programs (emit_c.c, scenario_write.c). */
+extern const char emit_c_clock_fn[];
+extern const char emit_c_spin_fn[];
+
 #endif /* LP_USER_EMIT_H */

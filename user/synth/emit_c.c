@@ -239,7 +239,16 @@ static const char c_runtime[] =
 	"static __thread double lp_iters_per_unit;\n"
 	"static __thread double *lp_carry;\n"
 	"static __thread volatile unsigned long lp_sink;\n"
-	"\n"
+	"\n";
+
+/*
+ * What both C emitters (this one and scenario_write.c) put in every
+ * program: lp_now(), seconds of a clock, and lp_spin(), the busy loop: one
+ * dependent multiply-add per iteration, so its speed is set by the
+ * multiplier's latency and not by where the loop happens to be aligned in
+ * each function; always inlined, so the samples belong to its caller.
+ */
+const char emit_c_clock_fn[] =
 	"static double lp_now(clockid_t clock)\n"
 	"{\n"
 	"\tstruct timespec ts;\n"
@@ -247,12 +256,10 @@ static const char c_runtime[] =
 	"\tclock_gettime(clock, &ts);\n"
 	"\treturn ts.tv_sec + ts.tv_nsec * 1e-9;\n"
 	"}\n"
-	"\n"
-	"/*\n"
-	" * The busy loop: one dependent multiply-add per iteration, so its speed is\n"
-	" * set by the multiplier's latency and not by where the loop happens to be\n"
-	" * aligned in each function. Always inlined: the samples belong to the caller.\n"
-	" */\n"
+	"\n";
+
+const char emit_c_spin_fn[] =
+	"/* The busy loop: a dependent multiply-add chain, always inlined. */\n"
 	"static inline __attribute__((always_inline)) void lp_spin(unsigned long n)\n"
 	"{\n"
 	"\tunsigned long x = lp_sink, i;\n"
@@ -261,7 +268,9 @@ static const char c_runtime[] =
 	"\t\tx = x * 6364136223846793005UL + 1442695040888963407UL;\n"
 	"\tlp_sink = x;\n"
 	"}\n"
-	"\n"
+	"\n";
+
+static const char c_work[] =
 	"/* A node's self work for one round. */\n"
 	"static inline __attribute__((always_inline)) void lp_work(unsigned int node)\n"
 	"{\n"
@@ -449,6 +458,9 @@ static int c_write(FILE *f, const struct emit_tree *t, const struct emit_opts *o
 		fprintf(f, "%s%llu,", i % 12 ? " " : "\n\t", (unsigned long long)t->nodes[i].self);
 	fprintf(f, "\n};\n\n");
 	fprintf(f, c_runtime, o->duration_s, o->utilization, o->threads);
+	fputs(emit_c_clock_fn, f);
+	fputs(emit_c_spin_fn, f);
+	fputs(c_work, f);
 
 	fprintf(f, "\n");
 	for (i = 0; i < t->n_names; i++)

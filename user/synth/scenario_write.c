@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdio.h>
 
+#include "user/synth/emit.h"
 #include "user/synth/scenario.h"
 
 static const char sc_runtime[] =
@@ -30,26 +31,9 @@ static const char sc_runtime[] =
 	"\tsize_t n, cap;\n"
 	"\tunsigned long long dropped;\n"
 	"};\n"
-	"\n"
-	"static double lp_now(clockid_t clock)\n"
-	"{\n"
-	"\tstruct timespec ts;\n"
-	"\n"
-	"\tclock_gettime(clock, &ts);\n"
-	"\treturn ts.tv_sec + ts.tv_nsec * 1e-9;\n"
-	"}\n"
-	"\n"
-	"/* A dependent multiply-add chain: its speed does not depend on alignment.\n"
-	" * Always inlined, so the samples belong to the function that spins. */\n"
-	"static inline __attribute__((always_inline)) void lp_spin(unsigned long n)\n"
-	"{\n"
-	"\tunsigned long x = lp_sink, i;\n"
-	"\n"
-	"\tfor (i = 0; i < n; i++)\n"
-	"\t\tx = x * 6364136223846793005UL + 1442695040888963407UL;\n"
-	"\tlp_sink = x;\n"
-	"}\n"
-	"\n"
+	"\n";
+
+static const char sc_calibrate[] =
 	"static double lp_calibrate(void)\n"
 	"{\n"
 	"\tdouble best = 0;\n"
@@ -256,6 +240,9 @@ int scenario_write_c(FILE *f, const struct scenario *sc, const struct emit_opts 
 		seconds, sc->rate, sc->threads, sc->slow_pct / 100, over, sc->work_us, sc->cause_us,
 		sc->handler);
 	fputs(sc_runtime, f);
+	fputs(emit_c_clock_fn, f);
+	fputs(emit_c_spin_fn, f);
+	fputs(sc_calibrate, f);
 	fprintf(f, "\n/* The cause of slow calls: %g us %s. */\n", sc->cause_us,
 		wait_name(sc->wait));
 	fprintf(f,
