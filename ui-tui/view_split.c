@@ -11,6 +11,7 @@
 #include "ui-tui/tui_internal.h"
 #include "user/session/daemon.h"
 #include "user/session/split.h"
+#include "user/session/split_rank.h"
 
 #define DIFF_MIN_SHARE 0.01 /* diff tree rows below this share in both classes are hidden */
 
@@ -70,10 +71,19 @@ int diff_layout(struct tui *t)
 static void draw_split_ranks(struct tui *t, int y0, int h)
 {
 	const struct split_result *r = &t->m.sr;
+	uint64_t need = r->n_ranks ? split_rank__needed_total(r) : 0;
 
 	fill_row(y0, 0, attrs[C_HEADER]);
-	put(y0, 0, COLS, attrs[C_HEADER],
-	    "   SLOW%   FAST%   DELTA       Z  FRAME (red: more in slow calls)");
+	/* the verdict, as the CLI prints it: a frame starred, none, or too few samples */
+	if (need)
+		putf(y0, 0, COLS, attrs[C_HEADER],
+		     "   SLOW%%   FAST%%   DELTA       Z  FRAME (red: more in slow calls)  "
+		     "inconclusive: needs about %llu samples",
+		     (unsigned long long)need);
+	else
+		putf(y0, 0, COLS, attrs[C_HEADER],
+		     "   SLOW%%   FAST%%   DELTA       Z  FRAME (red: more in slow calls)  %s",
+		     r->n_ranks ? split_rank__verdict(r) : "");
 	h--;
 	clamp_scroll(&t->split_scroll, &t->split_scroll, r->n_ranks, h);
 	if (!r->n_ranks)

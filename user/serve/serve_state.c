@@ -16,6 +16,7 @@
 #include "user/session/alloc.h"
 #include "user/session/report.h"
 #include "user/session/split.h"
+#include "user/session/split_rank.h"
 #include "user/session/traces.h"
 #include "user/util/util.h"
 
@@ -185,12 +186,18 @@ static json_t *split_json(struct daemon *d, bool window)
 	for (int i = 0; i < r.n_ranks && i < RANK_ROWS; i++) {
 		const struct split_frame_rank *k = &r.ranks[i];
 
+		/* as the CLI's table: frames more frequent in slow calls, or the top one */
+		if (k->delta <= 0 && i > 0)
+			break;
 		json_array_append_new(ranks, json_pack("{s:s,s:f,s:f,s:f,s:f,s:b}", "frame",
 						       k->frame, "slow", k->slow_share, "fast",
 						       k->fast_share, "delta", k->delta, "z", k->z,
 						       "significant", k->significant));
 	}
 	json_object_set_new(o, "ranks", ranks);
+	json_object_set_new(o, "verdict", json_string(split_rank__verdict(&r)));
+	if (r.have_expected)
+		json_object_set_new(o, "bias_z", json_real(r.bias_z));
 	json_object_set_new(o, "slow", flame_json(d, &r.slow));
 	json_object_set_new(o, "fast", flame_json(d, &r.fast));
 	split_result__fini(&r);
