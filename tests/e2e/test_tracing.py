@@ -6,6 +6,7 @@ uselib.c, argso2.c and reqs.c print the exact counts and values they produced
 every call is seen). The source of midleaf.c and rate.c gives the rest.
 """
 
+import math
 import os
 import re
 import signal
@@ -296,7 +297,11 @@ def test_no_probe_left_after_exit(how, procs, liveprof, wl, tmp_path, h):
     time.sleep(1.2)
     after = h.rate_between(h.read_rates(log), t1, time.monotonic())
     print(f"\n{how}: tick() calls per CPU-s before {before:.0f}, traced {during:.0f}, after {after:.0f}")
-    assert during < 0.8 * before, "the probe had no visible cost: the test proves nothing"
-    # Full speed again: no residual cost. (Faster than before is fine: the
-    # "before" window is the target's first seconds, and the machine is shared.)
-    assert after >= 0.8 * before, (before, during, after)
+    # Two hypotheses: a probe left behind keeps the rate near `during`; none
+    # lets it go back near `before`. The VM's speed per CPU-second itself
+    # drifts by up to 2x between windows (constant work measured 50 and 108
+    # us a call in one hour), so the two must be more than 2 x 2 apart for
+    # the test to tell; `after` is then classed by the nearer one on a log
+    # scale (above their geometric mean), not by a fixed fraction of `before`.
+    assert before >= 4 * during, f"the probe costs too little to tell: {before:.0f} vs {during:.0f}"
+    assert after >= math.sqrt(before * during), (before, during, after)
