@@ -243,28 +243,46 @@ static int class_sampled_calls(struct split *s, uint64_t since, struct split_res
 	return 0;
 }
 
+/* Share a / b of weighted Poisson counts, and its standard error (delta method). */
+static void weighted_share(double a, double va, double b, double vb, double *p, double *sd)
+{
+	*p = a / b;
+	*sd = sqrt(fmax(0, (1 - 2 * *p) * va + *p * *p * vb)) / b;
+}
+
+/* How many standard errors @obs (of @n) lies beyond @p (+- @sd); 0 if not beyond. */
+static double beyond(double obs, double n, double p, double sd, bool above)
+{
+	double s = sqrt(p * (1 - p) / n + sd * sd);
+
+	if (s <= 0 || (above ? obs <= p : obs >= p))
+		return 0;
+	return (obs - p) / s;
+}
+
 /*
- * What share of the sampled calls a split without bias classes slow.
+ * Which share of the sampled calls a split without bias classes slow.
  *
- * A sample lands in a call with a chance that grows with its length:
- * min(1, length x rate) for the cpu-clock timer and a call on CPU all
- * along. So sampled calls are longer than calls in general, and more
- * often slow: that is what the profile is, not a bias (constant work on
- * a noisy VM: 1% of calls are slow, but they are 5 times longer and hold
- * 5% of the samples). A bias is a sample moving its own call across the
+ * A sample lands in a call with a chance that grows with the call's time
+ * on CPU, so sampled calls are longer than calls in general and more often
+ * slow: that is what the program does, not a bias (constant work on a
+ * noisy VM: 1% of calls are slow, five times longer, with 5% of the
+ * samples). A bias is a sample's own cost moving its call across the
  * threshold. The calls no sample landed in are untouched by sampling:
- * their latencies (the histogram of every call, less the sampled ones),
- * each weighted by that chance, give the expected share. Its standard
- * error takes the bucket counts as independent Poisson counts (the delta
- * method for the ratio of the two weighted sums). Calls that wait off
- * CPU are sampled less than their length says; the check is for calls
- * that run.
+ * their share of slow calls is the least the sampled calls can show
+ * (sampling blind to length), and that share weighted by each call's
+ * chance of a sample if all its time were on CPU, min(1, length x rate),
+ * the most (the time a slow call spends preempted or off CPU is not
+ * sampled). Outside that range by more than SPLIT_BIAS_Z standard errors
+ * (bucket counts taken as Poisson counts, the delta method for the
+ * ratios), the split's classes of sampled calls are not to be trusted.
  */
 static void expect_sampled_slow(const struct split *s, uint64_t since, const uint64_t *hist,
 				struct split_result *r)
 {
 	const struct session_core *c = traces__core(s->traces);
-	double hz = c->opts->freq, a = 0, b = 0, va = 0, vb = 0, n, p, obs, sd;
+	double hz = c->opts->freq, n = (double)(r->slow_calls + r->fast_calls), obs;
+	double a1 = 0, b1 = 0, aw = 0, bw = 0, vaw = 0, vbw = 0;
 	uint64_t *u = malloc(LP_HIST_BUCKETS * sizeof(uint64_t));
 
 	if (!u || !hz) {
@@ -279,28 +297,29 @@ static void expect_sampled_slow(const struct split *s, uint64_t since, const uin
 			u[k]--;
 	}
 	for (uint32_t k = 0; k < LP_HIST_BUCKETS; k++) {
-		double w = fmin(1.0, (double)traces__bucket_value(k) * 1e-9 * hz);
+		double w = fmin(1.0, (double)traces__bucket_value(k) * 1e-9 * hz), x = (double)u[k];
+		bool slow = traces__bucket_value(k) >= r->threshold_ns;
 
-		if (!u[k])
-			continue;
-		b += (double)u[k] * w;
-		vb += (double)u[k] * w * w;
-		if (traces__bucket_value(k) >= r->threshold_ns) {
-			a += (double)u[k] * w;
-			va += (double)u[k] * w * w;
+		b1 += x;
+		bw += x * w;
+		vbw += x * w * w;
+		if (slow) {
+			a1 += x;
+			aw += x * w;
+			vaw += x * w * w;
 		}
 	}
 	r->unsampled_hist = u;
-	n = (double)(r->slow_calls + r->fast_calls);
-	if (b <= 0 || n <= 0)
+	if (bw <= 0 || n <= 0)
 		return;
-	p = a / b;
 	r->have_expected = true;
-	r->expected_slow_share = p;
-	r->expected_slow_share_sd = sqrt(fmax(0, (1 - 2 * p) * va + p * p * vb)) / b;
+	weighted_share(a1, a1, b1, b1, &r->unbiased_min, &r->unbiased_min_sd);
+	weighted_share(aw, vaw, bw, vbw, &r->unbiased_max, &r->unbiased_max_sd);
 	obs = (double)r->slow_calls / n;
-	sd = sqrt(p * (1 - p) / n + r->expected_slow_share_sd * r->expected_slow_share_sd);
-	r->bias_z = sd > 0 ? (obs - p) / sd : 0;
+	r->bias_z = beyond(obs, n, r->unbiased_max, r->unbiased_max_sd, true);
+	if (r->bias_z == 0)
+		r->bias_z = beyond(obs, n, r->unbiased_min, r->unbiased_min_sd, false);
+	r->sampling_biased = !r->raw_latency && fabs(r->bias_z) > SPLIT_BIAS_Z;
 }
 
 /* Each frame's share of the slow and the fast samples, and its z test. */
@@ -396,8 +415,9 @@ int split__compute(struct split *s, bool window, bool use_weight, struct split_r
 	err = rank_frames(s, use_weight, r);
 	if (err)
 		return err;
-	/* classes decided by the correction's error: nothing can be significant */
-	for (int i = 0; i < r->n_ranks && r->correction_exceeds; i++)
+	/* classes decided by the correction's error, or seen moved by
+	 * sampling: nothing can be significant */
+	for (int i = 0; i < r->n_ranks && (r->correction_exceeds || r->sampling_biased); i++)
 		r->ranks[i].significant = false;
 	qsort(r->ranks, r->n_ranks, sizeof(*r->ranks), cmp_rank);
 	return 0;

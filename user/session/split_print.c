@@ -43,12 +43,16 @@ void split__print(const struct split_result *r, FILE *f, int rows)
 			r->correction_ns / 1e3, r->correction_unc_ns / 1e3, r->median_ns / 1e3);
 	if (r->have_expected)
 		fprintf(f,
-			"  sampled calls classed slow: %.1f%%; expected from the calls no sample "
-			"landed in, weighted by their length: %.1f%% +- %.1f%% (z %.1f%s)\n",
+			"  sampled calls classed slow: %.1f%%; without bias between %.1f%% (share of "
+			"slow calls) and %.1f%% (weighted by length): %s (z %.1f)\n",
 			100.0 * (double)r->slow_calls / (double)(r->slow_calls + r->fast_calls),
-			100 * r->expected_slow_share, 100 * r->expected_slow_share_sd, r->bias_z,
-			fabs(r->bias_z) > SPLIT_BIAS_Z ? ": sampling moves calls across the threshold"
-						       : ": no sign of bias");
+			100 * r->unbiased_min, 100 * r->unbiased_max,
+			fabs(r->bias_z) > SPLIT_BIAS_Z ? "sampling moves calls across the threshold"
+						       : "no sign of bias",
+			r->bias_z);
+	if (r->sampling_biased)
+		fprintf(f, "  the classes of sampled calls cannot be trusted: nothing is marked "
+			   "significant\n");
 	if (r->correction_exceeds)
 		fprintf(f,
 			"  calls too short to class: the correction's uncertainty (%.1f us) is not "
@@ -108,10 +112,12 @@ json_t *split__json(const struct split_result *r, int rows)
 	if (r->have_expected) {
 		json_t *h = json_array();
 
-		json_object_set_new(o, "expected_slow_share", json_real(r->expected_slow_share));
-		json_object_set_new(o, "expected_slow_share_sd",
-				    json_real(r->expected_slow_share_sd));
+		json_object_set_new(o, "unbiased_slow_share_min", json_real(r->unbiased_min));
+		json_object_set_new(o, "unbiased_slow_share_min_sd", json_real(r->unbiased_min_sd));
+		json_object_set_new(o, "unbiased_slow_share_max", json_real(r->unbiased_max));
+		json_object_set_new(o, "unbiased_slow_share_max_sd", json_real(r->unbiased_max_sd));
 		json_object_set_new(o, "bias_z", json_real(r->bias_z));
+		json_object_set_new(o, "sampling_biased", json_boolean(r->sampling_biased));
 		/* [lower bound, value, count] of the buckets, for checking the above */
 		for (uint32_t k = 0; k < LP_HIST_BUCKETS; k++)
 			if (r->unsampled_hist[k])
