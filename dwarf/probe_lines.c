@@ -186,6 +186,26 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* The error for a line with no instruction, naming the nearest lines that have some. */
+static void no_code_error(struct ctx *c, const struct probe_spec *spec, const struct line_scan *ls)
+{
+	const char *f = probe_base_name(ls->matched_file);
+
+	if (ls->merged)
+		lp_errf(c->err, c->errlen,
+			"%s:%d has no instruction of its own (the compiler merged it into "
+			"neighbouring lines); nearest lines with code: %s:%d, %s:%d",
+			spec->file, spec->line, f, ls->below, f, ls->above);
+	else if (ls->below && ls->above)
+		lp_errf(c->err, c->errlen, "no code at %s:%d; nearest lines with code: %s:%d, %s:%d",
+			spec->file, spec->line, f, ls->below, f, ls->above);
+	else if (ls->below || ls->above)
+		lp_errf(c->err, c->errlen, "no code at %s:%d; nearest line with code: %s:%d",
+			spec->file, spec->line, f, ls->below ? ls->below : ls->above);
+	else
+		lp_errf(c->err, c->errlen, "no code at %s:%d", spec->file, spec->line);
+}
+
 int probe_resolve_line(struct ctx *c, const struct probe_spec *spec, struct probe_target *t)
 {
 	struct line_scan ls = {0};
@@ -226,23 +246,7 @@ int probe_resolve_line(struct ctx *c, const struct probe_spec *spec, struct prob
 		goto out;
 	}
 	if (!ls.n) {
-		const char *f = probe_base_name(ls.matched_file);
-
-		if (ls.merged)
-			lp_errf(c->err, c->errlen,
-				"%s:%d has no instruction of its own (the compiler merged it into "
-				"neighbouring lines); nearest lines with code: %s:%d, %s:%d",
-				spec->file, spec->line, f, ls.below, f, ls.above);
-		else if (ls.below && ls.above)
-			lp_errf(c->err, c->errlen,
-				"no code at %s:%d; nearest lines with code: %s:%d, %s:%d",
-				spec->file, spec->line, f, ls.below, f, ls.above);
-		else if (ls.below || ls.above)
-			lp_errf(c->err, c->errlen,
-				"no code at %s:%d; nearest line with code: %s:%d", spec->file,
-				spec->line, f, ls.below ? ls.below : ls.above);
-		else
-			lp_errf(c->err, c->errlen, "no code at %s:%d", spec->file, spec->line);
+		no_code_error(c, spec, &ls);
 		ret = -ENOENT;
 		goto out;
 	}
