@@ -179,13 +179,6 @@ static int scan_cu_lines(Dwarf_Die *cu, const char *want, int line, struct line_
 	return 0;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* The error for a line with no instruction, naming the nearest lines that have some. */
 static void no_code_error(struct ctx *c, const struct probe_spec *spec, const struct line_scan *ls)
 {
@@ -250,7 +243,7 @@ int probe_resolve_line(struct ctx *c, const struct probe_spec *spec, struct prob
 		ret = -ENOENT;
 		goto out;
 	}
-	qsort(ls.addrs, ls.n, sizeof(*ls.addrs), cmp_u64);
+	qsort(ls.addrs, ls.n, sizeof(*ls.addrs), lp_cmp_u64);
 	t->sites = calloc(ls.n, sizeof(*t->sites));
 	if (!t->sites) {
 		ret = -ENOMEM;

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from lputil import cpu_seconds
+
 import stats
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -249,15 +251,6 @@ def prog_ids_of(pid):
     return ids
 
 
-def cpu_seconds(pid):
-    """utime + stime of a process (all its threads), from the kernel; the
-    last value read once it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return float("inf")
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def cpu_for(need, hz, share=1.0, margin=1.25):

@@ -20,6 +20,8 @@ import time
 
 import pytest
 
+from lputil import cpu_seconds
+
 import stats
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -250,10 +252,6 @@ def test_ruby_calls_exactly_the_profile_functions(liveprof, tmp_path):
     assert ren["puts"] == "puts_fn" and ren["print"] == "print_fn"
 
 
-def cpu_seconds(pid):
-    with open("/proc/%d/stat" % pid) as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def runqueue_wait(pid):

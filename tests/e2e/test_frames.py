@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-import lpbuild
+import lputil
 import stats
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -38,7 +38,7 @@ MARKERS = {"[unwind-error]", "[truncated]"}
 PROBE = "[uprobe single-step]"  # the leaf while a probed instruction is stepped
 @pytest.fixture(scope="module", autouse=True)
 def built():
-    lpbuild.ensure_built(WORKLOADS)
+    lputil.ensure_built(WORKLOADS)
 
 
 def exec_maps(pid):

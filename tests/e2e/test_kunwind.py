@@ -12,7 +12,6 @@ Statistical checks state their false-failure rate (ALPHA); their tolerance
 comes from the sample counts. When the counts cannot resolve the claim, the
 test is skipped as inconclusive rather than passed or failed.
 """
-import collections
 import json
 import math
 import os
@@ -24,7 +23,8 @@ import time
 
 import pytest
 
-import lpbuild
+import lputil
+from lputil import callers, frames
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.path.join(ROOT, "tests", "build")
@@ -43,7 +43,7 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (BPF)")
 
 @pytest.fixture(scope="module", autouse=True)
 def built():
-    lpbuild.ensure_built(WORKLOADS)
+    lputil.ensure_built(WORKLOADS)
 
 
 def z_two_sided(alpha):
@@ -78,8 +78,6 @@ def run(tmp_path, argv, seconds=6, extra=(), name="out", settle=0.3, env=None):
     return compare_perf.read_folded(out), data, r.stderr
 
 
-def frames(stack):
-    return stack.split(";")[1:]  # without the process root
 
 
 def is_cut(f):
@@ -90,13 +88,6 @@ def wl(name):
     return os.path.join(BUILD, name)
 
 
-def caller_counts(stacks, leaf):
-    per = collections.Counter()
-    for st, n in stacks.items():
-        f = frames(st)
-        if f and f[-1] == leaf:
-            per[f[-2] if len(f) > 1 else "(none)"] += n
-    return per
 
 
 def test_nofp_same_shares_as_fp(tmp_path):
@@ -115,7 +106,7 @@ def test_nofp_same_shares_as_fp(tmp_path):
             f = frames(st)
             assert "main" in f and not is_cut(f), st
             assert set(f[:f.index("main") + 1]) <= START, st
-        per = caller_counts(stacks, "work")
+        per = callers(stacks, "work")
         assert set(per) <= {"slow", "fast"}, per
         n = per["slow"] + per["fast"]
         lo, hi = wilson(per["slow"], n)

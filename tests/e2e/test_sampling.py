@@ -15,6 +15,8 @@ import time
 
 import pytest
 
+from lputil import cpu_seconds
+
 import stats
 
 DUR_MAX = 30
@@ -25,11 +27,6 @@ FASTSLOW_NEED = stats.needed(0.2, 0.05, power=0.9)
 FASTSLOW_HZ = 999
 
 
-def cpu_seconds(pid):
-    """utime + stime of a process, from the kernel (ground truth for sample counts)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def work_frames(stack):

@@ -5,7 +5,6 @@ Ground truth comes from the workloads' source (tests/workloads/unwind_*.c)
 and, for a Debian binary liveprof did not build, from perf's own DWARF
 unwinding of the same process at the same time (tests/compare_perf.py).
 """
-import collections
 import math
 import os
 import shutil
@@ -16,7 +15,8 @@ import time
 
 import pytest
 
-import lpbuild
+import lputil
+from lputil import callers, cpu_seconds, frames
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.path.join(ROOT, "tests", "build")
@@ -34,16 +34,9 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (BPF)")
 
 @pytest.fixture(scope="module", autouse=True)
 def built():
-    lpbuild.ensure_built(WORKLOADS)
+    lputil.ensure_built(WORKLOADS)
 
 
-def cpu_seconds(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return float("inf")
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def sampling(pid):
@@ -87,18 +80,8 @@ def profile(tmp_path, argv, mode, seconds=6, extra=(), name="out", need=None, hz
     return compare_perf.read_folded(out)
 
 
-def frames(stack):
-    return stack.split(";")[1:]  # without the process root
 
 
-def callers(stacks, leaf):
-    """Counter: the frame right above `leaf` in the samples where it is the leaf."""
-    per = collections.Counter()
-    for st, n in stacks.items():
-        f = frames(st)
-        if f and f[-1] == leaf:
-            per[f[-2] if len(f) > 1 else "(none)"] += n
-    return per
 
 
 # work()'s callers: slow() 80%, fast() 20% (4x the work); a wrong or missing

@@ -22,6 +22,7 @@
 #include "user/session/bpf_session.h"
 #include "user/session/probe_cost.h"
 #include "user/session/traces.h"
+#include "user/util/util.h"
 
 #define BATCH	 40 /* calls per timed batch: ~0.1-0.5 ms */
 #define N_BATCH	 40
@@ -99,21 +100,6 @@ const char *probe_insn_class_name(enum probe_insn_class c)
 	return c < PIC_NR ? classes[c].name : "unknown";
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* Lower quartile of N_BATCH batch times of BATCH calls of @fn, in ns per call. */
 static double time_batches(long (*fn)(long))
 {
@@ -121,13 +107,13 @@ static double time_batches(long (*fn)(long))
 	uint64_t t[N_BATCH];
 
 	for (int b = 0; b < N_BATCH; b++) {
-		uint64_t t0 = mono_ns();
+		uint64_t t0 = lp_now_ns();
 
 		for (int i = 0; i < BATCH; i++)
 			sink += fn(STUB_ARG + i);
-		t[b] = mono_ns() - t0;
+		t[b] = lp_now_ns() - t0;
 	}
-	qsort(t, N_BATCH, sizeof(t[0]), cmp_u64);
+	qsort(t, N_BATCH, sizeof(t[0]), lp_cmp_u64);
 	return (double)t[N_BATCH / 4] / BATCH;
 }
 

@@ -27,6 +27,7 @@
 #include "user/session/bpf_session.h"
 #include "user/util/log.h"
 #include "user/session/sample_cost.h"
+#include "user/util/util.h"
 
 #define CALIB_PERIOD_NS 100000ULL    /* one sample per 100 us of the thread's CPU */
 #define CALIB_SAMPLED	300	     /* pieces with a sample inside */
@@ -35,21 +36,6 @@
 #define PIECE_ITERS	2000 /* ~4 us here */
 
 static volatile unsigned long sink;
-
-static inline uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
 
 /*
  * Half the p10..p90 range of sorted @v, as a normal distribution would
@@ -80,15 +66,15 @@ __attribute__((noinline)) static void piece(void)
 static void run_pieces(const volatile uint64_t *count, uint64_t *with, uint64_t *idx,
 		       size_t *n_with, uint64_t *without, size_t *n_without)
 {
-	uint64_t start = mono_ns();
+	uint64_t start = lp_now_ns();
 
 	*n_with = *n_without = 0;
 	while (*n_with < CALIB_SAMPLED && *n_without < MAX_PIECES &&
-	       mono_ns() - start < CALIB_MAX_NS) {
-		uint64_t c0 = *count, t0 = mono_ns(), t1, c1;
+	       lp_now_ns() - start < CALIB_MAX_NS) {
+		uint64_t c0 = *count, t0 = lp_now_ns(), t1, c1;
 
 		piece();
-		t1 = mono_ns();
+		t1 = lp_now_ns();
 		c1 = *count;
 		if (c1 == c0) {
 			without[(*n_without)++] = t1 - t0;
@@ -101,7 +87,7 @@ static void run_pieces(const volatile uint64_t *count, uint64_t *with, uint64_t 
 
 static uint64_t median_sorted(uint64_t *v, size_t n)
 {
-	qsort(v, n, sizeof(*v), cmp_u64);
+	qsort(v, n, sizeof(*v), lp_cmp_u64);
 	return v[n / 2];
 }
 

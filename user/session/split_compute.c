@@ -158,13 +158,6 @@ static uint64_t hist_median(const uint64_t *hist, uint64_t total)
 	return 0;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 static uint64_t hist_quantile(const uint64_t *hist, uint64_t total, double q)
 {
 	uint64_t acc = 0;
@@ -209,7 +202,7 @@ static void correction_check(const struct split *s, uint64_t since, const uint64
 		lat[n++] = dc->latency_ns;
 	}
 	if (n) {
-		qsort(lat, n, sizeof(*lat), cmp_u64);
+		qsort(lat, n, sizeof(*lat), lp_cmp_u64);
 		q_all = hist_quantile(hist, total, 0.25);
 		q_smp = lat[n / 4];
 		r->correction_ns = sum / n;

@@ -55,13 +55,6 @@ struct truth {
 	uint64_t *slow_lat; /* the slow calls' latencies, sorted */
 };
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /*
  * Read the program's ground truth: the calls that started in [@from, @to]
  * (CLOCK_MONOTONIC ns), liveprof's window, so that a load that changes
@@ -104,9 +97,9 @@ static int read_truth(const char *path, uint64_t from, uint64_t to, struct truth
 		tr->lat[tr->n++] = v;
 	}
 	fclose(f);
-	qsort(tr->lat, tr->n, sizeof(*tr->lat), cmp_u64);
+	qsort(tr->lat, tr->n, sizeof(*tr->lat), lp_cmp_u64);
 	if (tr->slow)
-		qsort(tr->slow_lat, tr->slow, sizeof(*tr->slow_lat), cmp_u64);
+		qsort(tr->slow_lat, tr->slow, sizeof(*tr->slow_lat), lp_cmp_u64);
 	return tr->n ? 0 : -ENODATA;
 }
 

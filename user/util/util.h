@@ -83,6 +83,20 @@ char *lp_fmt_ns(double ns, char *buf, size_t len);
 int lp_path_search(const char *cmd, char *buf, size_t len);
 
 /**
+ * lp_cmp_u64 - qsort() comparison of two uint64_t, ascending
+ * @a: the first
+ * @b: the second
+ *
+ * Return: -1, 0 or 1.
+ */
+static inline int lp_cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/**
  * lp_upper_bound - how many elements of a sorted array have a key <= @key
  * @base: the array
  * @n: its length

@@ -1,0 +1,49 @@
+"""Small helpers the end-to-end test files share.
+
+ensure_built: `make test` builds everything first; a test file run by hand
+may find a workload missing, and then `make liveprof workloads` runs once.
+"""
+
+import collections
+import os
+import subprocess
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD = os.path.join(ROOT, "tests", "build")
+LIVEPROF = os.path.join(ROOT, "liveprof")
+
+
+def ensure_built(workloads):
+    """Run `make liveprof workloads` if liveprof or one of @workloads is missing."""
+    if os.access(LIVEPROF, os.X_OK) and all(
+            os.path.exists(os.path.join(BUILD, w)) for w in workloads):
+        return
+    r = subprocess.run(["make", "-s", "-C", ROOT, "liveprof", "workloads"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def cpu_seconds(pid):
+    """utime + stime of a process (all its threads), from the kernel; inf
+    once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("inf")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def frames(stack):
+    """The frames of a folded stack, root first, without the process root."""
+    return stack.split(";")[1:]
+
+
+def callers(stacks, leaf):
+    """Counter: the frame right above `leaf` in the samples where it is the leaf."""
+    per = collections.Counter()
+    for st, n in stacks.items():
+        f = frames(st)
+        if f and f[-1] == leaf:
+            per[f[-2] if len(f) > 1 else "(none)"] += n
+    return per
