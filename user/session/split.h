@@ -66,20 +66,20 @@ struct split_result {
 	bool correction_exceeds;    /* correction_unc_ns >= threshold - median */
 	uint64_t calib_spread_ns;   /* the per-sample calibration's own spread */
 	/*
-	 * The check of the classes of sampled calls against the calls no
-	 * sample landed in (split_compute.c, expect_sampled_slow): without
-	 * bias, the share of sampled calls classed slow lies between their
-	 * share of slow calls (sampling blind to length) and that share
-	 * weighted by length (every nanosecond of a call sampled alike).
+	 * The check of the classes of sampled calls against every call's
+	 * latency (split_compute.c, expect_sampled_slow): without bias, the
+	 * share of sampled calls classed slow lies between the share of slow
+	 * calls (sampling blind to length) and that share weighted by length
+	 * (every nanosecond of a call sampled alike).
 	 * bias_z is how far slow_calls / sampled calls lies outside, in
 	 * standard errors (0 inside); beyond SPLIT_BIAS_Z, sampling_biased.
 	 */
 	bool have_expected;
-	double unbiased_min, unbiased_min_sd; /* share of slow calls, unsampled */
+	double unbiased_min, unbiased_min_sd; /* share of slow calls */
 	double unbiased_max, unbiased_max_sd; /* the same weighted by length */
 	double bias_z;
 	bool sampling_biased;
-	uint64_t *unsampled_hist;      /* LP_HIST_BUCKETS counts of calls no sample landed in */
+	uint64_t *latency_hist;      /* LP_HIST_BUCKETS counts of every call, for the JSON */
 };
 
 /**

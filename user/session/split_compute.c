@@ -261,12 +261,13 @@ static double beyond(double obs, double n, double p, double sd, bool above)
  * slow: that is what the program does, not a bias (constant work on a
  * noisy VM: 1% of calls are slow, five times longer, with 5% of the
  * samples). A bias is a sample's own cost moving its call across the
- * threshold. The calls no sample landed in are untouched by sampling:
- * their share of slow calls is the least the sampled calls can show
- * (sampling blind to length), and that share weighted by each call's
- * chance of a sample if all its time were on CPU, min(1, length x rate),
- * the most (the time a slow call spends preempted or off CPU is not
- * sampled). Outside that range by more than SPLIT_BIAS_Z standard errors
+ * threshold. Every call's latency (the histogram; a sampled call's net
+ * of its correction) bounds what an unbiased split shows: its share of
+ * slow calls is the least (sampling blind to length), and that share
+ * with each call weighted by its chance of a sample if all its time were
+ * on CPU, min(1, length x rate), the most (the time a slow call spends
+ * preempted or off CPU is not sampled). Not the calls no sample landed
+ * in alone: sampling took the long ones out of those. Outside that range by more than SPLIT_BIAS_Z standard errors
  * (bucket counts taken as Poisson counts, the delta method for the
  * ratios), the split's classes of sampled calls are not to be trusted.
  */
@@ -282,13 +283,8 @@ static void expect_sampled_slow(const struct split *s, uint64_t since, const uin
 		free(u);
 		return;
 	}
+	(void)since;
 	memcpy(u, hist, LP_HIST_BUCKETS * sizeof(uint64_t));
-	for (size_t i = 0; i < s->n_done; i++) {
-		uint32_t k = lp_hist_bucket(s->done[i].latency_ns);
-
-		if (s->done[i].end_ns >= since && k < LP_HIST_BUCKETS && u[k])
-			u[k]--;
-	}
 	for (uint32_t k = 0; k < LP_HIST_BUCKETS; k++) {
 		double w = fmin(1.0, (double)traces__bucket_value(k) * 1e-9 * hz), x = (double)u[k];
 		bool slow = traces__bucket_value(k) >= r->threshold_ns;
@@ -302,7 +298,7 @@ static void expect_sampled_slow(const struct split *s, uint64_t since, const uin
 			vaw += x * w * w;
 		}
 	}
-	r->unsampled_hist = u;
+	r->latency_hist = u;
 	if (bw <= 0 || n <= 0)
 		return;
 	r->have_expected = true;
@@ -460,6 +456,6 @@ void split_result__fini(struct split_result *r)
 	counts__free(&r->slow);
 	counts__free(&r->fast);
 	free(r->ranks);
-	free(r->unsampled_hist);
+	free(r->latency_hist);
 	memset(r, 0, sizeof(*r));
 }

@@ -120,12 +120,12 @@ json_t *split__json(const struct split_result *r, int rows)
 		json_object_set_new(o, "sampling_biased", json_boolean(r->sampling_biased));
 		/* [lower bound, value, count] of the buckets, for checking the above */
 		for (uint32_t k = 0; k < LP_HIST_BUCKETS; k++)
-			if (r->unsampled_hist[k])
+			if (r->latency_hist[k])
 				json_array_append_new(
 					h, json_pack("[I,I,I]", (json_int_t)traces__bucket_lower(k),
 						     (json_int_t)traces__bucket_value(k),
-						     (json_int_t)r->unsampled_hist[k]));
-		json_object_set_new(o, "unsampled_latency_hist", h);
+						     (json_int_t)r->latency_hist[k]));
+		json_object_set_new(o, "latency_hist", h);
 	}
 	for (int i = 0; i < r->n_ranks && i < rows; i++) {
 		const struct split_frame_rank *k = &r->ranks[i];
