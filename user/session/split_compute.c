@@ -308,7 +308,13 @@ static void expect_sampled_slow(const struct split *s, uint64_t since, const uin
 	r->bias_z = beyond(obs, n, r->unbiased_max, r->unbiased_max_sd, true);
 	if (r->bias_z == 0)
 		r->bias_z = beyond(obs, n, r->unbiased_min, r->unbiased_min_sd, false);
-	r->sampling_biased = !r->raw_latency && fabs(r->bias_z) > SPLIT_BIAS_Z;
+	/* Blamed on the correction only where its error can reach across the
+	 * gap from the median to the threshold (4x the calibration's p10-p90
+	 * half-range is past 3 sd of a sample's cost); elsewhere (a recursive
+	 * split, calls that block) the range itself is only approximate. */
+	r->sampling_biased = !r->raw_latency && fabs(r->bias_z) > SPLIT_BIAS_Z &&
+			     (double)r->threshold_ns - (double)r->median_ns <
+				     4.0 * (double)r->calib_spread_ns;
 }
 
 /* Each frame's share of the slow and the fast samples, and its z test. */
