@@ -332,6 +332,21 @@ static bool is_main_frame(const struct frame *f)
 	       (!strcmp(f->name, "main") || !strcmp(f->name, "main.main"));
 }
 
+/* A string label @key = @value into the Sample being built in @sb; @b is scratch. */
+static int str_label(struct pprof *pp, struct pbuf *b, struct pbuf *sb, const char *key,
+		     const char *value)
+{
+	int64_t k = str_idx(pp, key), v = str_idx(pp, value);
+
+	if (k < 0 || v < 0)
+		return -ENOMEM;
+	b->len = 0;
+	pbw_uint(b, LABEL_KEY, k);
+	pbw_uint(b, LABEL_STR, v);
+	pbw_msg(sb, SAMPLE_LABEL, b);
+	return 0;
+}
+
 /*
  * Go's convention: what a stack ran in is a label, not a frame. The
  * process root (name, and pid in its addr) becomes "process" and "pid",
@@ -345,18 +360,12 @@ static int root_labels(struct pprof *pp, const struct profile_sample *s, struct 
 	sb->len = 0;
 	for (uint32_t d = 0; d < s->depth && roots < 2; d++) {
 		const struct frame *f = &pp->p->frames[s->frames[d]];
-		int64_t k, v;
+		int64_t k;
 
 		if (f->kind != FRAME_ROOT)
 			continue;
-		k = str_idx(pp, roots++ ? "thread" : "process");
-		v = str_idx(pp, f->name);
-		if (k < 0 || v < 0)
+		if (str_label(pp, b, sb, roots++ ? "thread" : "process", f->name))
 			return -ENOMEM;
-		b->len = 0;
-		pbw_uint(b, LABEL_KEY, k);
-		pbw_uint(b, LABEL_STR, v);
-		pbw_msg(sb, SAMPLE_LABEL, b);
 		if (roots == 1 && f->addr) {
 			k = str_idx(pp, "pid");
 			if (k < 0)
@@ -431,18 +440,10 @@ static int encode_sample(struct pprof *pp, const struct pprof_opts *o,
 	}
 	pbw_msg(sb, SAMPLE_VALUE, packed);
 	for (uint32_t l = 0; l < s->n_labels; l++) {
-		int64_t k, v;
-
 		if (o->skip_label && !strcmp(s->labels[l].key, o->skip_label))
 			continue;
-		k = str_idx(pp, s->labels[l].key);
-		v = str_idx(pp, s->labels[l].value);
-		if (k < 0 || v < 0)
+		if (str_label(pp, packed, sb, s->labels[l].key, s->labels[l].value))
 			return -ENOMEM;
-		packed->len = 0;
-		pbw_uint(packed, LABEL_KEY, k);
-		pbw_uint(packed, LABEL_STR, v);
-		pbw_msg(sb, SAMPLE_LABEL, packed);
 	}
 	pbw_msg(&pp->out, PROFILE_SAMPLE, sb);
 	return 0;
