@@ -22,7 +22,9 @@ for i in $(seq 1 "$N"); do
 	if git clone -q "$REPO" "$dir/liveprof" >"$log" 2>&1; then
 		# each run names the commit it cloned (the repository may move on)
 		REV=$(git -C "$dir/liveprof" rev-parse --short HEAD)
-		(cd "$dir/liveprof" && make test) >>"$log" 2>&1
+		# -v names every test as it ends, so a run cut short still says
+		# which one failed
+		(cd "$dir/liveprof" && PYTEST_ADDOPTS="${PYTEST_ADDOPTS:-} -v" make test) >>"$log" 2>&1
 		rc=$?
 	else
 		rc=1
