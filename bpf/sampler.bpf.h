@@ -168,27 +168,16 @@ static __always_inline __u32 copy_ustack(void *dst, __u64 sp, __u32 want)
 }
 
 /*
- * A sample followed by a copy of the user stack, built in the per-CPU
- * slot of sample_buf and sent with bpf_ringbuf_output(): one more copy
- * than a reservation, but the event is only as long as the stack copied.
+ * Append @want bytes of user stack (and the red zone below sp) to the
+ * sample already built in @b, and send it with bpf_ringbuf_output(): one
+ * more copy than a reservation, but the event is only as long as the
+ * stack copied.
  */
-static __always_inline int send_with_stack(struct bpf_perf_event_data *ctx, __u32 tgid, __u32 tid)
+static __always_inline void send_buf_with_stack(struct lp_sample_buf *b, __u32 want)
 {
-	__u32 cpu = bpf_get_smp_processor_id();
-	struct lp_sample_buf *b = bpf_map_lookup_elem(&sample_buf, &cpu);
 	__u64 size;
-	__u32 n, want;
+	__u32 n;
 
-	if (!b) {
-		count_event(LP_CNT_LOST);
-		return 0;
-	}
-	fill_sample(ctx, &b->s, tgid, tid);
-	b->s.weight_ns = ctx->sample_period;
-	want = stack_copy_bytes;
-	if (!want && (b->s.flags & (LP_SF_UNKNOWN_MAP | LP_SF_UTRUNC)) ==
-			     (LP_SF_UNKNOWN_MAP | LP_SF_UTRUNC))
-		want = rescue_copy_bytes;
 	n = copy_ustack(b->stack, b->s.regs.sp, want);
 	/*
 	 * In an epilogue, after "pop %rbx", CFI still says where rbx was
@@ -201,12 +190,57 @@ static __always_inline int send_with_stack(struct bpf_perf_event_data *ctx, __u3
 	size = n ? sizeof(b->s) + LP_REDZONE + n : sizeof(b->s);
 	asm volatile("" : "+r"(size));
 	if (size > sizeof(*b))
-		return 0;
+		return;
 	b->s.stack_len = n;
 	b->s.hdr.size = size;
 	if (bpf_ringbuf_output(&events, b, size, rb_flags()))
 		count_event(LP_CNT_LOST);
-	return 0;
+}
+
+static __always_inline struct lp_sample_buf *this_cpu_buf(void)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+
+	return bpf_map_lookup_elem(&sample_buf, &cpu);
+}
+
+/* --call-graph copy: every sample carries --stack-size bytes of stack. */
+static __always_inline void send_with_stack(struct bpf_perf_event_data *ctx, __u32 tgid, __u32 tid)
+{
+	struct lp_sample_buf *b = this_cpu_buf();
+
+	if (!b) {
+		count_event(LP_CNT_LOST);
+		return;
+	}
+	fill_sample(ctx, &b->s, tgid, tid);
+	b->s.weight_ns = ctx->sample_period;
+	send_buf_with_stack(b, stack_copy_bytes);
+}
+
+/*
+ * The BPF walk of reserved sample @s was cut at a mapping with no table
+ * yet (a new image or dlopen'ed library before its table is loaded):
+ * resend it with a stack copy for user space to unwind with libdw. Only
+ * these few samples pay for the second copy; the rest stay reservations.
+ */
+static __always_inline void rescue_cut_walk(struct lp_sample *s)
+{
+	struct lp_sample_buf *b = this_cpu_buf();
+
+	if (!b || bpf_probe_read_kernel(&b->s, sizeof(b->s), s)) {
+		bpf_ringbuf_submit(s, rb_flags());
+		return;
+	}
+	bpf_ringbuf_discard(s, BPF_RB_NO_WAKEUP);
+	send_buf_with_stack(b, rescue_copy_bytes);
+}
+
+static __always_inline bool walk_cut_at_unknown_map(const struct lp_sample *s)
+{
+	const __u32 cut = LP_SF_UNKNOWN_MAP | LP_SF_UTRUNC;
+
+	return rescue_copy_bytes && (s->flags & cut) == cut;
 }
 
 SEC("perf_event")
@@ -224,7 +258,7 @@ int lp_sample_cpu(struct bpf_perf_event_data *ctx)
 			return 0;
 		count_event(LP_CNT_SAMPLES);
 	}
-	if (stack_copy_bytes || rescue_copy_bytes) {
+	if (stack_copy_bytes) {
 		send_with_stack(ctx, tgid, tid);
 		charge_sample(t0);
 		return 0;
@@ -237,7 +271,10 @@ int lp_sample_cpu(struct bpf_perf_event_data *ctx)
 	}
 	fill_sample(ctx, s, tgid, tid);
 	s->weight_ns = ctx->sample_period;
-	bpf_ringbuf_submit(s, rb_flags());
+	if (walk_cut_at_unknown_map(s))
+		rescue_cut_walk(s);
+	else
+		bpf_ringbuf_submit(s, rb_flags());
 	charge_sample(t0);
 	return 0;
 }
