@@ -13,6 +13,7 @@
 #include "maps.bpf.h"
 #include "cost.bpf.h"
 #include "unwind.bpf.h"
+#include "returns.bpf.h"
 #include "sampler.bpf.h"
 #include "fetch.bpf.h"
 #include "tracer.bpf.h"

@@ -75,7 +75,7 @@ struct lp_call_tag {
 	__u32 probe_id;
 	__u32 depth;	/* position in the thread's call stack, 0 = outermost */
 	__u64 call_id;	/* unique per call, never 0 */
-	__u64 ret_addr; /* the real return address saved at entry */
+	__u64 ret_addr; /* the real return address (returns.bpf.h), 0 if unknown */
 	__u64 ret_slot; /* user address of the stack slot holding it */
 };
 
@@ -345,7 +345,7 @@ static inline __u32 lp_hist_bucket(__u64 v)
  * a change that moves a field fails the build on both sides.
  */
 #define LP_ASSERT_SIZE(t, n) _Static_assert(sizeof(t) == (n), "size of " #t)
-#define LP_ASSERT_AT(t, f, n) \
+#define LP_ASSERT_AT(t, f, n)                                                                      \
 	_Static_assert(__builtin_offsetof(t, f) == (n), "offset of " #t "." #f)
 LP_ASSERT_SIZE(struct lp_event_hdr, 8);
 LP_ASSERT_SIZE(struct lp_call_tag, 32);

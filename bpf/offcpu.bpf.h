@@ -56,18 +56,22 @@ static __always_inline void walk_switched_out(struct offcpu_stash *s, struct tas
 	if (!st)
 		return;
 	if (tc) {
-		/* the innermost calls, as tag_calls() picks them */
+		/* the innermost calls, as tag_calls() picks them; a call
+		 * whose slot no uretprobe hijacked needs no fix-up (0) */
+		__u64 rets[LP_MAX_CALLS] = {};
+
 		depth = tc->depth < LP_MAX_DEPTH ? tc->depth : LP_MAX_DEPTH;
 		if (depth > LP_MAX_CALLS)
 			first = depth - LP_MAX_CALLS;
+		real_returns(prev, tc, first, depth - first, false, rets);
 		for (__u32 i = 0; i < LP_MAX_CALLS; i++) {
 			__u32 k = first + i;
 
 			if (k >= depth)
 				break;
 			asm volatile("" : "+r"(k));
-			unwind_add_fix(st, tc->f[k & (LP_MAX_DEPTH - 1)].sp,
-				       tc->f[k & (LP_MAX_DEPTH - 1)].ret_addr);
+			if (rets[i])
+				unwind_add_fix(st, tc->f[k & (LP_MAX_DEPTH - 1)].sp, rets[i]);
 		}
 	}
 	unwind_user(st, tgid, s->ip, s->sp, s->bp);
@@ -151,7 +155,7 @@ static __always_inline void emit_switch_in(struct task_struct *next, __u32 tgid,
 		s->n_kstack = st->kstack_bytes / sizeof(__u64);
 		s->flags |= LP_SF_KSTACK;
 	}
-	tag_calls(s, next);
+	tag_calls(s, next, false);
 	bpf_ringbuf_submit(s, rb_flags());
 	count_event(LP_CNT_OFFCPU);
 }

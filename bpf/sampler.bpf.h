@@ -13,9 +13,11 @@
  * sampled, so that their returns send LP_EV_CALL_END. Marking here is
  * what keeps the event rate bounded by the sampling rate.
  */
-static __always_inline void tag_calls(struct lp_sample *s, struct task_struct *task)
+static __always_inline void tag_calls(struct lp_sample *s, struct task_struct *task,
+				      bool is_current)
 {
 	struct lp_thread_calls *tc = thread_calls_of(task, false);
+	__u64 rets[LP_MAX_CALLS] = {};
 	__u32 depth, first = 0, i;
 
 	s->n_calls = 0;
@@ -30,6 +32,7 @@ static __always_inline void tag_calls(struct lp_sample *s, struct task_struct *t
 		first = depth - LP_MAX_CALLS;
 		s->flags |= LP_SF_CALLS_OVFL;
 	}
+	real_returns(task, tc, first, depth - first, is_current, rets);
 	for (i = 0; i < LP_MAX_CALLS; i++) {
 		__u32 k = first + i;
 		struct lp_frame_state *f;
@@ -43,7 +46,7 @@ static __always_inline void tag_calls(struct lp_sample *s, struct task_struct *t
 		s->calls[i].probe_id = f->probe_id;
 		s->calls[i].depth = first + i;
 		s->calls[i].call_id = ((__u64)s->tid << 32) | f->seq;
-		s->calls[i].ret_addr = f->ret_addr;
+		s->calls[i].ret_addr = rets[i];
 		s->calls[i].ret_slot = f->sp;
 	}
 	s->n_calls = depth - first;
@@ -98,7 +101,7 @@ static __always_inline void fill_sample(void *ctx, struct lp_sample *s, __u32 tg
 	s->regs.sp = BPF_CORE_READ(uregs, sp);
 	s->regs.bp = BPF_CORE_READ(uregs, bp);
 
-	tag_calls(s, task);
+	tag_calls(s, task, true);
 	if (kernel_unwind) {
 		walk_ustack(s, tgid);
 	} else {

@@ -147,7 +147,7 @@ int BPF_KPROBE(lp_func_entry)
 	struct lp_thread_calls *tc;
 	struct lp_probe_cfg *cfg;
 	struct lp_frame_state *fs;
-	__u64 sp = ctx->sp, ret_addr = 0;
+	__u64 sp = ctx->sp;
 	__u32 d, k;
 
 	/* No target lookup: uprobes are attached per target pid, so they fire
@@ -175,13 +175,11 @@ int BPF_KPROBE(lp_func_entry)
 		count_event(LP_CNT_CALLS_DROPPED);
 		return 0;
 	}
-	bpf_probe_read_user(&ret_addr, sizeof(ret_addr), (void *)sp);
 	fs = &tc->f[call_idx(d)];
 	fs->probe_id = probe_id;
 	fs->flags = 0;
 	fs->seq = next_seq(tc);
 	fs->sp = sp;
-	fs->ret_addr = ret_addr;
 	if (cfg->n_values) {
 		if (cfg->flags & LP_PCF_EMIT_VALUES)
 			lp_emit_values(ctx, probe_id, VALUES_RANGE(0, cfg->n_values, 0),
