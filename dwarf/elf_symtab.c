@@ -492,3 +492,49 @@ const struct elf_sym *elf_symtab__lookup(struct elf_symtab *t, uint64_t vaddr)
 	}
 	return NULL;
 }
+
+/* @name among the defined symbols of one symbol table section. */
+static int find_sym_in(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, const char *name, GElf_Sym *out)
+{
+	Elf_Data *data = elf_getdata(scn, NULL);
+	size_t entsz = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT), count;
+
+	if (!data || !entsz)
+		return -ENOENT;
+	count = data->d_size / entsz;
+	if (count > MAX_SYMS)
+		count = MAX_SYMS;
+	for (size_t i = 1; i < count; i++) {
+		GElf_Sym sym;
+		const char *n;
+
+		if (!gelf_getsym(data, i, &sym))
+			break;
+		if (sym.st_shndx == SHN_UNDEF || !sym.st_name)
+			continue;
+		n = elf_strptr(elf, sh->sh_link, sym.st_name);
+		if (n && !strcmp(n, name)) {
+			*out = sym;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+int elf_symtab__find_sym(struct elf_symtab *t, const char *name, GElf_Sym *sym)
+{
+	static const Elf64_Word order[] = {SHT_SYMTAB, SHT_DYNSYM};
+
+	for (size_t k = 0; k < sizeof(order) / sizeof(order[0]); k++) {
+		Elf_Scn *scn = NULL;
+		GElf_Shdr sh;
+
+		while ((scn = elf_nextscn(t->elf, scn))) {
+			if (!gelf_getshdr(scn, &sh) || sh.sh_type != order[k] || !sh.sh_size)
+				continue;
+			if (find_sym_in(t->elf, scn, &sh, name, sym) == 0)
+				return 0;
+		}
+	}
+	return -ENOENT;
+}

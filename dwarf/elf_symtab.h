@@ -104,4 +104,19 @@ int elf_symtab__offset_to_vaddr(const struct elf_symtab *t, uint64_t off, uint64
  */
 const struct elf_sym *elf_symtab__lookup(struct elf_symtab *t, uint64_t vaddr);
 
+/**
+ * elf_symtab__find_sym - a defined symbol of any type, by exact name
+ * @t: the ELF
+ * @name: the symbol's name, without a @version suffix
+ * @sym: filled on success (st_value is an ELF vaddr)
+ *
+ * Unlike elf_symtab__lookup(), which knows functions only, this finds
+ * data objects too (a variable whose address or value the caller needs).
+ * It scans .symtab, then .dynsym, of the file itself; undefined entries
+ * are skipped.
+ *
+ * Return: 0, or -ENOENT if no table defines @name.
+ */
+int elf_symtab__find_sym(struct elf_symtab *t, const char *name, GElf_Sym *sym);
+
 #endif /* LP_DWARF_ELF_SYMTAB_H */

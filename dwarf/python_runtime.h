@@ -31,9 +31,9 @@ struct py_offsets {
 	uint32_t interp_threads_head; /* .threads.head */
 	/* PyThreadState (struct _ts) */
 	uint32_t tstate_next;
-	uint32_t tstate_thread_id;	/* pthread_self() of the thread: its fs base */
-	uint32_t tstate_cframe;		/* 3.11, 3.12: _PyCFrame *cframe */
-	uint32_t tstate_current_frame;	/* 3.13: _PyInterpreterFrame *current_frame */
+	uint32_t tstate_thread_id;     /* pthread_self() of the thread: its fs base */
+	uint32_t tstate_cframe;	       /* 3.11, 3.12: _PyCFrame *cframe */
+	uint32_t tstate_current_frame; /* 3.13: _PyInterpreterFrame *current_frame */
 	/* _PyCFrame (3.11, 3.12) */
 	uint32_t cframe_current_frame;
 	/* _PyInterpreterFrame */
@@ -46,9 +46,9 @@ struct py_offsets {
 	uint32_t code_filename;
 	uint32_t code_name;
 	uint32_t code_qualname;
-	uint32_t code_firstlineno;  /* int */
-	uint32_t code_linetable;    /* PyBytesObject * */
-	uint32_t code_code_adaptive; /* _co_code_adaptive: the first code unit */
+	uint32_t code_firstlineno;   /* int */
+	uint32_t code_linetable;     /* PyBytesObject * */
+	uint32_t code_code_adaptive; /* co_code_adaptive: the first code unit */
 	/* PyUnicodeObject */
 	uint32_t unicode_length; /* PyASCIIObject.length */
 	uint32_t unicode_state;	 /* PyASCIIObject.state: the bit-field word */

@@ -24,7 +24,7 @@ static Dwarf *open_debug_file(struct elf_symtab *t)
 	return dbg ? dwarf_begin_elf(dbg, DWARF_C_READ, NULL) : NULL;
 }
 
-static Dwarf *get_dwarf(struct elf_symtab *t)
+Dwarf *sym_dwarf__dwarf(struct elf_symtab *t)
 {
 	if (!t->dwarf_tried) {
 		t->dwarf_tried = true;
@@ -310,7 +310,7 @@ int sym_dwarf__frames(struct elf_symtab *t, uint64_t vaddr, struct sym_line_fram
 
 	if (max < 1)
 		return 0;
-	dw = get_dwarf(t);
+	dw = sym_dwarf__dwarf(t);
 	if (!dw || !find_cu(dw, vaddr, &cu))
 		return 0;
 	dl = dwarf_getsrc_die(&cu, vaddr);

@@ -35,6 +35,15 @@ struct sym_line_frame {
 int sym_dwarf__frames(struct elf_symtab *t, uint64_t vaddr, struct sym_line_frame *out, int max);
 
 /**
+ * sym_dwarf__dwarf - the DWARF of @t, opened on first use from the file
+ * itself or its /usr/lib/debug/.build-id/xx/yyyy.debug file
+ *
+ * Return: the Dwarf (owned by @t, ended by elf_symtab__free()), or NULL
+ * if there is none.
+ */
+Dwarf *sym_dwarf__dwarf(struct elf_symtab *t);
+
+/**
  * sym_dwarf__release - free the per-CU indexes kept in @t (not the Dwarf)
  */
 void sym_dwarf__release(struct elf_symtab *t);
