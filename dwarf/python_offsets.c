@@ -12,12 +12,15 @@
  * cpython/unicodeobject.h, cpython/bytesobject.h): every value agreed.
  * tests/unit/test_python_runtime.c repeats both comparisons.
  *
- * Why one table per minor version is enough: CPython keeps the ABI of a
- * release series stable, and these structs are part of what its own
- * tools read from outside (3.13 even publishes most of these offsets in
- * _PyRuntime.debug_offsets). Debian's 3.11.2 headers
+ * Why one table per minor version is enough: CPython changes these
+ * internal layouts only between minor versions; 3.13's
+ * Include/internal/pycore_runtime.h says of _Py_DebugOffsets, the offsets
+ * it publishes for out-of-process tools (most of the ones here), that the
+ * layout "is only guaranteed to be stable between patch versions for a
+ * given minor version". Checked here for 3.11: Debian's 3.11.2 headers
  * (/usr/include/python3.11, libpython3.11-dev 3.11.2-6+deb12u6) give
- * offsetof() values identical to pyenv's 3.11.7 for every field here.
+ * offsetof() values identical to pyenv's 3.11.7 for every field. Not
+ * checked: 3.12 patch releases other than 3.12.1, 3.13 other than 3.13.0.
  * A debug build (Py_DEBUG / Py_TRACE_REFS adds two pointers to every
  * object header) differs; such builds ship their DWARF, which wins.
  */

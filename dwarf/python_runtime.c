@@ -23,11 +23,11 @@
 #define MIN_MINOR      11
 #define MAX_MINOR      13
 #define NMINORS	       (MAX_MINOR - MIN_MINOR + 1)
-#define MAX_CU_SCAN    100000  /* units; libpython has a few hundred */
-#define MAX_TOP_DIES   1000000 /* top-level entries over all units */
-#define MAX_MEMBERS    4096    /* members of one struct */
-#define MAX_TYPE_CHAIN 16      /* typedef/const/volatile links to peel */
-#define MAX_PATH_DEPTH 4       /* "a.b.c" */
+#define MAX_CU_SCAN    100000	  /* units; libpython has a few hundred */
+#define MAX_TOP_DIES   (1u << 24) /* top-level entries over all units */
+#define MAX_MEMBERS    4096	  /* members of one struct */
+#define MAX_TYPE_CHAIN 16	  /* typedef/const/volatile links to peel */
+#define MAX_PATH_DEPTH 4	  /* "a.b.c" */
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
 {
