@@ -93,6 +93,69 @@ uint64_t split_rank__needed(double z, uint64_t n, double z_crit, uint64_t n_smal
 	return (uint64_t)ceil(need);
 }
 
+/* log P(X = x) for X hypergeometric: x of @K marked in a draw of @n from @N. */
+static double log_hyper(double x, double K, double n, double N)
+{
+	return lgamma(K + 1) - lgamma(x + 1) - lgamma(K - x + 1) + lgamma(N - K + 1) -
+	       lgamma(n - x + 1) - lgamma(N - K - n + x + 1) - lgamma(N + 1) + lgamma(n + 1) +
+	       lgamma(N - n + 1);
+}
+
+/*
+ * The sum of the terms no more likely than @p_obs on one side of the
+ * mode, @mode excluded, walking outwards by @dir with the ratio of
+ * neighbours: P(x + 1) / P(x) = (K - x)(n - x) / ((x + 1)(N - K - n + x + 1)).
+ * The distribution is unimodal: once a term is below 1e-15 of @p_obs,
+ * the rest of the side cannot move the sum.
+ */
+static double side_sum(double mode, double p_mode, int dir, double lo, double hi, double K,
+		       double n, double N, double p_obs)
+{
+	double sum = 0, p = p_mode;
+
+	for (double x = mode + dir; x >= lo && x <= hi; x += dir) {
+		double from = dir > 0 ? x - 1 : x;
+		double r = (K - from) * (n - from) / ((from + 1) * (N - K - n + from + 1));
+
+		p = dir > 0 ? p * r : p / r;
+		if (p <= p_obs * (1 + 1e-7))
+			sum += p;
+		if (p < p_obs * 1e-15)
+			break;
+	}
+	return sum;
+}
+
+/*
+ * Fisher's exact test, two-sided: a of n1 slow samples and b of n2 fast
+ * samples hold the frame. H0: the frame is in the same share of both.
+ * The z test it replaces is anti-conservative for small counts (4 of 80
+ * against 44 of 4,042 gave p = 0.0012 where the exact p is 0.015, and
+ * starred a frame in constant work). Terms are walked from the mode by
+ * the ratio of neighbours, so the cost is the width of the distribution,
+ * not the sample count.
+ */
+double split_rank__fisher(uint64_t a, uint64_t n1, uint64_t b, uint64_t n2)
+{
+	double K = (double)(a + b), n = (double)n1, N = (double)(n1 + n2);
+	double lo = K - (N - n) > 0 ? K - (N - n) : 0, hi = K < n ? K : n;
+	double mode = floor((K + 1) * (n + 1) / (N + 2)), p_obs, p_mode, sum;
+
+	if (!n1 || !n2 || K == 0 || K == N)
+		return 1;
+	if (mode < lo)
+		mode = lo;
+	if (mode > hi)
+		mode = hi;
+	p_obs = exp(log_hyper((double)a, K, n, N));
+	p_mode = exp(log_hyper(mode, K, n, N));
+	sum = (p_mode <= p_obs * (1 + 1e-7) ? p_mode : 0) +
+	      side_sum(mode, p_mode, 1, lo, hi, K, n, N, p_obs) +
+	      side_sum(mode, p_mode, -1, lo, hi, K, n, N, p_obs);
+	/* the observed table is the most likely one: no evidence at all */
+	return sum > 1 - 1e-9 ? 1 : sum;
+}
+
 int split_rank__apply(struct split_frame_rank *r, size_t m, uint64_t n1, uint64_t n2)
 {
 	double *p, *adj, z_crit;
@@ -108,13 +171,11 @@ int split_rank__apply(struct split_frame_rank *r, size_t m, uint64_t n1, uint64_
 	for (size_t i = 0; i < m; i++) {
 		struct split_frame_rank *k = &r[i];
 		double p1 = n1 ? (double)k->slow_n / n1 : 0, p2 = n2 ? (double)k->fast_n / n2 : 0;
-		double pool = n1 + n2 ? (double)(k->slow_n + k->fast_n) / (n1 + n2) : 0;
-		double se = n1 && n2 ? sqrt(pool * (1 - pool) * (1.0 / n1 + 1.0 / n2)) : 0;
 
-		/* Two-proportion z test on sample counts. H0: the frame is in
-		 * the same share of slow and of fast samples. */
-		k->z = se > 0 ? (p1 - p2) / se : 0;
-		p[i] = k->z != 0 ? erfc(fabs(k->z) / M_SQRT2) : 1;
+		/* Fisher's exact test on sample counts; z is its normal
+		 * equivalent, signed like the difference, for the tables */
+		p[i] = split_rank__fisher(k->slow_n, n1, k->fast_n, n2);
+		k->z = split_rank__z_two_sided(p[i]) * (p1 < p2 ? -1 : 1);
 	}
 	err = split_rank__holm(p, m, adj, NULL);
 	if (err) {

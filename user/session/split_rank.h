@@ -18,7 +18,7 @@
 
 #define SPLIT_ALPHA	0.01 /* family-wise error rate of the ranking */
 #define SPLIT_POWER	0.8  /* "needs about N samples": to decide with this power */
-#define SPLIT_MIN_CLASS 20   /* samples per class before the normal approximation holds */
+#define SPLIT_MIN_CLASS 20   /* samples per class before a frame is tested at all */
 
 struct split_frame_rank;
 struct split_result;
@@ -29,6 +29,16 @@ struct split_result;
  * Return: z >= 0 (bisection on erfc; 0 for @p >= 1, 40 for @p <= 0).
  */
 double split_rank__z_two_sided(double p);
+
+/**
+ * split_rank__fisher - two-sided p of Fisher's exact test
+ * @a: samples of the slow class that hold the frame, of @n1
+ * @b: samples of the fast class that hold the frame, of @n2
+ *
+ * Return: the p-value, 1 when a class is empty or the frame is in none
+ * or all of the samples.
+ */
+double split_rank__fisher(uint64_t a, uint64_t n1, uint64_t b, uint64_t n2);
 
 /**
  * split_rank__holm - Holm's step-down correction of @m p-values
