@@ -30,7 +30,7 @@ struct split_frame_rank {
 	double slow_share, fast_share; /* inclusive share of each class */
 	double delta;		       /* slow_share - fast_share */
 	uint64_t slow_n, fast_n;       /* samples of each class the frame is in */
-	double z;		       /* two-proportion z statistic */
+	double z;		       /* the normal z of the exact p, signed like delta */
 	double p, p_holm;	       /* two-sided p-value, and Holm-adjusted over all frames */
 	bool significant;	       /* p_holm <= SPLIT_ALPHA, enough samples per class */
 	uint64_t needed;	       /* not significant: samples that would likely decide it */

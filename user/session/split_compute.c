@@ -317,7 +317,7 @@ static void expect_sampled_slow(const struct split *s, uint64_t since, const uin
 				     4.0 * (double)r->calib_spread_ns;
 }
 
-/* Each frame's share of the slow and the fast samples, and its z test. */
+/* Each frame's share of the slow and the fast samples, and its exact test. */
 static int rank_frames(struct split *s, bool use_weight, struct split_result *r)
 {
 	uint64_t slow_v = use_weight ? r->slow.total_weight : r->slow.total_count;
@@ -353,7 +353,7 @@ static int rank_frames(struct split *s, bool use_weight, struct split_result *r)
 		k->fast_n = a->fast_n;
 	}
 	free(t.v);
-	/* z tests with Holm's correction over every frame ranked (split_rank.c) */
+	/* exact tests with Holm's correction over every frame ranked (split_rank.c) */
 	return split_rank__apply(r->ranks, r->n_ranks, r->slow_samples, r->fast_samples);
 }
 

@@ -72,7 +72,7 @@ void split__print(const struct split_result *r, FILE *f, int rows)
 			k->significant ? " *" : "", k->offcpu ? " (off-cpu)" : "");
 	}
 	fprintf(f,
-		"  (* significant: z test per frame, Holm's correction over the %d frames ranked, "
+		"  (* significant: Fisher's exact test per frame, Holm's correction over the %d frames ranked, "
 		"family-wise error rate %g%%)\n",
 		r->n_ranks, 100 * SPLIT_ALPHA);
 	if (split_rank__needed_total(r))
@@ -141,7 +141,7 @@ json_t *split__json(const struct split_result *r, int rows)
 	}
 	json_object_set_new(o, "top_frames", top);
 	json_object_set_new(o, "significance",
-			    json_pack("{s:s,s:s,s:f,s:i}", "test", "two-proportion z", "correction",
+			    json_pack("{s:s,s:s,s:f,s:i}", "test", "fisher exact", "correction",
 				      "holm", "alpha", SPLIT_ALPHA, "frames_tested", r->n_ranks));
 	json_object_set_new(o, "verdict", json_string(split_rank__verdict(r)));
 	if (split_rank__needed_total(r))

@@ -2,8 +2,9 @@
 /*
  * split_rank.h - the significance of a split's ranked frames.
  *
- * Each frame gets a two-proportion z test (its share of the slow samples
- * against its share of the fast samples). Testing many frames at once,
+ * Each frame gets Fisher's exact test (its share of the slow samples
+ * against its share of the fast samples; z is reported as the normal
+ * equivalent of the exact p). Testing many frames at once,
  * some would pass a per-frame test by chance alone, so the p-values are
  * corrected with Holm's step-down method over every frame ranked: the
  * chance that any frame is called significant while no frame differs is at
