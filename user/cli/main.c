@@ -211,6 +211,22 @@ static int setup_traces(struct daemon *d, struct options *o)
 	return 0;
 }
 
+/*
+ * How long to wait for events: at most 100 ms, and no later than the next
+ * print or the end, so that a short --interval prints on time (the ring
+ * buffer wakes us only once it holds a batch of events).
+ */
+static int poll_timeout_ms(uint64_t now, uint64_t next_print, uint64_t deadline)
+{
+	uint64_t until = now + 100 * 1000000ull;
+
+	if (next_print && next_print < until)
+		until = next_print;
+	if (deadline && deadline < until)
+		until = deadline;
+	return until > now ? (int)((until - now + 999999) / 1000000) : 0;
+}
+
 static void batch_loop(struct daemon *d, const struct options *o)
 {
 	uint64_t deadline = o->duration_s ? d->core.start_ns + (uint64_t)(o->duration_s * 1e9) : 0;
@@ -218,8 +234,8 @@ static void batch_loop(struct daemon *d, const struct options *o)
 		o->interval_s ? d->core.start_ns + (uint64_t)(o->interval_s * 1e9) : 0;
 
 	while (!g_stop) {
-		uint64_t now;
-		int err = daemon__poll(d, 100);
+		uint64_t now = lp_now_ns();
+		int err = daemon__poll(d, poll_timeout_ms(now, next_print, deadline));
 
 		if (err && err != -EINTR) {
 			lp_err("reading events: %s", strerror(-err));
