@@ -230,6 +230,7 @@ static int start(const char *python, struct child *ch)
 	int fds[2];
 
 	memset(ch, 0, sizeof(*ch));
+	text[0] = '\0';
 	if (pipe(fds))
 		return -1;
 	ch->pid = fork();
