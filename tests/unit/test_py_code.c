@@ -27,7 +27,8 @@ static const char SCRIPT[] =
 	"import sys, time\n"
 	"def show(key, co):\n"
 	"    first = co.co_firstlineno\n"
-	"    lines = [first if p[0] is None else p[0] for p in co.co_positions()]\n"
+	"    keep = lambda: first  # a cell: MAKE_CELL has no location\n"
+	"    lines = [-1 if p[0] is None else p[0] for p in co.co_positions()]\n"
 	"    print('CODE', key, hex(id(co)), first, len(lines), *lines)\n"
 	"class Outer:\n"
 	"    def inner_method(self, n):\n"
@@ -51,6 +52,7 @@ static const char SCRIPT[] =
 	"     'def ' + 'a' * 200 + '():\\n    return 4\\n', '/tmp/caf\\u00e9.py')\n"
 	"load('def f():\\n    return 5\\n', '/tmp/' + 'd' * 300 + '.py')\n"
 	"show('module', sys._getframe().f_code)\n"
+	"show('show', show.__code__)\n"
 	"show('method', Outer.inner_method.__code__)\n"
 	"show('grosse', ns['gr\\u00f6\\u00dfe'].__code__)\n"
 	"show('kanji', ns['\\u00dcn\\u00ef'].__dict__['\\u95a2\\u6570'].__code__)\n"
@@ -73,6 +75,7 @@ static char long_latin[PY_NAME_MAX], long_ascii[PY_NAME_MAX], long_file[PY_FILE_
 
 static const struct expect EXPECT[] = {
 	{"module", "<module>", "<string>"},
+	{"show", "show", "<string>"},
 	{"method", "Outer.inner_method", "<string>"},
 	{"grosse", "größe", "/tmp/ファイル.py"},
 	{"kanji", "Ünï.関数", "/tmp/ファイル.py"},
@@ -113,6 +116,7 @@ struct child {
 	struct code_info code[NEXPECT];
 	uint64_t frame_code, list, str;
 	int frame_lasti, frame_lineno;
+	int no_location; /* code units without a line */
 };
 
 /*
@@ -181,6 +185,10 @@ static int parse_code(struct child *ch, char *rest)
 			if (!t)
 				return -1;
 			ci->lines[k] = atoi(t);
+			if (ci->lines[k] < 0) {
+				ch->no_location++;
+				ci->lines[k] = ci->first;
+			}
 		}
 		return 0;
 	}
@@ -222,8 +230,11 @@ static void stop(struct child *ch)
 		free(ch->code[i].lines);
 }
 
-/* Run SCRIPT under @python; read its report up to READY (30 s at most). */
-static int start(const char *python, struct child *ch)
+/*
+ * Run SCRIPT under @python, with "-X @xopt" unless NULL; read its report
+ * up to READY (30 s at most).
+ */
+static int start(const char *python, const char *xopt, struct child *ch)
 {
 	static char text[1 << 16];
 	size_t len = 0;
@@ -239,7 +250,10 @@ static int start(const char *python, struct child *ch)
 
 		dup2(fds[1], 1);
 		close(fds[0]);
-		execle(python, python, "-I", "-c", SCRIPT, (char *)NULL, env);
+		if (xopt)
+			execle(python, python, "-I", "-X", xopt, "-c", SCRIPT, (char *)NULL, env);
+		else
+			execle(python, python, "-I", "-c", SCRIPT, (char *)NULL, env);
 		_exit(127);
 	}
 	close(fds[1]);
@@ -295,7 +309,7 @@ static void check_codes(struct py_code_cache *c, const struct child *ch,
 	}
 }
 
-static void run_version(const char *python, unsigned int minor, bool required)
+static void run_one(const char *python, unsigned int minor, const char *xopt)
 {
 	struct py_runtime rt = make_rt(minor);
 	struct py_code_cache *c = py_code_cache__new();
@@ -305,22 +319,17 @@ static void run_version(const char *python, unsigned int minor, bool required)
 	struct child ch;
 	bool has_loop = false;
 
-	if (access(python, X_OK) != 0) {
-		fprintf(stderr, "  %s not installed: not tested\n", python);
-		CHECK(!required);
-		py_code_cache__free(c);
-		return;
-	}
 	CHECK(c != NULL);
 	make_long_names();
-	if (!c || start(python, &ch)) {
+	if (!c || start(python, xopt, &ch)) {
 		CHECK(!"the interpreter ran the script");
 		py_code_cache__free(c);
 		stop(&ch);
 		return;
 	}
 	check_codes(c, &ch, &rt);
-	method = &ch.code[1];
+	CHECK(ch.no_location > 0); /* the form without a line was decoded */
+	method = &ch.code[2];
 	for (int k = 0; k < method->n; k++)
 		has_loop |= method->lines[k] == loop;
 	CHECK(has_loop);
@@ -349,6 +358,21 @@ static void run_version(const char *python, unsigned int minor, bool required)
 	ch.pid = 0;
 	stop(&ch);
 	py_code_cache__free(c);
+}
+
+/*
+ * Each interpreter twice: as is, and with -X no_debug_ranges, whose line
+ * table has no columns (the forms "no column" and "no location" only).
+ */
+static void run_version(const char *python, unsigned int minor, bool required)
+{
+	if (access(python, X_OK) != 0) {
+		fprintf(stderr, "  %s not installed: not tested\n", python);
+		CHECK(!required);
+		return;
+	}
+	run_one(python, minor, NULL);
+	run_one(python, minor, "no_debug_ranges");
 }
 
 UNIT_TEST(test_python311_debian)
