@@ -29,6 +29,7 @@
 #define LP_MAX_STACK_COPY  (64 << 10) /* user stack bytes after a sample, a power of 2 */
 #define LP_REDZONE	   128	      /* bytes below sp sent along with a stack copy */
 #define LP_CALIB_SLOTS	   1024	      /* timer-interrupt lengths kept by the calibration */
+#define LP_MAX_PYFRAMES	   48	      /* interpreter frames per sample (python.bpf.h) */
 
 enum lp_event_type {
 	LP_EV_SAMPLE = 1,   /* struct lp_sample: on-CPU tick or off-CPU block */
@@ -37,13 +38,15 @@ enum lp_event_type {
 };
 
 /* lp_sample.flags */
-#define LP_SF_OFFCPU	  (1u << 0) /* weight_ns is time blocked, stack is where it blocked */
-#define LP_SF_USTACK_ERR  (1u << 1) /* bpf_get_stack failed for the user stack */
-#define LP_SF_KSTACK	  (1u << 2) /* kstack[] is valid */
-#define LP_SF_CALLS_OVFL  (1u << 3) /* more calls were in flight than fit in calls[] */
-#define LP_SF_KUNWIND	  (1u << 4) /* ustack[] was walked in BPF with CFI tables (unwind.bpf.h) */
-#define LP_SF_UTRUNC	  (1u << 5) /* that walk stopped before the outermost frame */
-#define LP_SF_UNKNOWN_MAP (1u << 6) /* a pc was in no mapping the unwinder knows: rescan maps */
+#define LP_SF_OFFCPU	   (1u << 0) /* weight_ns is time blocked, stack is where it blocked */
+#define LP_SF_USTACK_ERR   (1u << 1) /* bpf_get_stack failed for the user stack */
+#define LP_SF_KSTACK	   (1u << 2) /* kstack[] is valid */
+#define LP_SF_CALLS_OVFL   (1u << 3) /* more calls were in flight than fit in calls[] */
+#define LP_SF_KUNWIND	   (1u << 4) /* ustack[] was walked in BPF with CFI tables (unwind.bpf.h) */
+#define LP_SF_UTRUNC	   (1u << 5) /* that walk stopped before the outermost frame */
+#define LP_SF_UNKNOWN_MAP  (1u << 6) /* a pc was in no mapping the unwinder knows: rescan maps */
+#define LP_SF_INTERP_FAULT (1u << 7) /* a read of the interpreter's frames failed */
+#define LP_SF_INTERP_TRUNC (1u << 8) /* more interpreter frames than LP_MAX_PYFRAMES */
 
 /* Indices into the per-CPU counter array (map "counters"). */
 enum lp_counter {
@@ -86,6 +89,40 @@ struct lp_uregs {
 	__u64 bp;
 };
 
+/*
+ * One CPython frame at a sample, innermost first: its code object and
+ * the code unit it was executing (python.bpf.h). Code units are 2-byte
+ * aligned, so bit 0 of instr is free: LP_PYF_ENTRY marks the first frame
+ * of one call of the evaluator, whose C frame it replaces in the stack.
+ */
+struct lp_interp_frame {
+	__u64 code;
+	__u64 instr;
+};
+
+#define LP_PYF_ENTRY 1ull
+
+/* Where CPython keeps what python.bpf.h reads, per process (py_procs). */
+#define LP_PY_OFF_NONE	      0xffffu /* a member this version does not have */
+#define LP_PY_OWNED_BY_CSTACK 3	      /* _PyInterpreterFrame.owner of a 3.12+ shim */
+struct lp_py_cfg {
+	__u64 runtime; /* address of _PyRuntime in the process */
+	__u16 runtime_interpreters_head;
+	__u16 interp_threads_head;
+	__u16 tstate_next;
+	__u16 tstate_thread_id;
+	__u16 tstate_cframe;	    /* 3.11, 3.12 */
+	__u16 tstate_current_frame; /* 3.13 */
+	__u16 cframe_current_frame;
+	__u16 iframe_code;
+	__u16 iframe_previous;
+	__u16 iframe_instr;
+	__u16 iframe_owner;
+	__u16 iframe_is_entry; /* 3.11 */
+	__u16 minor;	       /* 11, 12, 13 */
+	__u16 reserved[3];
+};
+
 struct lp_sample {
 	struct lp_event_hdr hdr;
 	__u32 pid; /* tgid */
@@ -111,6 +148,9 @@ struct lp_sample {
 	struct lp_call_tag calls[LP_MAX_CALLS];
 	__u64 ustack[LP_MAX_USTACK];
 	__u64 kstack[LP_MAX_KSTACK];
+	__u16 n_interp; /* valid entries in interp[] */
+	__u16 pad2[3];
+	struct lp_interp_frame interp[LP_MAX_PYFRAMES];
 };
 
 /*
@@ -356,6 +396,10 @@ LP_ASSERT_AT(struct lp_sample, stack_len, 48);
 LP_ASSERT_AT(struct lp_sample, comm, 52);
 LP_ASSERT_AT(struct lp_sample, regs, 72);
 LP_ASSERT_AT(struct lp_sample, ustack, 96 + 32 * LP_MAX_CALLS);
+LP_ASSERT_AT(struct lp_sample, interp,
+	     96 + 32 * LP_MAX_CALLS + 8 * (LP_MAX_USTACK + LP_MAX_KSTACK) + 8);
+LP_ASSERT_SIZE(struct lp_interp_frame, 16);
+LP_ASSERT_SIZE(struct lp_py_cfg, 40);
 LP_ASSERT_SIZE(struct lp_call_end, 64);
 LP_ASSERT_SIZE(struct lp_fetch_op, 16);
 LP_ASSERT_SIZE(struct lp_fetch_prog, 8 + 16 * LP_MAX_FETCH_OPS);

@@ -145,6 +145,7 @@ static __always_inline void emit_switch_in(struct task_struct *next, __u32 tgid,
 	s->regs.bp = st->bp;
 	s->n_ustack = 0;
 	s->n_kstack = 0;
+	s->n_interp = 0;
 	if (st->ustack_bytes > 0) {
 		__builtin_memcpy(s->ustack, st->ustack, sizeof(s->ustack));
 		s->n_ustack = st->ustack_bytes / sizeof(__u64);

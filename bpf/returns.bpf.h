@@ -21,10 +21,10 @@
 #define LP_MAX_PENDING 64
 
 struct returns_walk {
-	__u64 ri;		    /* the next list entry to look at (kernel address) */
-	__u64 slot[LP_MAX_CALLS];   /* the calls' return-address slots */
-	__u64 ret[LP_MAX_CALLS];    /* out */
-	__u32 n, done;		    /* calls, and calls answered (from the innermost) */
+	__u64 ri;		  /* the next list entry to look at (kernel address) */
+	__u64 slot[LP_MAX_CALLS]; /* the calls' return-address slots */
+	__u64 ret[LP_MAX_CALLS];  /* out */
+	__u32 n, done;		  /* calls, and calls answered (from the innermost) */
 	__u32 read_slot;
 };
 
@@ -69,9 +69,8 @@ static long real_return_step(__u32 k, struct returns_walk *w)
  * outer call, and the current call has none. A bpf_loop() callback, so
  * the verifier checks one step, not every path through 72 of them.
  */
-static __always_inline void real_returns(struct task_struct *task,
-					 const struct lp_thread_calls *tc, __u32 first, __u32 n,
-					 bool read_slot, __u64 *rets)
+static __always_inline void real_returns(struct task_struct *task, const struct lp_thread_calls *tc,
+					 __u32 first, __u32 n, bool read_slot, __u64 *rets)
 {
 	struct returns_walk w = {};
 	__u32 i;

@@ -113,6 +113,10 @@ static __always_inline void fill_sample(void *ctx, struct lp_sample *s, __u32 tg
 		s->n_ustack = n / sizeof(__u64);
 	}
 
+	s->n_interp = 0;
+	if (interp_frames)
+		lp_py_frames(s, tgid, tid);
+
 	s->n_kstack = 0;
 	if (capture_kernel) {
 		n = bpf_get_stack(ctx, s->kstack, sizeof(s->kstack), 0);

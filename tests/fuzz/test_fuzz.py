@@ -23,6 +23,11 @@ ROOT = Path(__file__).resolve().parents[2]
 FUZZ = ROOT / "tests" / "fuzz"
 BUILT = ROOT / "build-fuzz"
 SECONDS = int(os.environ.get("LIVEPROF_FUZZ_SECONDS", "4"))
+# make test replays a fixed seed and a fixed number of inputs, so that two
+# runs of the suite test the same inputs and a red run is reproducible;
+# `make fuzz` (LIVEPROF_FUZZ_SECONDS set) explores with a random seed.
+EXPLORE = "LIVEPROF_FUZZ_SECONDS" in os.environ
+FIXED_RUNS = 1500
 HARNESSES = sorted(p.stem[len("fuzz_"):] for p in FUZZ.glob("fuzz_*.c"))
 
 
@@ -70,7 +75,9 @@ def test_fuzz(name, fuzz_dir):
     arts = fuzz_dir / f"crash_{name}"
     work.mkdir()
     arts.mkdir()
-    cmd = [str(exe), str(work), str(seeds), f"-max_total_time={SECONDS}",
+    budget = [f"-max_total_time={SECONDS}"] if EXPLORE else \
+        ["-seed=1", f"-runs={FIXED_RUNS}", f"-max_total_time={SECONDS * 10}"]
+    cmd = [str(exe), str(work), str(seeds), *budget,
            "-timeout=20", "-rss_limit_mb=2048", "-max_len=65536",
            f"-artifact_prefix={arts}/", "-print_final_stats=1"]
     env = dict(os.environ, ASAN_OPTIONS="abort_on_error=0:detect_leaks=1",

@@ -142,8 +142,9 @@ static double fisher_by_enumeration(uint64_t a, uint64_t n1, uint64_t b, uint64_
 
 UNIT_TEST(fisher_matches_enumeration)
 {
-	const uint64_t t[][4] = {{4, 80, 44, 4042},    {0, 80, 44, 4042},  {10, 20, 5, 30},
-				 {500, 10000, 400, 10000}, {3, 5, 1, 7}, {50, 1000, 2000, 100000},
+	const uint64_t t[][4] = {{4, 80, 44, 4042}, {0, 80, 44, 4042},
+				 {10, 20, 5, 30},   {500, 10000, 400, 10000},
+				 {3, 5, 1, 7},	    {50, 1000, 2000, 100000},
 				 {1, 1, 0, 1}};
 
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
@@ -185,8 +186,8 @@ UNIT_TEST(family_wise_error_with_rare_frames)
 			}
 		}
 	}
-	printf("  %d of %d null splits with rare frames had a significant frame (alpha %g)\n",
-	       any, TRIALS, SPLIT_ALPHA);
+	printf("  %d of %d null splits with rare frames had a significant frame (alpha %g)\n", any,
+	       TRIALS, SPLIT_ALPHA);
 	CHECK(any <= 2 * SPLIT_ALPHA * TRIALS);
 }
 

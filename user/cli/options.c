@@ -18,6 +18,7 @@ enum {
 	OPT_KERNEL,
 	OPT_LINES,
 	OPT_NO_INLINE,
+	OPT_NO_INTERP,
 	OPT_NO_TUI,
 	OPT_TRACE,
 	OPT_BY,
@@ -55,6 +56,7 @@ static const struct option long_opts[] = {
 	{"kernel", no_argument, NULL, OPT_KERNEL},
 	{"lines", no_argument, NULL, OPT_LINES},
 	{"no-inline", no_argument, NULL, OPT_NO_INLINE},
+	{"no-interp", no_argument, NULL, OPT_NO_INTERP},
 	{"no-tui", no_argument, NULL, OPT_NO_TUI},
 	{"trace", required_argument, NULL, OPT_TRACE},
 	{"by", required_argument, NULL, OPT_BY},
@@ -99,6 +101,8 @@ void options_usage(FILE *f)
 	      "      --kernel          add kernel frames\n"
 	      "      --lines           add file:line to frame names (DWARF)\n"
 	      "      --no-inline       no inlined frames (shown by default, from DWARF)\n"
+	      "      --no-interp       no Python frames in place of the interpreter's (CPython "
+	      "3.11-3.13)\n"
 	      "      --per-thread      put the thread id under the process root frame\n"
 	      "      --call-graph M    fp, dwarf, auto (default: dwarf, CFI walked in BPF) or "
 	      "copy\n"
@@ -253,6 +257,9 @@ static int apply_option(struct options *o, int c, char **argv)
 	case OPT_KERNEL:
 		o->kernel = true;
 		break;
+	case OPT_NO_INTERP:
+		o->no_interp = true;
+		break;
 	case OPT_NO_INLINE:
 		o->no_inline = true;
 		break;
@@ -277,7 +284,7 @@ static int apply_option(struct options *o, int c, char **argv)
 			return -EINVAL;
 		break;
 	case OPT_INTERVAL:
-		if (parse_double(optarg, "interval", 0.1, 1e6, &o->interval_s))
+		if (parse_double(optarg, "interval", 0.001, 1e6, &o->interval_s))
 			return -EINVAL;
 		break;
 	case OPT_MAX_OVERHEAD:

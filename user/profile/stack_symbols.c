@@ -147,6 +147,21 @@ static int push_user_addr(struct stack_symbols *ss, struct symbolizer *sym, uint
 	return 0;
 }
 
+uint64_t stack_symbols__intern_interp(struct stack_symbols *ss, const struct frame *f)
+{
+	int64_t id = profile__intern_frame(ss->table, f);
+
+	return id < 0 ? 0 : STACK_INTERP_TAG | (uint64_t)id;
+}
+
+/* An interpreter frame (stack_symbols__intern_interp): its id is in the table already. */
+static int push_interp(uint64_t entry, uint32_t *ids, uint32_t *depth)
+{
+	if (*depth < MAX_FRAMES)
+		ids[(*depth)++] = (uint32_t)(entry & ~STACK_INTERP_MASK);
+	return 0;
+}
+
 static int push_kernel_addr(struct stack_symbols *ss, struct symbolizer *sym, uint64_t addr,
 			    uint32_t *ids, uint32_t *depth)
 {
@@ -195,7 +210,10 @@ static int symbolize_one(struct stack_symbols *ss, const struct raw_stack *rs,
 		 * The leaf (index 0) is the interrupted instruction itself. */
 		uint64_t a = rs->user[i];
 
-		err = push_user_addr(ss, sym, rs->pid, i ? a - 1 : a, ids, &depth);
+		if ((a & STACK_INTERP_MASK) == STACK_INTERP_TAG)
+			err = push_interp(a, ids, &depth);
+		else
+			err = push_user_addr(ss, sym, rs->pid, i ? a - 1 : a, ids, &depth);
 	}
 	for (int i = (int)rs->n_kernel - 1; i >= 0 && !err; i--)
 		err = push_kernel_addr(ss, sym, rs->kernel[i], ids, &depth);

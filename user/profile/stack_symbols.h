@@ -15,7 +15,7 @@
 struct stack_symbols;
 
 struct stack_symbols_opts {
-	bool per_thread; /* add "comm-tid" under the process root */
+	bool per_thread;    /* add "comm-tid" under the process root */
 	bool lines;	    /* name frames "func (file.c:12)" */
 	bool inline_frames; /* inlined functions as frames of their own (frame.inlined) */
 };
@@ -51,6 +51,23 @@ struct profile *stack_symbols__new_profile(struct stack_symbols *ss, const char 
  */
 int stack_symbols__add_counts(struct stack_symbols *ss, struct profile *out, const struct counts *c,
 			      const struct label *labels, uint32_t n_labels);
+
+/*
+ * A user-stack entry that is no address but an interpreter frame (a
+ * Python function) interned here beforehand: the tag plus its id in the
+ * frame table. User addresses stay below 2^47, kernel ones above 2^63.
+ */
+#define STACK_INTERP_TAG  0x4c50000000000000ull
+#define STACK_INTERP_MASK 0xffff000000000000ull
+
+/**
+ * stack_symbols__intern_interp - intern an interpreter frame
+ * @f: the frame; its strings are copied
+ *
+ * Return: the stack entry that stands for it (STACK_INTERP_TAG | id), or
+ * 0 without memory.
+ */
+uint64_t stack_symbols__intern_interp(struct stack_symbols *ss, const struct frame *f);
 
 /** stack_symbols__frames - the symbolized frames of stack @id (root first) */
 int stack_symbols__frames(struct stack_symbols *ss, uint32_t id, const struct frame **frames,

@@ -104,6 +104,7 @@ static int set_rodata(struct bpf_session *s, const struct bpf_session_opts *o)
 	rd->max_frames = o->max_frames ? o->max_frames : LP_MAX_USTACK;
 	rd->kernel_unwind = o->kernel_unwind;
 	rd->uprobes_possible = o->tracing;
+	rd->interp_frames = o->interp_frames;
 	return 0;
 }
 
@@ -298,6 +299,12 @@ int bpf_session__add_pid(struct bpf_session *s, uint32_t pid)
 	__u8 one = 1;
 
 	return bpf_map__update_elem(s->skel->maps.targets, &pid, sizeof(pid), &one, sizeof(one),
+				    BPF_ANY);
+}
+
+int bpf_session__set_python(struct bpf_session *s, uint32_t pid, const struct lp_py_cfg *cfg)
+{
+	return bpf_map__update_elem(s->skel->maps.py_procs, &pid, sizeof(pid), cfg, sizeof(*cfg),
 				    BPF_ANY);
 }
 

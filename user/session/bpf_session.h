@@ -37,6 +37,7 @@ struct bpf_session_opts {
 	unsigned int rescue_copy_bytes;
 	unsigned int max_frames;  /* user frames per stack, 1..LP_MAX_USTACK (0: the maximum) */
 	unsigned int unwind_rows; /* capacity of the rows map (0: the default) */
+	bool interp_frames;	  /* read CPython frames of processes set with set_python */
 };
 
 #define BPF_SESSION_UNWIND_ROWS 1000000 /* 12 MB: libc + CPython + a large binary */
@@ -56,6 +57,14 @@ enum bpf_probe_prog {
  * anything else means the load failed (details were printed with verbose).
  */
 int bpf_session__open(struct bpf_session **out, const struct bpf_session_opts *o);
+
+/**
+ * bpf_session__set_python - read the CPython frames of process @pid at
+ * each of its samples, with @cfg (its _PyRuntime and member offsets)
+ *
+ * Return: 0, or a negative errno.
+ */
+int bpf_session__set_python(struct bpf_session *s, uint32_t pid, const struct lp_py_cfg *cfg);
 void bpf_session__close(struct bpf_session *s);
 
 struct unwind_maps;

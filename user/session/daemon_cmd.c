@@ -63,6 +63,7 @@ int daemon__open(struct daemon *d, struct options *o, bool tracing)
 		.rescue_copy_bytes = o->stack_kib << 10,
 		.max_frames = o->max_frames,
 		.unwind_rows = o->unwind_rows,
+		.interp_frames = !o->no_interp,
 	};
 	struct bpf_session *bpf = NULL;
 	int err;

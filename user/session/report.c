@@ -17,6 +17,7 @@
 #include "user/util/exit_codes.h"
 #include "user/util/log.h"
 #include "user/session/report.h"
+#include "user/session/python_procs.h"
 #include "user/session/split.h"
 #include "user/session/traces.h"
 #include "user/profile/writers.h"
@@ -362,6 +363,29 @@ static int write_json(struct daemon *d, struct profile *p, struct split_result *
 	return err;
 }
 
+/* What the Python frames cost in accuracy: every loss is said. */
+static void print_python(struct daemon *d, FILE *f)
+{
+	struct python_stats ps;
+
+	if (!d->py)
+		return;
+	python_procs__stats(d->py, &ps);
+	if (!ps.procs && !ps.frames)
+		return;
+	fprintf(f, "liveprof: python: %d process%s, %" PRIu64 " frames merged", ps.procs,
+		ps.procs == 1 ? "" : "es", ps.frames);
+	if (ps.frames_unnamed)
+		fprintf(f, ", %" PRIu64 " unreadable", ps.frames_unnamed);
+	if (ps.samples_unmerged)
+		fprintf(f, ", %" PRIu64 " samples with no evaluator frame to merge at",
+			ps.samples_unmerged);
+	if (ps.read_faults)
+		fprintf(f, ", %" PRIu64 " samples whose frame walk hit a failed read",
+			ps.read_faults);
+	fputc('\n', f);
+}
+
 static void print_header(struct daemon *d, FILE *f)
 {
 	double dur = ((d->core.end_ns ? d->core.end_ns : lp_now_ns()) - d->core.start_ns) / 1e9;
@@ -381,6 +405,7 @@ static void print_header(struct daemon *d, FILE *f)
 		fprintf(f, ", %" PRIu64 " traced calls untimed",
 			d->counters[LP_CNT_CALLS_DROPPED] + d->counters[LP_CNT_CALLS_UNWOUND]);
 	fputc('\n', f);
+	print_python(d, f);
 	if (d->core.child && d->child_exited) {
 		int st = d->child_status;
 

@@ -208,9 +208,14 @@ static void correction_check(const struct split *s, uint64_t since, const uint64
 		r->correction_ns = sum / n;
 		r->correction_unc_ns =
 			q_all > q_smp ? (double)(q_all - q_smp) * (1.2816 / 0.6745) : 0;
+		/* The correction larger than the signal (what a sample costs a
+		 * call is more than what separates slow from median calls), or
+		 * its error as large: a sample's cost, which varies with where
+		 * it lands, then decides the class. */
 		r->correction_exceeds =
 			!r->raw_latency && r->threshold_ns > r->median_ns &&
-			r->correction_unc_ns >= (double)(r->threshold_ns - r->median_ns);
+			(r->correction_unc_ns >= (double)(r->threshold_ns - r->median_ns) ||
+			 r->correction_ns >= (double)(r->threshold_ns - r->median_ns));
 	}
 	free(lat);
 }
