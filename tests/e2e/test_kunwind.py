@@ -262,7 +262,8 @@ def perf_vs_liveprof(tmp_path, pid, seconds, hz):
                              str(hz), "-p", str(pid), "-o", data, "--", "sleep", str(seconds)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     r = subprocess.run([LIVEPROF, "-p", str(pid), "-d", str(seconds), "--no-tui", "--top", "0",
-                        "-F", str(hz), "--call-graph", "dwarf", "--no-inline", "-o", folded],
+                        "-F", str(hz), "--call-graph", "dwarf", "--no-inline", "--no-interp",
+                        "-o", folded],
                        capture_output=True, text=True, timeout=seconds + 90)
     assert r.returncode == 0, r.stderr
     perf.wait(timeout=seconds + 120)

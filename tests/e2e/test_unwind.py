@@ -191,7 +191,8 @@ def test_debian_binary_matches_perf(tmp_path):
                                  "-p", str(target.pid), "-o", data, "--", "sleep", str(seconds)],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         r = subprocess.run([LIVEPROF, "-p", str(target.pid), "-d", str(seconds), "--no-tui",
-                            "--top", "0", "--call-graph", "dwarf", "--no-inline", "-o", folded],
+                            "--top", "0", "--call-graph", "dwarf", "--no-inline", "--no-interp",
+                            "-o", folded],
                            capture_output=True, text=True, timeout=seconds + 60)
         assert r.returncode == 0, r.stderr
         perf.wait(timeout=seconds + 60)

@@ -122,7 +122,7 @@ def python_profile(liveprof, tmp_path_factory):
     rows = collections.Counter()
     for piece in range(6):
         out = str(d / ("piece%d.folded" % piece))
-        r = run([liveprof, "-F", "999", "-d", "4", "--no-tui", "--top", "0", "-o", out,
+        r = run([liveprof, "-F", "999", "-d", "4", "--no-tui", "--top", "0", "--no-interp", "-o", out,
                  "--", PYTHON, str(script), "5"], timeout=60)
         assert r.returncode == 0, r.stderr
         rows.update(read_folded(out))

@@ -259,7 +259,7 @@ UNIT_TEST(bad_numbers)
 	BAD("inf", "-a", "-d", "inf");
 	BAD("0.5", "-a", "--window", "0.5");
 	BAD("nan", "-a", "--window", "nan");
-	BAD("0.01", "-a", "--interval", "0.01");
+	BAD("0.0005", "-a", "--interval", "0.0005");
 	BAD("nan", "-a", "--interval", "nan");
 	BAD("0", "-a", "--max-overhead", "0");
 	BAD("nan", "-a", "--max-overhead", "nan");

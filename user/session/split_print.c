@@ -56,9 +56,9 @@ void split__print(const struct split_result *r, FILE *f, int rows)
 	if (r->correction_exceeds)
 		fprintf(f,
 			"  calls too short to class: the correction (%.1f us, uncertain by %.1f us) is "
-			"not below the gap between the threshold and the median (%.1f us); nothing "
-			"is marked significant\n",
-			r->correction_ns / 1e3, r->correction_unc_ns / 1e3,
+			"over 8x the median call (%.1f us) or its error reaches the gap to the "
+			"threshold (%.1f us); nothing is marked significant\n",
+			r->correction_ns / 1e3, r->correction_unc_ns / 1e3, r->median_ns / 1e3,
 			((double)r->threshold_ns - (double)r->median_ns) / 1e3);
 	fprintf(f, "  %-40s %8s %8s %9s %7s %9s\n", "frame (more in slow calls first)", "slow%",
 		"fast%", "delta", "z", "p(Holm)");
