@@ -11,7 +11,6 @@
  */
 #include <dwarf.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +18,7 @@
 #include "elf_symtab.h"
 #include "python_runtime.h"
 #include "sym_dwarf.h"
+#include "user/util/util.h"
 
 #define MIN_MINOR      11
 #define MAX_MINOR      13
@@ -28,17 +28,6 @@
 #define MAX_MEMBERS    4096	  /* members of one struct */
 #define MAX_TYPE_CHAIN 16	  /* typedef/const/volatile links to peel */
 #define MAX_PATH_DEPTH 4	  /* "a.b.c" */
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 /* ---- version ------------------------------------------------------- */
 
@@ -372,7 +361,7 @@ static int read_symbols(struct elf_symtab *t, const char *path, struct py_runtim
 	GElf_Sym sym;
 
 	if (elf_symtab__find_sym(t, "_PyRuntime", &sym) || !sym.st_value) {
-		set_err(err, errlen, "%s: not a cpython interpreter (no _PyRuntime symbol)", path);
+		lp_errf(err, errlen, "%s: not a cpython interpreter (no _PyRuntime symbol)", path);
 		return -ENOENT;
 	}
 	out->runtime_addr = sym.st_value;
@@ -383,7 +372,7 @@ static int read_symbols(struct elf_symtab *t, const char *path, struct py_runtim
 	}
 	if (version_from_symbol(t, &out->major, &out->minor) &&
 	    version_from_name(path, &out->major, &out->minor)) {
-		set_err(err, errlen, "python in %s: cannot tell its version", path);
+		lp_errf(err, errlen, "python in %s: cannot tell its version", path);
 		return -ENOTSUP;
 	}
 	return 0;
@@ -397,10 +386,10 @@ int python_runtime_find(const char *path, struct py_runtime *out, char *err, siz
 	int ret;
 
 	memset(out, 0, sizeof(*out));
-	set_err(err, errlen, "%s", "");
+	lp_errf(err, errlen, "%s", "");
 	ret = elf_symtab__open_path(path, &t);
 	if (ret) {
-		set_err(err, errlen, "cannot read '%s': %s", path, strerror(-ret));
+		lp_errf(err, errlen, "cannot read '%s': %s", path, strerror(-ret));
 		return ret;
 	}
 	ret = read_symbols(t, path, out, err, errlen);
@@ -408,7 +397,7 @@ int python_runtime_find(const char *path, struct py_runtime *out, char *err, siz
 		goto out;
 	table = python_offsets_builtin(out->major, out->minor);
 	if (!table) {
-		set_err(err, errlen,
+		lp_errf(err, errlen,
 			"python %u.%u in %s: no offsets for this version (liveprof knows "
 			"3.%d-3.%d)",
 			out->major, out->minor, path, MIN_MINOR, MAX_MINOR);
