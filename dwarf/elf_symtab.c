@@ -538,3 +538,18 @@ int elf_symtab__find_sym(struct elf_symtab *t, const char *name, GElf_Sym *sym)
 	}
 	return -ENOENT;
 }
+
+Elf_Data *elf_symtab__sym_data(struct elf_symtab *t, const GElf_Sym *sym, Elf_Type type)
+{
+	for (size_t i = 0; i < t->nloads; i++) {
+		const struct elf_load *l = &t->loads[i];
+		uint64_t rel = sym->st_value - l->vaddr;
+		Elf_Data *d;
+
+		if (sym->st_value < l->vaddr || rel >= l->filesz || l->filesz - rel < sym->st_size)
+			continue;
+		d = elf_getdata_rawchunk(t->elf, (int64_t)(l->offset + rel), sym->st_size, type);
+		return d && d->d_buf && d->d_size == sym->st_size ? d : NULL;
+	}
+	return NULL;
+}

@@ -119,4 +119,18 @@ const struct elf_sym *elf_symtab__lookup(struct elf_symtab *t, uint64_t vaddr);
  */
 int elf_symtab__find_sym(struct elf_symtab *t, const char *name, GElf_Sym *sym);
 
+/**
+ * elf_symtab__sym_data - the bytes a data symbol holds in the file
+ * @t: the ELF
+ * @sym: a symbol from elf_symtab__find_sym()
+ * @type: ELF_T_BYTE for bytes as they are, ELF_T_WORD / ELF_T_XWORD for an
+ *        integer converted to the host's byte order
+ *
+ * The bytes are read from the PT_LOAD that holds the whole symbol; libelf
+ * checks the range against the file.
+ *
+ * Return: the data (d_size == sym->st_size), or NULL if no PT_LOAD holds it.
+ */
+Elf_Data *elf_symtab__sym_data(struct elf_symtab *t, const GElf_Sym *sym, Elf_Type type);
+
 #endif /* LP_DWARF_ELF_SYMTAB_H */

@@ -43,23 +43,13 @@ static int version_from_symbol(struct elf_symtab *t, unsigned int *major, unsign
 
 	if (elf_symtab__find_sym(t, "Py_Version", &sym) || (sym.st_size != 4 && sym.st_size != 8))
 		return -ENOENT;
-	for (size_t i = 0; i < t->nloads; i++) {
-		const struct elf_load *l = &t->loads[i];
-		uint64_t rel = sym.st_value - l->vaddr;
-
-		if (sym.st_value < l->vaddr || rel >= l->filesz || l->filesz - rel < sym.st_size)
-			continue;
-		/* libelf checks the range against the file and converts byte order */
-		d = elf_getdata_rawchunk(t->elf, (int64_t)(l->offset + rel), sym.st_size,
-					 sym.st_size == 8 ? ELF_T_XWORD : ELF_T_WORD);
-		if (!d || !d->d_buf || d->d_size != sym.st_size)
-			return -ENOENT;
-		hex = sym.st_size == 8 ? *(const uint64_t *)d->d_buf : *(const uint32_t *)d->d_buf;
-		*major = (hex >> 24) & 0xff;
-		*minor = (hex >> 16) & 0xff;
-		return *major == 3 ? 0 : -ENOENT;
-	}
-	return -ENOENT;
+	d = elf_symtab__sym_data(t, &sym, sym.st_size == 8 ? ELF_T_XWORD : ELF_T_WORD);
+	if (!d)
+		return -ENOENT;
+	hex = sym.st_size == 8 ? *(const uint64_t *)d->d_buf : *(const uint32_t *)d->d_buf;
+	*major = (hex >> 24) & 0xff;
+	*minor = (hex >> 16) & 0xff;
+	return *major == 3 ? 0 : -ENOENT;
 }
 
 /* "python3.11", "libpython3.11.so.1.0", "python3.11d": 3 and 11. */

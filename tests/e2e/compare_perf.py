@@ -38,6 +38,38 @@ KERNEL_START = 0xffff800000000000  # x86-64: the upper half is the kernel
 FRAME_RE = re.compile(r"^\s+([0-9a-fA-F]+)\s+(.*?)(?:\s+\(([^()]*)\))?\s*$")
 
 
+def address_aliases(elf):
+    """{name: canonical} for the functions of `elf` (or of its debug file,
+    found by build id under /usr/lib/debug) that share an address with
+    another: glibc's memcpy variants are the memmove code under a second
+    local symbol, and perf and liveprof may pick either name. The
+    canonical name is the plainest (fewest leading underscores, then the
+    shortest); names seen at one address only are left alone."""
+    import subprocess
+    note = subprocess.run(["readelf", "-n", elf], capture_output=True, text=True).stdout
+    m = re.search(r"Build ID: ([0-9a-f]+)", note)
+    files = [elf]
+    if m:
+        files.insert(0, f"/usr/lib/debug/.build-id/{m.group(1)[:2]}/{m.group(1)[2:]}.debug")
+    by_addr = collections.defaultdict(set)
+    for path in files:
+        if not os.path.exists(path):
+            continue
+        out = subprocess.run(["readelf", "-Ws", path], capture_output=True, text=True).stdout
+        for line in out.splitlines():
+            f = line.split()
+            if len(f) >= 8 and f[3] == "FUNC" and f[1] != "0000000000000000":
+                by_addr[f[1]].add(f[7].split("@", 1)[0])
+        if by_addr:
+            break
+    out = {}
+    for names in by_addr.values():
+        if len(names) > 1:
+            first = min(names, key=lambda n: (len(n) - len(n.lstrip("_")), len(n), n))
+            out.update({n: first for n in names if n != first})
+    return out
+
+
 def normalize(name):
     """The comparable spelling of a frame name, or None for unnamed frames."""
     name = name.strip()

@@ -71,7 +71,13 @@ def check_cpu_cause(r, outdir, cause="slow_path"):
                                  f"{cause} samples in slow calls")
     top = r.json["split"]["top_frames"]
     assert top[0]["frame"] == cause, f"ranking: {[t['frame'] for t in top[:5]]}"
-    assert top[0]["significant"], top[0]
+    s = r.json["split"]
+    why = {k: s.get(k) for k in ("slow_samples", "fast_samples", "slow_calls", "fast_calls",
+                                 "threshold_ns", "median_ns", "correction_ns",
+                                 "correction_uncertainty_ns", "ambiguous_calls",
+                                 "correction_exceeds_signal", "sampling_biased", "bias_z",
+                                 "moved_calls")}
+    assert top[0]["significant"], (top[0], why)
     return share
 
 

@@ -111,7 +111,7 @@ UNIT_TEST(defaults)
 	CHECK_EQ_INT(o.pids[0], 42);
 	CHECK_EQ_INT(o.freq, 99);
 	CHECK(o.duration_s == 0 && o.window_s == 10 && o.interval_s == 0);
-	CHECK(o.max_overhead_pct == 0);
+	CHECK(o.max_overhead_pct == 0 && o.split_alpha == 0.01);
 	CHECK_EQ_INT(o.top_rows, 20);
 	CHECK_EQ_INT(o.stack_kib, 16);
 	CHECK_EQ_INT(o.ringbuf_mb, 16);
@@ -132,7 +132,7 @@ UNIT_TEST(every_long_option)
 			   "--kernel", "--lines", "--no-inline", "--no-tui", "--trace", "handle",
 			   "--trace", "libc.so.6:malloc", "--by", "req->kind", "--window", "30",
 			   "--interval", "0.5", "--max-overhead", "2", "--split", "handle@p99",
-			   "--when", "x.c:12", "--offcpu", "--per-call", "--call-graph", "dwarf",
+			   "--when", "x.c:12", "--split-alpha", "0.001", "--offcpu", "--per-call", "--call-graph", "dwarf",
 			   "--stack-size", "32", "--top", "0", "--per-thread", "--ringbuf-mb", "64",
 			   "--http", "127.0.0.1:6060", "--http-token", "/tmp/tok", "--alloc-rate",
 			   "4096"),
@@ -154,6 +154,7 @@ UNIT_TEST(every_long_option)
 	CHECK(o.window_s == 30 && o.interval_s == 0.5 && o.max_overhead_pct == 2);
 	CHECK_STR(o.split_spec, "handle@p99");
 	CHECK_STR(o.when_spec, "x.c:12");
+	CHECK(o.split_alpha == 0.001);
 	CHECK(o.offcpu && o.per_call && o.per_thread);
 	CHECK_EQ_INT(o.call_graph, CALL_GRAPH_DWARF);
 	CHECK_EQ_INT(o.stack_kib, 32);

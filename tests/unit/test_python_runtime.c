@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "unit.h"
+#include "elf_dynsym.h"
 #include "dwarf/python_runtime.h"
 
 #define PYENV "/root/.pyenv/versions/"
@@ -104,43 +105,6 @@ static bool present(const char *path)
 static void pyenv_lib(const struct pyenv *p, char *buf, size_t len)
 {
 	snprintf(buf, len, PYENV "%s/lib/%s", p->dir, p->lib);
-}
-
-/* A symbol's section, read here with plain libelf from .dynsym only. */
-static bool dynsym(const char *path, const char *name, GElf_Sym *out, GElf_Shdr *sec)
-{
-	int fd = open(path, O_RDONLY);
-	Elf *elf;
-	Elf_Scn *scn = NULL;
-	bool found = false;
-
-	if (fd < 0)
-		return false;
-	elf_version(EV_CURRENT);
-	elf = elf_begin(fd, ELF_C_READ, NULL);
-	while (elf && !found && (scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *d;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM)
-			continue;
-		d = elf_getdata(scn, NULL);
-		for (size_t i = 1; d && i < sh.sh_size / sh.sh_entsize; i++) {
-			const char *n;
-
-			if (!gelf_getsym(d, i, out))
-				break;
-			n = elf_strptr(elf, sh.sh_link, out->st_name);
-			if (n && !strcmp(n, name) && out->st_shndx != SHN_UNDEF) {
-				found = gelf_getshdr(elf_getscn(elf, out->st_shndx), sec) != NULL;
-				break;
-			}
-		}
-	}
-	if (elf)
-		elf_end(elf);
-	close(fd);
-	return found;
 }
 
 UNIT_TEST(pyenv_dwarf_agrees_with_the_shipped_tables)

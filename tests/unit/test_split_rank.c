@@ -68,19 +68,19 @@ UNIT_TEST(apply_decides_and_says_what_it_needs)
 		{.frame = "slight", .slow_n = 110, .fast_n = 1000},
 	};
 
-	CHECK_EQ_INT(split_rank__apply(r, 3, 200, 2000), 0);
+	CHECK_EQ_INT(split_rank__apply(r, 3, 200, 2000, SPLIT_ALPHA), 0);
 	CHECK(r[0].significant && r[0].needed == 0);
 	CHECK(!r[1].significant && r[1].p_holm == 1 && r[1].needed == 0);
 	CHECK(!r[2].significant && r[2].needed > 2200);
 	/* too few samples in a class: never significant, however large z */
 	struct split_frame_rank t = {.frame = "x", .slow_n = 10, .fast_n = 0};
 
-	CHECK_EQ_INT(split_rank__apply(&t, 1, 10, 2000), 0);
+	CHECK_EQ_INT(split_rank__apply(&t, 1, 10, 2000, SPLIT_ALPHA), 0);
 	CHECK(!t.significant && t.needed >= 2010 * SPLIT_MIN_CLASS / 10);
 	/* every sample in one class */
 	struct split_frame_rank e = {.frame = "x", .slow_n = 12, .fast_n = 0};
 
-	CHECK_EQ_INT(split_rank__apply(&e, 1, 12, 0), 0);
+	CHECK_EQ_INT(split_rank__apply(&e, 1, 12, 0, SPLIT_ALPHA), 0);
 	CHECK(!e.significant && e.z == 0 && e.needed >= 12 * SPLIT_MIN_CLASS);
 }
 
@@ -102,7 +102,7 @@ UNIT_TEST(family_wise_error_by_simulation)
 			r[i].slow_n = binomial(n1, share);
 			r[i].fast_n = binomial(n2, share);
 		}
-		CHECK_EQ_INT(split_rank__apply(r, M, n1, n2), 0);
+		CHECK_EQ_INT(split_rank__apply(r, M, n1, n2, SPLIT_ALPHA), 0);
 		for (int i = 0; i < M; i++) {
 			if (r[i].significant) {
 				any++;
@@ -178,7 +178,7 @@ UNIT_TEST(family_wise_error_with_rare_frames)
 			r[i].fast_n = binomial(n2, shares[i]);
 		}
 		/* a class below SPLIT_MIN_CLASS is never tested: 80 is above */
-		CHECK_EQ_INT(split_rank__apply(r, M, n1, n2), 0);
+		CHECK_EQ_INT(split_rank__apply(r, M, n1, n2, SPLIT_ALPHA), 0);
 		for (int i = 0; i < M; i++) {
 			if (r[i].significant) {
 				any++;
@@ -189,6 +189,42 @@ UNIT_TEST(family_wise_error_with_rare_frames)
 	printf("  %d of %d null splits with rare frames had a significant frame (alpha %g)\n", any,
 	       TRIALS, SPLIT_ALPHA);
 	CHECK(any <= 2 * SPLIT_ALPHA * TRIALS);
+}
+
+/*
+ * Calls moved across the threshold by a bias: a cause in 94% of the slow
+ * samples and none of the fast keeps its star when 90 samples moved into
+ * the slow class, even if all 90 held it; a frame at 40% against 29%
+ * loses it, because 90 moved samples that all held it explain that; so
+ * does a frame more in the fast class when the moved samples lacked it.
+ */
+UNIT_TEST(recheck_moved_keeps_only_stars_the_move_cannot_make)
+{
+	struct split_frame_rank r[3] = {
+		{.frame = "slow_path", .slow_n = 1222, .fast_n = 0},
+		{.frame = "part_b", .slow_n = 520, .fast_n = 580},
+		{.frame = "rare_in_slow", .slow_n = 100, .fast_n = 900},
+	};
+
+	CHECK_EQ_INT(split_rank__apply(r, 3, 1300, 2000, SPLIT_ALPHA), 0);
+	CHECK(r[0].significant && r[1].significant && r[2].significant);
+	split_rank__recheck_moved(r, 3, 1300, 2000, 90, SPLIT_ALPHA);
+	CHECK(r[0].significant);
+	CHECK(!r[1].significant);
+	/* 100/1300 vs 900/2000 is far beyond what 90 samples can do */
+	CHECK(r[2].significant);
+
+	struct split_frame_rank f = {.frame = "fast_only", .slow_n = 30, .fast_n = 200};
+
+	CHECK_EQ_INT(split_rank__apply(&f, 1, 400, 1000, SPLIT_ALPHA), 0);
+	CHECK(f.significant);
+	/* 60 samples moved out of slow calls, none holding the frame */
+	split_rank__recheck_moved(&f, 1, 400, 1000, -60, SPLIT_ALPHA);
+	CHECK(!f.significant);
+	/* no move: nothing changes */
+	split_rank__apply(&f, 1, 400, 1000, SPLIT_ALPHA);
+	split_rank__recheck_moved(&f, 1, 400, 1000, 0, SPLIT_ALPHA);
+	CHECK(f.significant);
 }
 
 UNIT_MAIN()

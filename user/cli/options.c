@@ -12,6 +12,7 @@
 #include "user/util/log.h"
 #include "user/serve/query.h"
 #include "user/session/daemon.h" /* split_spec_parse */
+#include "user/session/split_rank.h"
 
 enum {
 	OPT_JSON = 256,
@@ -39,6 +40,7 @@ enum {
 	OPT_ALLOC,
 	OPT_ALLOC_RATE,
 	OPT_RAW_LATENCY,
+	OPT_SPLIT_ALPHA,
 	OPT_MAX_FRAMES,
 	OPT_UNWIND_ROWS,
 	OPT_UNWIND_CHECK,
@@ -77,6 +79,7 @@ static const struct option long_opts[] = {
 	{"alloc", no_argument, NULL, OPT_ALLOC},
 	{"alloc-rate", required_argument, NULL, OPT_ALLOC_RATE},
 	{"raw-latency", no_argument, NULL, OPT_RAW_LATENCY},
+	{"split-alpha", required_argument, NULL, OPT_SPLIT_ALPHA},
 	{"max-frames", required_argument, NULL, OPT_MAX_FRAMES},
 	{"unwind-rows", required_argument, NULL, OPT_UNWIND_ROWS},
 	{"unwind-check", no_argument, NULL, OPT_UNWIND_CHECK},
@@ -124,6 +127,7 @@ void options_usage(FILE *f)
 	      "  --when FILE:LINE      keep only calls in which that line ran\n"
 	      "  --offcpu              add off-CPU (blocked) time, weighted by time blocked\n"
 	      "  --per-call            normalise the split by calls instead of samples\n"
+	      "  --split-alpha A       family-wise error rate of the significant frames (0.01)\n"
 	      "Output:\n"
 	      "  -o, --output FILE     by extension: .folded/.txt, .svg, .pb.gz; DIR/ with "
 	      "--split\n"
@@ -303,6 +307,10 @@ static int apply_option(struct options *o, int c, char **argv)
 	case OPT_RAW_LATENCY:
 		o->raw_latency = true;
 		break;
+	case OPT_SPLIT_ALPHA:
+		if (parse_double(optarg, "split-alpha", 1e-9, 0.5, &o->split_alpha))
+			return -EINVAL;
+		break;
 	case OPT_PER_CALL:
 		o->per_call = true;
 		break;
@@ -466,6 +474,7 @@ int options_parse(int argc, char **argv, struct options *o)
 	o->stack_kib = 16;
 	o->max_frames = 127; /* LP_MAX_USTACK, checked by the session */
 	o->ringbuf_mb = 16;
+	o->split_alpha = SPLIT_ALPHA;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+p:aF:d:o:vh", long_opts, NULL)) != -1) {

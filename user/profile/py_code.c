@@ -32,6 +32,7 @@
 
 #include "py_code.h"
 #include "../util/util.h"
+#include "../util/remote_mem.h"
 
 /* A copy of at most this much of a line table; a longer one names lines up
  * to where the copy ends and co_firstlineno after. */
@@ -179,41 +180,6 @@ void py_code_cache__forget_pid(struct py_code_cache *c, pid_t pid)
 }
 
 /*
- * Read up to @len bytes at @addr of @pid. A read that stops at the end of a
- * mapping returns what it got; fewer than @need bytes is -EFAULT.
- * Return: the bytes read, or a negative errno (-ESRCH: no such process).
- */
-static ssize_t rd(pid_t pid, uint64_t addr, void *buf, size_t len, size_t need)
-{
-	struct iovec local = {.iov_base = buf, .iov_len = len};
-	struct iovec remote = {.iov_base = (void *)(uintptr_t)addr, .iov_len = len};
-	ssize_t n;
-
-	if (!addr)
-		return -EFAULT;
-	n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
-	if (n < 0)
-		return -errno;
-	return (size_t)n < need ? -EFAULT : n;
-}
-
-static uint64_t get_u64(const uint8_t *buf, uint32_t off)
-{
-	uint64_t v;
-
-	memcpy(&v, buf + off, sizeof(v));
-	return v;
-}
-
-static uint32_t get_u32(const uint8_t *buf, uint32_t off)
-{
-	uint32_t v;
-
-	memcpy(&v, buf + off, sizeof(v));
-	return v;
-}
-
-/*
  * Is the object whose ob_type is @type_addr of type @want? The answer for
  * a type object is remembered per process: type objects are static.
  * PyTypeObject starts with a PyVarObject, tp_name follows it.
@@ -229,10 +195,10 @@ static int check_type(pid_t pid, const struct py_offsets *off, struct py_pid *p,
 
 	if (p->type_addr[want])
 		return type_addr == p->type_addr[want] ? 0 : -EINVAL;
-	n = rd(pid, type_addr + off->bytes_size + 8, &tp_name, sizeof(tp_name), sizeof(tp_name));
+	n = lp_remote_read(pid, type_addr + off->bytes_size + 8, &tp_name, sizeof(tp_name), sizeof(tp_name));
 	if (n < 0)
 		return n == -EFAULT ? -EINVAL : (int)n;
-	n = rd(pid, tp_name, got, len, len);
+	n = lp_remote_read(pid, tp_name, got, len, len);
 	if (n < 0)
 		return n == -EFAULT ? -EINVAL : (int)n;
 	if (memcmp(got, name, len) != 0)
@@ -326,14 +292,14 @@ static int read_str(pid_t pid, const struct py_runtime *rt, struct py_pid *p, ui
 	ssize_t n;
 	int err;
 
-	n = rd(pid, addr, buf, want, off->ascii_size);
+	n = lp_remote_read(pid, addr, buf, want, off->ascii_size);
 	if (n < 0)
 		return n;
-	err = check_type(pid, off, p, PY_TYPE_STR, get_u64(buf, off->bytes_size - 8));
+	err = check_type(pid, off, p, PY_TYPE_STR, lp_get_u64(buf, off->bytes_size - 8));
 	if (err)
 		return err;
-	length = (int64_t)get_u64(buf, off->unicode_length);
-	state = get_u32(buf, off->unicode_state);
+	length = (int64_t)lp_get_u64(buf, off->unicode_length);
+	state = lp_get_u32(buf, off->unicode_state);
 	kind = state >> 2 & 7;
 	ascii = state >> 6 & 1;
 	if (length < 0 || length > PY_ABSURD_SIZE || !(state >> 5 & 1))
@@ -364,13 +330,13 @@ static int read_linetable(pid_t pid, const struct py_offsets *off, struct py_pid
 	ssize_t n;
 	int err;
 
-	n = rd(pid, addr, buf, off->bytes_sval + PY_LINETABLE_GUESS, off->bytes_sval);
+	n = lp_remote_read(pid, addr, buf, off->bytes_sval + PY_LINETABLE_GUESS, off->bytes_sval);
 	if (n < 0)
 		return n;
-	err = check_type(pid, off, p, PY_TYPE_BYTES, get_u64(buf, off->bytes_size - 8));
+	err = check_type(pid, off, p, PY_TYPE_BYTES, lp_get_u64(buf, off->bytes_size - 8));
 	if (err)
 		return err;
-	size = (int64_t)get_u64(buf, off->bytes_size);
+	size = (int64_t)lp_get_u64(buf, off->bytes_size);
 	if (size < 0 || size > PY_ABSURD_SIZE)
 		return -EINVAL;
 	len = size < PY_LINETABLE_MAX ? size : PY_LINETABLE_MAX;
@@ -380,7 +346,7 @@ static int read_linetable(pid_t pid, const struct py_offsets *off, struct py_pid
 	got = (size_t)n - off->bytes_sval < len ? (size_t)n - off->bytes_sval : len;
 	memcpy(e->lt, buf + off->bytes_sval, got);
 	if (got < len) {
-		n = rd(pid, addr + off->bytes_sval + got, e->lt + got, len - got, len - got);
+		n = lp_remote_read(pid, addr + off->bytes_sval + got, e->lt + got, len - got, len - got);
 		if (n < 0) {
 			free(e);
 			return n;
@@ -426,26 +392,26 @@ static int read_code(pid_t pid, const struct py_runtime *rt, struct py_pid *p, u
 	int err;
 
 	hdr = max_u32(hdr, off->code_firstlineno + 4);
-	n = rd(pid, code, buf, hdr, hdr);
+	n = lp_remote_read(pid, code, buf, hdr, hdr);
 	if (n < 0)
 		return n;
 	/* PyVarObject: ob_type just before ob_size, as in a bytes object */
-	err = check_type(pid, off, p, PY_TYPE_CODE, get_u64(buf, off->bytes_size - 8));
+	err = check_type(pid, off, p, PY_TYPE_CODE, lp_get_u64(buf, off->bytes_size - 8));
 	if (err)
 		return err;
-	units = (int64_t)get_u64(buf, off->bytes_size);
-	first = (int32_t)get_u32(buf, off->code_firstlineno);
+	units = (int64_t)lp_get_u64(buf, off->bytes_size);
+	first = (int32_t)lp_get_u32(buf, off->code_firstlineno);
 	if (units <= 0 || units > PY_ABSURD_SIZE || first < 0 || first > PY_ABSURD_SIZE)
 		return -EINVAL;
-	err = read_linetable(pid, off, p, get_u64(buf, off->code_linetable), &e);
+	err = read_linetable(pid, off, p, lp_get_u64(buf, off->code_linetable), &e);
 	if (err)
 		return err;
 	e->node.key = code;
 	e->firstlineno = first;
 	e->code_units = units;
-	err = read_str(pid, rt, p, get_u64(buf, off->code_qualname), e->qualname, PY_NAME_MAX);
+	err = read_str(pid, rt, p, lp_get_u64(buf, off->code_qualname), e->qualname, PY_NAME_MAX);
 	if (!err)
-		err = read_str(pid, rt, p, get_u64(buf, off->code_filename), e->filename,
+		err = read_str(pid, rt, p, lp_get_u64(buf, off->code_filename), e->filename,
 			       PY_FILE_MAX);
 	if (err) {
 		free(e);

@@ -540,8 +540,9 @@ const volatile uint64_t *bpf_session__calib_brackets(struct bpf_session *s, bool
 	return v;
 }
 
-void bpf_session__set_sample_irq_ns(struct bpf_session *s, uint64_t ns)
+void bpf_session__set_sample_charge(struct bpf_session *s, uint64_t ns, uint64_t scale)
 {
+	__atomic_store_n(&s->skel->bss->sample_irq_scale, scale, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->skel->bss->sample_irq_ns, ns, __ATOMIC_RELAXED);
 }
 

@@ -167,8 +167,13 @@ const volatile uint64_t *bpf_session__calib_samples(struct bpf_session *s);
  * @reset; NULL when the timer interrupt is not timed
  */
 const volatile uint64_t *bpf_session__calib_brackets(struct bpf_session *s, bool reset);
-/** bpf_session__set_sample_irq_ns - charge @ns more per sample than the sampler times */
-void bpf_session__set_sample_irq_ns(struct bpf_session *s, uint64_t ns);
+/**
+ * bpf_session__set_sample_charge - what a sample costs beyond what BPF times
+ * @s: the session
+ * @ns: charged more per sample outside a timed timer interrupt
+ * @scale: per timed timer interrupt, its length x @scale / 1024 more
+ */
+void bpf_session__set_sample_charge(struct bpf_session *s, uint64_t ns, uint64_t scale);
 
 /** bpf_session__by_hist_fd - fd of the --by (probe, value, bucket) -> count map */
 int bpf_session__by_hist_fd(struct bpf_session *s);

@@ -118,7 +118,7 @@ static int on_sample(struct daemon *d, const struct lp_sample *s, size_t size)
 		return 0;
 	}
 	/* liveprof's own calibration thread (sample_cost.c), never a target */
-	if (s->pid == (uint32_t)getpid())
+	if (s->pid == d->self_pid)
 		return 0;
 	flags = (s->flags & LP_SF_OFFCPU) ? STACK_F_OFFCPU : 0;
 	nu = sample_stack__user(d, s, s + 1, us, &flags);
@@ -203,6 +203,7 @@ int daemon__init(struct daemon *d, struct options *o, struct bpf_session *bpf)
 	int err;
 
 	memset(d, 0, sizeof(*d));
+	d->self_pid = (uint32_t)getpid();
 	d->core.opts = o;
 	d->core.bpf = bpf;
 	d->freq = o->freq;

@@ -93,6 +93,7 @@ struct daemon {
 	uint64_t tramp_fixed;	    /* uretprobe trampoline addresses put back */
 	uint64_t uprobe_page_fixed; /* samples in the [uprobes] page given their function */
 	uint64_t unwind_errors;	    /* stacks cut where a caller was not code */
+	uint32_t self_pid;	    /* liveprof's own (getpid() is a syscall) */
 	uint64_t unwound_kernel;    /* user stacks walked in BPF with CFI tables */
 	uint64_t rescued_walks;	    /* of those, cut at an unknown mapping, unwound by libdw */
 	/* --unwind-check: BPF walks compared with libdw over the copy */

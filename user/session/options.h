@@ -49,6 +49,7 @@ struct options {
 	/* split */
 	const char *split_spec; /* FUNC[@pNN] */
 	const char *when_spec;
+	double split_alpha; /* --split-alpha: family-wise error rate of the stars */
 	bool offcpu;
 	bool per_call;
 	/* unwinding */

@@ -13,7 +13,9 @@
  * The merge follows the evaluator's calls: the BPF walk marks the first
  * frame of each call of _PyEval_EvalFrameDefault (LP_PYF_ENTRY), so the
  * Python frames split into one group per C frame of the evaluator, in
- * the same order, innermost first.
+ * the same order, innermost first. A frame's stack entry is remembered
+ * per (pid, code object, instruction), so a hot frame costs a hash probe
+ * per sample, not a name lookup, a format and an intern.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -44,8 +46,17 @@ struct py_proc {
 	uint64_t bias;		    /* runtime address - ELF address */
 };
 
+/* Direct-mapped: a colliding frame replaces the one there (names again). */
+#define TAG_SLOTS 8192
+
+struct tag_slot {
+	uint32_t pid; /* 0: empty */
+	uint64_t code, instr, tag;
+};
+
 struct python_procs {
 	bool lines;
+	struct tag_slot *tags;
 	struct py_proc *procs; /* open addressing by pid, a power of 2 */
 	size_t cap, used;
 	struct py_file *files;
@@ -64,7 +75,8 @@ struct python_procs *python_procs__new(bool lines)
 	pp->cap = 64;
 	pp->procs = calloc(pp->cap, sizeof(*pp->procs));
 	pp->codes = py_code_cache__new();
-	if (!pp->procs || !pp->codes) {
+	pp->tags = calloc(TAG_SLOTS, sizeof(*pp->tags));
+	if (!pp->procs || !pp->codes || !pp->tags) {
 		python_procs__free(pp);
 		return NULL;
 	}
@@ -79,6 +91,7 @@ void python_procs__free(struct python_procs *pp)
 		free(pp->files[i].path);
 	free(pp->files);
 	free(pp->procs);
+	free(pp->tags);
 	py_code_cache__free(pp->codes);
 	free(pp);
 }
@@ -228,6 +241,9 @@ bool python_procs__on_sample(struct python_procs *pp, struct bpf_session *bpf,
 		/* it exec'd: what it ran is gone */
 		pp->stats.procs--;
 		py_code_cache__forget_pid(pp->codes, (pid_t)pid);
+		for (size_t i = 0; i < TAG_SLOTS; i++)
+			if (pp->tags[i].pid == pid)
+				pp->tags[i].pid = 0;
 	}
 	p->pid = pid;
 	memcpy(p->comm, comm, LP_COMM_LEN);
@@ -236,19 +252,20 @@ bool python_procs__on_sample(struct python_procs *pp, struct bpf_session *bpf,
 	return p->file != NULL;
 }
 
-/* The stack entry for Python frame @f of process @p. */
+/* The stack entry for Python frame @f of process @p, named afresh;
+ * *@named is false when its code object could not be read. */
 static uint64_t name_frame(struct python_procs *pp, struct stack_symbols *ss,
-			   const struct py_proc *p, const struct lp_interp_frame *f)
+			   const struct py_proc *p, const struct lp_interp_frame *f, uint64_t instr,
+			   bool *named)
 {
-	uint64_t instr = pp->lines ? f->instr & ~LP_PYF_ENTRY : 0;
 	struct py_frame_name nm;
 	char name[PY_NAME_MAX + PY_FILE_MAX + 32];
 	const char *base;
 	struct frame fr = {.name = name, .kind = FRAME_USER, .module = "python"};
 
-	pp->stats.frames++;
 	if (py_code_resolve(pp->codes, (pid_t)p->pid, &p->file->rt, f->code, instr, &nm)) {
 		pp->stats.frames_unnamed++;
+		*named = false;
 		fr.name = "[python: unreadable frame]";
 		fr.kind = FRAME_MARKER;
 		return stack_symbols__intern_interp(ss, &fr);
@@ -258,7 +275,29 @@ static uint64_t name_frame(struct python_procs *pp, struct stack_symbols *ss,
 	snprintf(name, sizeof(name), "%s (%s:%d)", nm.qualname, base, nm.line);
 	fr.file = nm.filename;
 	fr.line = nm.line;
+	*named = true;
 	return stack_symbols__intern_interp(ss, &fr);
+}
+
+/* The stack entry for Python frame @f of process @p, remembered. */
+static uint64_t frame_tag(struct python_procs *pp, struct stack_symbols *ss,
+			  const struct py_proc *p, const struct lp_interp_frame *f)
+{
+	uint64_t instr = pp->lines ? f->instr & ~LP_PYF_ENTRY : 0, tag;
+	bool named;
+	struct tag_slot *t =
+		&pp->tags[lp_mix64(f->code ^ (instr * 0x9e3779b97f4a7c15ULL) ^ p->pid) &
+			  (TAG_SLOTS - 1)];
+
+	pp->stats.frames++;
+	if (t->pid == p->pid && t->code == f->code && t->instr == instr)
+		return t->tag;
+	tag = name_frame(pp, ss, p, f, instr, &named);
+	/* an unreadable frame may read next time, and 0 is no memory: neither
+	 * is remembered */
+	if (named && tag)
+		*t = (struct tag_slot){.pid = p->pid, .code = f->code, .instr = instr, .tag = tag};
+	return tag;
 }
 
 static bool in_eval(const struct py_proc *p, uint64_t pc)
@@ -299,7 +338,7 @@ unsigned int python_procs__merge(struct python_procs *pp, struct stack_symbols *
 		while (g < ni && out < sizeof(merged) / sizeof(merged[0])) {
 			bool entry = s->interp[g].instr & LP_PYF_ENTRY;
 
-			merged[out++] = name_frame(pp, ss, p, &s->interp[g++]);
+			merged[out++] = frame_tag(pp, ss, p, &s->interp[g++]);
 			if (entry && seen < evals)
 				break;
 		}

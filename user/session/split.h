@@ -51,6 +51,7 @@ struct split_result {
 	struct counts slow, fast;		   /* stack id -> count/weight */
 	struct split_frame_rank *ranks;
 	int n_ranks;
+	double alpha; /* the family-wise error rate the stars were decided at */
 	/*
 	 * Sampled calls are classed by their latency net of what liveprof's
 	 * samples and nested probes cost them (unless raw_latency). The mean
@@ -78,6 +79,13 @@ struct split_result {
 	double unbiased_min, unbiased_min_sd; /* share of slow calls */
 	double unbiased_max, unbiased_max_sd; /* the same weighted by length */
 	double bias_z;
+	/* sampling_biased: at most this many sampled calls were moved (upper
+	 * 99.9% bound), into the slow class when positive, out of it when
+	 * negative; a star stays only where they cannot have made it */
+	double moved_calls;
+	/* sampled calls within the correction's error of the threshold, and
+	 * their samples in each class: a star must survive their moving */
+	uint64_t ambiguous_calls, ambiguous_slow_samples, ambiguous_fast_samples;
 	bool sampling_biased;
 	uint64_t *latency_hist;      /* LP_HIST_BUCKETS counts of every call, for the JSON */
 };

@@ -80,27 +80,35 @@ static int accumulate(struct split *s, struct acc_table *t, const struct counts 
 		const char *seen[512];
 		uint32_t depth, n_seen = 0;
 		uint64_t v = use_weight ? sc->weight_ns : sc->count;
-		bool off = false;
+		bool off = false, cut = false, found = false;
 
 		if (stack_symbols__frames(s->symbols, stack_count__id(sc), &frames, &depth))
 			continue;
 		uint32_t first = 0;
 
-		for (uint32_t i = 0; i < depth; i++)
-			off |= frames[i].kind == FRAME_MARKER &&
-			       !strcmp(frames[i].name, "[off-cpu]");
+		for (uint32_t i = 0; i < depth; i++) {
+			bool marker = frames[i].kind == FRAME_MARKER;
+
+			off |= marker && !strcmp(frames[i].name, "[off-cpu]");
+			cut |= marker && strcmp(frames[i].name, "[off-cpu]");
+		}
 		/* The split function and its callers are in every sample of both
 		 * classes by construction: only what runs below it can explain
 		 * a difference. */
 		first = depth ? depth - 1 : 0;
-		for (uint32_t i = 0; i < depth; i++) {
-			if (is_split_frame(frames[i].name, func)) {
-				first = i + 1;
-				break;
-			}
+		for (uint32_t i = 0; i < depth && !found; i++) {
+			found = is_split_frame(frames[i].name, func);
+			first = found ? i + 1 : first;
 		}
-		/* Not found (a sample in the return path, a cut stack): only the
-		 * leaf is known to run inside the call. Markers stay with it. */
+		/* A whole stack without the function: the thread was in the
+		 * kernel's return-probe path, where the return address is
+		 * already back in the caller; that is liveprof's own work,
+		 * which nothing in the call explains (a split of 5 us constant
+		 * work in a fresh-clone run starred the caller, `main`). */
+		if (!found && !cut)
+			continue;
+		/* Not found in a cut stack: only the leaf is known to run
+		 * inside the call. Markers stay with it. */
 		while (first > 0 && first < depth && frames[first].kind == FRAME_MARKER &&
 		       !is_split_frame(frames[first - 1].name, func) &&
 		       frames[first - 1].kind != FRAME_ROOT)
@@ -204,24 +212,50 @@ static void correction_check(const struct split *s, uint64_t since, const uint64
 	if (n) {
 		qsort(lat, n, sizeof(*lat), lp_cmp_u64);
 		q_all = hist_quantile(hist, total, 0.25);
-		q_smp = lat[n / 4];
+		/* in the histogram's buckets too: its rounding is no error */
+		q_smp = traces__bucket_value(lp_hist_bucket(lat[n / 4]));
 		r->correction_ns = sum / n;
 		r->correction_unc_ns =
 			q_all > q_smp ? (double)(q_all - q_smp) * (1.2816 / 0.6745) : 0;
-		/* The correction's error as large as the gap from median to
-		 * threshold, or a sample that is most of the call it lands in
-		 * (over 8 times the median call: constant work of 1-5 us here,
-		 * where a sample costs 30-45 us and its cost varies with where
-		 * it lands, which the error estimate does not see): then the
+		/* A sample that is most of the call it lands in (over 8 times
+		 * the median call: constant work of 1-5 us here, where a
+		 * sample costs 30-45 us and its cost varies with where it
+		 * lands, which the error estimate does not see): then the
 		 * sample, not the call, decides the class. Real causes in calls
 		 * of 20-30 us measured 1.5-2.9 times on a quiet machine, the 5 us
-		 * constant work 12-18 times. */
-		r->correction_exceeds =
-			!r->raw_latency && r->threshold_ns > r->median_ns &&
-			(r->correction_unc_ns >= (double)(r->threshold_ns - r->median_ns) ||
-			 r->correction_ns > 8.0 * (double)r->median_ns);
+		 * constant work 12-18 times. A smaller error only blurs the
+		 * calls near the threshold: ambiguous_calls(). */
+		r->correction_exceeds = !r->raw_latency && r->threshold_ns > r->median_ns &&
+					r->correction_ns > 8.0 * (double)r->median_ns;
 	}
 	free(lat);
+}
+
+/*
+ * The sampled calls whose class the correction's error can decide: net
+ * latency within SPLIT_BIAS_Z standard deviations of it (the uncertainty
+ * is a p10..p90 half-range, 1.2816 sd) of the threshold. Their samples,
+ * per class they are in now, are what a star must survive being moved.
+ */
+static void ambiguous_calls(const struct split *s, uint64_t since, struct split_result *r)
+{
+	double reach = r->correction_unc_ns * (SPLIT_BIAS_Z / 1.2816);
+
+	for (size_t i = 0; !r->raw_latency && reach > 0 && i < s->n_done; i++) {
+		const struct done_call *dc = &s->done[i];
+		double d = fabs((double)dc->latency_ns - (double)r->threshold_ns);
+		uint64_t n = 0;
+
+		if (dc->end_ns < since || d >= reach)
+			continue;
+		for (uint32_t k = 0; k < dc->n; k++)
+			n += s->pool[dc->first + k].count;
+		r->ambiguous_calls++;
+		if (dc->latency_ns >= r->threshold_ns)
+			r->ambiguous_slow_samples += n;
+		else
+			r->ambiguous_fast_samples += n;
+	}
 }
 
 /* Each sampled call that ended since @since, and its samples, into its class. */
@@ -280,6 +314,24 @@ static double beyond(double obs, double n, double p, double sd, bool above)
  * (bucket counts taken as Poisson counts, the delta method for the
  * ratios), the split's classes of sampled calls are not to be trusted.
  */
+/*
+ * How many sampled calls a bias can have moved across the threshold, at
+ * most: the distance from the nearer bound of the unbiased range plus
+ * SPLIT_BIAS_Z standard errors, in calls; signed like the move (positive:
+ * into the slow class).
+ */
+static double moved_bound(double obs, double n, const struct split_result *r)
+{
+	bool up = obs > r->unbiased_max;
+	double p = up ? r->unbiased_max : r->unbiased_min;
+	double sd = up ? r->unbiased_max_sd : r->unbiased_min_sd;
+	double se = sqrt(p * (1 - p) / n + sd * sd);
+
+	if (!up && obs >= r->unbiased_min)
+		return 0;
+	return (up ? 1 : -1) * ceil((fabs(obs - p) + SPLIT_BIAS_Z * se) * n);
+}
+
 static void expect_sampled_slow(const struct split *s, uint64_t since, const uint64_t *hist,
 				struct split_result *r)
 {
@@ -317,13 +369,12 @@ static void expect_sampled_slow(const struct split *s, uint64_t since, const uin
 	r->bias_z = beyond(obs, n, r->unbiased_max, r->unbiased_max_sd, true);
 	if (r->bias_z == 0)
 		r->bias_z = beyond(obs, n, r->unbiased_min, r->unbiased_min_sd, false);
-	/* Blamed on the correction only where its error can reach across the
-	 * gap from the median to the threshold (4x the calibration's p10-p90
-	 * half-range is past 3 sd of a sample's cost); elsewhere (a recursive
-	 * split, calls that block) the range itself is only approximate. */
-	r->sampling_biased = !r->raw_latency && fabs(r->bias_z) > SPLIT_BIAS_Z &&
-			     (double)r->threshold_ns - (double)r->median_ns <
-				     4.0 * (double)r->calib_spread_ns;
+	r->moved_calls = moved_bound(obs, n, r);
+	/* Any bias seen: the stars are rechecked against the calls it can
+	 * have moved (moved_bound), which a real cause far from the threshold
+	 * survives; where the range itself is only approximate (a recursive
+	 * split, calls that block) that check is merely conservative. */
+	r->sampling_biased = !r->raw_latency && fabs(r->bias_z) > SPLIT_BIAS_Z;
 }
 
 /* Each frame's share of the slow and the fast samples, and its exact test. */
@@ -363,7 +414,25 @@ static int rank_frames(struct split *s, bool use_weight, struct split_result *r)
 	}
 	free(t.v);
 	/* exact tests with Holm's correction over every frame ranked (split_rank.c) */
-	return split_rank__apply(r->ranks, r->n_ranks, r->slow_samples, r->fast_samples);
+	return split_rank__apply(r->ranks, r->n_ranks, r->slow_samples, r->fast_samples, r->alpha);
+}
+
+/* --split-alpha, or SPLIT_ALPHA where options were not parsed (tests) */
+static double split_alpha(const struct split *s)
+{
+	double a = traces__core(s->traces)->opts->split_alpha;
+
+	return a > 0 ? a : SPLIT_ALPHA;
+}
+
+/* The samples of the calls a bias moved, signed like moved_calls: at the
+ * mean samples per sampled call of the class they went to. */
+static double moved_samples(const struct split_result *r)
+{
+	uint64_t calls = r->moved_calls > 0 ? r->slow_calls : r->fast_calls;
+	uint64_t smp = r->moved_calls > 0 ? r->slow_samples : r->fast_samples;
+
+	return calls ? r->moved_calls * (double)smp / (double)calls : 0;
 }
 
 int split__compute(struct split *s, bool window, bool use_weight, struct split_result *r)
@@ -393,6 +462,7 @@ int split__compute(struct split *s, bool window, bool use_weight, struct split_r
 	r->dropped = s->dropped;
 	r->filtered = s->filtered;
 	r->percentile = s->pct;
+	r->alpha = split_alpha(s);
 	r->threshold_ns = traces__percentile(s->traces, ti, s->pct, window);
 
 	/* Every call, sampled or not, from the histogram. */
@@ -419,10 +489,20 @@ int split__compute(struct split *s, bool window, bool use_weight, struct split_r
 	err = rank_frames(s, use_weight, r);
 	if (err)
 		return err;
-	/* classes decided by the correction's error, or seen moved by
-	 * sampling: nothing can be significant */
-	for (int i = 0; i < r->n_ranks && (r->correction_exceeds || r->sampling_biased); i++)
+	/* classes decided by the correction's error: nothing can be
+	 * significant; calls seen moved by sampling: only the frames that
+	 * differ even if every moved call went against them */
+	for (int i = 0; i < r->n_ranks && r->correction_exceeds; i++)
 		r->ranks[i].significant = false;
+	if (r->sampling_biased && !r->correction_exceeds)
+		split_rank__recheck_moved(r->ranks, r->n_ranks, r->slow_samples, r->fast_samples,
+					  moved_samples(r), r->alpha);
+	/* calls the correction's error may have put in either class */
+	ambiguous_calls(s, since, r);
+	split_rank__recheck_moved(r->ranks, r->n_ranks, r->slow_samples, r->fast_samples,
+				  (double)r->ambiguous_slow_samples, r->alpha);
+	split_rank__recheck_moved(r->ranks, r->n_ranks, r->slow_samples, r->fast_samples,
+				  -(double)r->ambiguous_fast_samples, r->alpha);
 	qsort(r->ranks, r->n_ranks, sizeof(*r->ranks), cmp_rank);
 	return 0;
 }
@@ -439,6 +519,7 @@ int split__compute_range(struct split *s, uint64_t since_ns, uint64_t until_ns,
 		return -ENOENT;
 	r->function = traces__info(s->traces, ti)->func;
 	r->percentile = s->pct;
+	r->alpha = split_alpha(s);
 	r->threshold_ns = traces__percentile(s->traces, ti, s->pct, false);
 	/* Calls end after their samples: any call ending before the range
 	 * starts has none in it, the rest are checked sample by sample. */

@@ -51,15 +51,22 @@ void split__print(const struct split_result *r, FILE *f, int rows)
 						       : "no sign of bias",
 			r->bias_z);
 	if (r->sampling_biased)
-		fprintf(f, "  the classes of sampled calls cannot be trusted: nothing is marked "
-			   "significant\n");
+		fprintf(f,
+			"  the classes of sampled calls cannot be trusted: up to %.0f calls moved %s "
+			"the slow class; a frame is marked significant only if it differs even when "
+			"every one of them went against it\n",
+			fabs(r->moved_calls), r->moved_calls > 0 ? "into" : "out of");
 	if (r->correction_exceeds)
 		fprintf(f,
-			"  calls too short to class: the correction (%.1f us, uncertain by %.1f us) is "
-			"over 8x the median call (%.1f us) or its error reaches the gap to the "
-			"threshold (%.1f us); nothing is marked significant\n",
-			r->correction_ns / 1e3, r->correction_unc_ns / 1e3, r->median_ns / 1e3,
-			((double)r->threshold_ns - (double)r->median_ns) / 1e3);
+			"  calls too short to class: the correction (%.1f us) is over 8x the median "
+			"call (%.1f us); nothing is marked significant\n",
+			r->correction_ns / 1e3, r->median_ns / 1e3);
+	else if (r->ambiguous_calls)
+		fprintf(f,
+			"  %lu sampled calls lie within the correction's error (%.1f us) of the "
+			"threshold: a frame is marked significant only if it differs whichever class "
+			"they belong to\n",
+			(unsigned long)r->ambiguous_calls, r->correction_unc_ns / 1e3);
 	fprintf(f, "  %-40s %8s %8s %9s %7s %9s\n", "frame (more in slow calls first)", "slow%",
 		"fast%", "delta", "z", "p(Holm)");
 	for (int i = 0; i < r->n_ranks && i < rows; i++) {
@@ -74,7 +81,7 @@ void split__print(const struct split_result *r, FILE *f, int rows)
 	fprintf(f,
 		"  (* significant: Fisher's exact test per frame, Holm's correction over the %d frames ranked, "
 		"family-wise error rate %g%%)\n",
-		r->n_ranks, 100 * SPLIT_ALPHA);
+		r->n_ranks, 100 * r->alpha);
 	if (split_rank__needed_total(r))
 		fprintf(f,
 			"  inconclusive: needs about %" PRIu64 " samples (have %" PRIu64
@@ -109,6 +116,7 @@ json_t *split__json(const struct split_result *r, int rows)
 	json_object_set_new(o, "correction_uncertainty_ns", json_real(r->correction_unc_ns));
 	json_object_set_new(o, "calibration_spread_ns", json_integer(r->calib_spread_ns));
 	json_object_set_new(o, "correction_exceeds_signal", json_boolean(r->correction_exceeds));
+	json_object_set_new(o, "ambiguous_calls", json_integer((json_int_t)r->ambiguous_calls));
 	if (r->have_expected) {
 		json_t *h = json_array();
 
@@ -118,6 +126,7 @@ json_t *split__json(const struct split_result *r, int rows)
 		json_object_set_new(o, "unbiased_slow_share_max_sd", json_real(r->unbiased_max_sd));
 		json_object_set_new(o, "bias_z", json_real(r->bias_z));
 		json_object_set_new(o, "sampling_biased", json_boolean(r->sampling_biased));
+		json_object_set_new(o, "moved_calls", json_real(r->moved_calls));
 		/* [lower bound, value, count] of the buckets, for checking the above */
 		for (uint32_t k = 0; k < LP_HIST_BUCKETS; k++)
 			if (r->latency_hist[k])
@@ -142,7 +151,7 @@ json_t *split__json(const struct split_result *r, int rows)
 	json_object_set_new(o, "top_frames", top);
 	json_object_set_new(o, "significance",
 			    json_pack("{s:s,s:s,s:f,s:i}", "test", "fisher exact", "correction",
-				      "holm", "alpha", SPLIT_ALPHA, "frames_tested", r->n_ranks));
+				      "holm", "alpha", r->alpha, "frames_tested", r->n_ranks));
 	json_object_set_new(o, "verdict", json_string(split_rank__verdict(r)));
 	if (split_rank__needed_total(r))
 		json_object_set_new(

@@ -156,7 +156,8 @@ double split_rank__fisher(uint64_t a, uint64_t n1, uint64_t b, uint64_t n2)
 	return sum > 1 - 1e-9 ? 1 : sum;
 }
 
-int split_rank__apply(struct split_frame_rank *r, size_t m, uint64_t n1, uint64_t n2)
+int split_rank__apply(struct split_frame_rank *r, size_t m, uint64_t n1, uint64_t n2,
+		      double alpha)
 {
 	double *p, *adj, z_crit;
 	uint64_t small = n1 < n2 ? n1 : n2;
@@ -184,18 +185,46 @@ int split_rank__apply(struct split_frame_rank *r, size_t m, uint64_t n1, uint64_
 	}
 	/* The first (smallest p) step of Holm's method is Bonferroni's alpha/m:
 	 * the bar a frame must clear when more samples come. */
-	z_crit = split_rank__z_two_sided(SPLIT_ALPHA / (double)m);
+	z_crit = split_rank__z_two_sided(alpha / (double)m);
 	for (size_t i = 0; i < m; i++) {
 		struct split_frame_rank *k = &r[i];
 
 		k->p = p[i];
 		k->p_holm = adj[i];
 		k->significant =
-			adj[i] <= SPLIT_ALPHA && n1 >= SPLIT_MIN_CLASS && n2 >= SPLIT_MIN_CLASS;
+			adj[i] <= alpha && n1 >= SPLIT_MIN_CLASS && n2 >= SPLIT_MIN_CLASS;
 		k->needed = k->significant ? 0 : split_rank__needed(k->z, n1 + n2, z_crit, small);
 	}
 	free(p);
 	return 0;
+}
+
+void split_rank__recheck_moved(struct split_frame_rank *r, size_t m, uint64_t n1, uint64_t n2,
+			       double moved, double alpha)
+{
+	uint64_t mv = (uint64_t)ceil(fabs(moved));
+	bool into_slow = moved > 0;
+
+	for (size_t i = 0; i < m; i++) {
+		struct split_frame_rank *k = &r[i];
+		/* to: the class the moved samples went to; back: where they came from */
+		uint64_t to_n = into_slow ? n1 : n2, to_f = into_slow ? k->slow_n : k->fast_n;
+		uint64_t back_n = into_slow ? n2 : n1, back_f = into_slow ? k->fast_n : k->slow_n;
+		bool more_in_to = (double)to_f * (double)back_n > (double)back_f * (double)to_n;
+		uint64_t take = mv < to_n ? mv : to_n, with_f = more_in_to ? take : 0;
+
+		if (!k->significant)
+			continue;
+		if (with_f > to_f)
+			with_f = to_f;
+		to_n -= take;
+		to_f -= with_f;
+		back_n += take;
+		back_f += with_f;
+		k->significant =
+			to_n >= SPLIT_MIN_CLASS &&
+			split_rank__fisher(to_f, to_n, back_f, back_n) <= alpha / (double)m;
+	}
 }
 
 const struct split_frame_rank *split_rank__top(const struct split_result *r)

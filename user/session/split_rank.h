@@ -73,10 +73,30 @@ uint64_t split_rank__needed(double z, uint64_t n, double z_crit, uint64_t n_smal
  * @r: frames with slow_n / fast_n filled in
  * @m: number of frames (all of them are tested)
  * @n1: slow samples, @n2: fast samples
+ * @alpha: the family-wise error rate (SPLIT_ALPHA unless --split-alpha)
  *
  * Return: 0 or -ENOMEM.
  */
-int split_rank__apply(struct split_frame_rank *r, size_t m, uint64_t n1, uint64_t n2);
+int split_rank__apply(struct split_frame_rank *r, size_t m, uint64_t n1, uint64_t n2,
+		      double alpha);
+
+/**
+ * split_rank__recheck_moved - keep only the stars a biased split cannot fake
+ * @r: frames ranked by split_rank__apply()
+ * @m: number of frames
+ * @n1: slow samples, @n2: fast samples
+ * @moved: samples of the calls the bias moved at most, into the slow class
+ *         when positive, out of it when negative
+ * @alpha: the family-wise error rate
+ *
+ * Calls moved across the threshold mix the classes. For each significant
+ * frame the move is undone in the way that most favours the star (the
+ * moved samples all held the frame when it is more in the class they
+ * went to, none did otherwise), and Fisher's exact test must still pass
+ * at Bonferroni's alpha / @m; otherwise the star is withdrawn.
+ */
+void split_rank__recheck_moved(struct split_frame_rank *r, size_t m, uint64_t n1, uint64_t n2,
+			       double moved, double alpha);
 
 /**
  * split_rank__top - the frame that most explains the slow calls
