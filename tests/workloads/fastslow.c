@@ -3,15 +3,14 @@
  * slow(); slow() does exactly 4x the work of fast(), so a correct
  * profile shows fast 20% and slow 80% of the samples (within noise).
  * Both leaves keep a frame (volatile local) and no call is a tail call.
- * Between rounds dephase() spins for a random length up to a round's:
- * a round lasts about as long as a 999 Hz sampler's period, and without
- * it the samples could lock onto a few places in the round instead of
- * landing anywhere in it.
+ * Between rounds dephase() (dephase.h) pauses for a random length.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "dephase.h"
 
 #define UNIT 200000
 
@@ -42,25 +41,17 @@ __attribute__((noinline)) void slow(void)
 	frame++;
 }
 
-__attribute__((noinline)) void dephase(unsigned int *seed)
-{
-	volatile int frame = 0;
-
-	spin((unsigned long)rand_r(seed) % (5 * UNIT));
-	frame++;
-}
-
 int main(int argc, char **argv)
 {
-	unsigned int seed = (unsigned int)getpid();
 	double seconds = argc > 1 ? atof(argv[1]) : 1e9;
 	struct timespec t0, t;
+	unsigned int seed = (unsigned int)getpid();
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
 		fast();
 		slow();
-		dephase(&seed);
+		dephase(&seed, UNIT);
 		clock_gettime(CLOCK_MONOTONIC, &t);
 		if ((t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) / 1e9 >= seconds)
 			break;

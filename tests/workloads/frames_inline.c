@@ -6,9 +6,13 @@
  * spin() is the one loop, inlined at both sites, so a unit of work costs
  * the same on either path. A profile with inlined frames shows
  * hot;inl_a;spin in 25% and hot;inl_b;inl_c;spin in 75% of hot's samples.
+ * Between rounds dephase() (dephase.h) pauses for a random length.
  */
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
+
+#include "dephase.h"
 
 #define UNIT 1000000
 
@@ -48,10 +52,12 @@ int main(int argc, char **argv)
 {
 	double seconds = argc > 1 ? atof(argv[1]) : 1e9;
 	struct timespec t0, t;
+	unsigned int seed = (unsigned int)getpid();
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
 		hot(UNIT);
+		dephase(&seed, UNIT);
 		clock_gettime(CLOCK_MONOTONIC, &t);
 		if ((t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) / 1e9 >= seconds)
 			break;

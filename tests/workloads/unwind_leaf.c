@@ -6,9 +6,13 @@
  * frame-pointer walk alone shows work <- main and loses both callers.
  * Built twice (tests/workloads/Makefile): unwind_leaf keeps frame
  * pointers in non-leaf functions, unwind_leaf_nofp has none at all.
+ * Between rounds dephase() (dephase.h) pauses for a random length.
  */
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
+
+#include "dephase.h"
 
 #define UNIT 400000
 
@@ -41,11 +45,13 @@ int main(int argc, char **argv)
 {
 	double seconds = argc > 1 ? atof(argv[1]) : 1e9;
 	struct timespec t0, t;
+	unsigned int seed = (unsigned int)getpid();
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
 		fast();
 		slow();
+		dephase(&seed, UNIT);
 		clock_gettime(CLOCK_MONOTONIC, &t);
 		if ((t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) / 1e9 >= seconds)
 			break;
