@@ -341,6 +341,8 @@ static void tick(struct daemon *d, uint64_t now)
 	daemon__symbolize_new(d);
 	if (d->traces)
 		traces__tick(d->traces, now);
+	/* the per-sample charge, measured again under the session's load */
+	sample_cost__refine(d->core.bpf, &d->core.sample_cost);
 	if (d->split)
 		split__tick(d->split, now);
 	d->cur_slot = (d->cur_slot + 1) % d->n_slots;
