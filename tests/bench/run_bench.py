@@ -6,7 +6,8 @@ figure is a ratio of two measurements taken next to each other in the same
 run, repeated BENCH_REPS times (default 5) and given as min / median / max.
 
     /usr/bin/python3 tests/bench/run_bench.py [SECTION...]
-    sections: slowdown percall daemon replay symbols first rss unwind soak probecost bias
+    sections: slowdown percall daemon replay symbols first rss system unwind soak probecost
+              bias
               (default: all; the sections not run keep their text from BENCHMARKS.md)
     SOAK_S=S       length of the HTTP soak (default 600)
     BENCH_REPS=N   repetitions (>= 5 for the published figures)
@@ -568,6 +569,47 @@ def bench_rss(res):
     ]}
 
 
+SYSTEM_S = 10.0  # the whole-machine profile's steady window
+
+
+def bench_system(res):
+    """liveprof -a -F 99 on the whole machine: its own CPU over a steady
+    10 s window (after its first --interval line) and its peak RSS, with
+    bench_deep's 2 threads (deep, distinct stacks) and the machine's
+    usual processes as what it samples."""
+    log(f"whole machine: liveprof -a -F 99, {SYSTEM_S:.0f} s windows, {REPS} reps")
+    pct, hwms, samples = [], [], []
+    for rep in range(REPS):
+        target = Target("bench_deep", "2", cpu=None)
+        time.sleep(0.5)
+        tool = Tool("liveprof", [LIVEPROF, "-a", "-F", 99, "--no-tui", "--interval", "1",
+                                 "--top", "0", "-d", SYSTEM_S + 60])
+        try:
+            if tool.wait_ready():
+                c0, t0 = cpu_seconds(tool.proc.pid), time.monotonic()
+                n0 = tool.samples_now() or 0
+                time.sleep(SYSTEM_S)
+                c1, t1 = cpu_seconds(tool.proc.pid), time.monotonic()
+                hwm = vm_hwm_kb(tool.proc.pid)
+                if c0 is not None and c1 is not None:
+                    pct.append((c1 - c0) / (t1 - t0) * 100)
+                if hwm:
+                    hwms.append(hwm / 1024)
+                n1 = tool.samples_now()
+                if n1 is not None:
+                    samples.append(n1)
+            else:
+                log(f"  liveprof -a did not start: {tool.out.text()[-300:]}")
+            tool.stop()
+        finally:
+            target.stop()
+    res["system"] = {"rows": [
+        f"| liveprof CPU% of one core, steady {SYSTEM_S:.0f} s window | {mmm(pct, '{:.2f}')} % |",
+        f"| peak RSS (VmHWM) | {mmm(hwms, '{:.1f}')} MiB |",
+        f"| samples in the last 1 s interval | {mmm(samples, '{:.0f}')} |",
+    ]}
+
+
 def bench_unwind(res):
     script = ROOT / "tests" / "bench" / "bench_unwind.py"
     if not script.exists():
@@ -798,13 +840,20 @@ def write_report(res, started, load0):
             f"address list (the comparison uses the first {sy.get('n_cmp', 0):,} addresses: "
             f"eu-addr2line takes minutes for 1M here).")
     section("Time to the first sample", "first", "| figure | min / median / max |\n| --- | --- |",
-            "From starting the tool to liveprof's first `--interval` line with samples > 0 "
-            "(100 ms resolution; every liveprof run of this benchmark counts) and to "
-            "bpftrace's first printed line.")
+            "The same event for both tools, the first sample's data: from starting the tool "
+            "to liveprof's first `--interval 0.005` line with samples > 0 (5 ms resolution) "
+            "and to the line bpftrace prints from its first sample (`profile:hz:99` with "
+            "`printf` and `exit()`), at 99 Hz on a spinning target, alternating.")
     section(f"Daemon CPU and memory over a {RSS_S:.0f} s profile", "rss",
             "| figure | value |\n| --- | --- |",
             "`bench_deep 16` (16 threads, both CPUs) profiled with `liveprof -F 999`; the "
             "issue asks for 60 s, cut to fit the time budget (BENCH_RSS_S).")
+    section("The whole machine at 99 Hz", "system", "| figure | min / median / max |\n| --- | --- |",
+            "`liveprof -a -F 99` on every process of the machine while `bench_deep 2` runs "
+            "(two threads walking deep, distinct stacks) beside the machine's own "
+            "processes; its CPU from /proc over a 10 s window once it is sampling (start-up "
+            "excluded), its peak RSS at the end of the window. The issue's goal: at most 1% "
+            "of one core.")
     section("Estimated vs measured probe cost", "probecost",
             "| first instruction | estimated ns/call (--json probe_cost_ns) | measured ns/call | "
             "estimated / measured |\n| --- | --- | --- | --- |",
@@ -873,6 +922,7 @@ def write_report(res, started, load0):
 
 SECTIONS = {"slowdown": bench_slowdown, "percall": bench_percall, "daemon": bench_daemon,
             "replay": bench_replay, "symbols": bench_symbols, "first": bench_first, "rss": bench_rss,
+            "system": bench_system,
             "unwind": bench_unwind, "soak": bench_soak, "probecost": bench_probecost,
             "bias": bench_bias}
 
