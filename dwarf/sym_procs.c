@@ -270,6 +270,18 @@ static const char *base_name(const char *path)
 }
 
 /* Read the maps of @p->pid and replace its mapping array. */
+/* The same mappings of the same files at the same places. */
+static bool same_layout(const struct sym_map *a, size_t na, const struct sym_map *b, size_t nb)
+{
+	if (na != nb)
+		return false;
+	for (size_t i = 0; i < na; i++)
+		if (a[i].start != b[i].start || a[i].end != b[i].end || a[i].offset != b[i].offset ||
+		    a[i].dev != b[i].dev || a[i].ino != b[i].ino)
+			return false;
+	return true;
+}
+
 static int proc_refresh(struct symbolizer *s, struct sym_proc *p)
 {
 	struct pm_entry *e;
@@ -316,6 +328,8 @@ static int proc_refresh(struct symbolizer *s, struct sym_proc *p)
 		}
 	}
 	proc_maps__free(e, n);
+	if (!same_layout(p->maps, p->nmaps, maps, n))
+		s->maps_generation++;
 	free(p->maps);
 	p->maps = maps;
 	p->nmaps = n;
@@ -338,6 +352,8 @@ int symbolizer__add_pid(struct symbolizer *s, int pid)
 	err = proc_refresh(s, p);
 	if (!err)
 		err = proc_insert(s, p);
+	/* a new process may reuse a pid a cache of the old one's holds */
+	s->maps_generation++;
 	if (err) {
 		sym_proc_free(p);
 		return err;

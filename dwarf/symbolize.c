@@ -282,6 +282,11 @@ int symbolizer__resolve_kernel(struct symbolizer *s, uint64_t addr, struct sym_f
 	return 1;
 }
 
+uint64_t symbolizer__generation(const struct symbolizer *s)
+{
+	return s->maps_generation;
+}
+
 int symbolizer__mappings(struct symbolizer *s, int pid, const struct sym_mapping **out)
 {
 	struct sym_proc *p = sym_proc_find(s, pid);

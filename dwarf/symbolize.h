@@ -137,4 +137,11 @@ int symbolizer__resolve_kernel(struct symbolizer *s, uint64_t addr, struct sym_f
  */
 int symbolizer__mappings(struct symbolizer *s, int pid, const struct sym_mapping **out);
 
+/**
+ * symbolizer__generation - a number that changes whenever the mappings of
+ * any known process change or a process is added: what a caller cached
+ * per (pid, address) is valid while it stays the same
+ */
+uint64_t symbolizer__generation(const struct symbolizer *s);
+
 #endif /* LP_DWARF_SYMBOLIZE_H */

@@ -75,6 +75,8 @@ struct symbolizer {
 	struct kallsyms *ksyms;
 	int ksyms_err; /* 0 = not tried yet or loaded */
 	bool ksyms_tried;
+
+	uint64_t maps_generation; /* bumped when any process's mappings change */
 };
 
 /**

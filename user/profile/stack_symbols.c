@@ -12,8 +12,24 @@
 
 #include "bpf/liveprof.h"
 #include "user/profile/stack_symbols.h"
+#include "user/util/util.h"
 
 #define MAX_FRAMES 512
+#define ADDR_CACHE_MAX (1u << 20) /* entries; past it the cache starts over */
+
+/*
+ * The frame ids one user address of one process interned to (its inline
+ * chain, outermost first). A new stack is mostly addresses seen before in
+ * other stacks; looking them up here instead of symbolizing and interning
+ * each frame again is what keeps the daemon's cost per new stack low.
+ * Valid while the symbolizer's generation stays the same.
+ */
+struct addr_frames {
+	uint64_t addr; /* as looked up (a return address already minus 1) */
+	uint32_t pid;  /* 0: empty slot */
+	uint32_t n;
+	uint32_t ids[SYM_MAX_INLINE];
+};
 
 struct sym_stack {
 	uint32_t *ids; /* ids in the frame table, root first */
@@ -26,6 +42,9 @@ struct stack_symbols {
 	struct sym_stack *stacks;
 	size_t n, cap;
 	struct frame *frame_buf;
+	struct addr_frames *addr_cache; /* open addressing by (pid, addr) */
+	size_t addr_cap, addr_n;
+	uint64_t addr_gen; /* the symbolizer's generation the cache is of */
 	/* frame table id -> id in the profile being built, +1 (0 = unmapped) */
 	uint32_t *remap;
 	size_t remap_cap;
@@ -54,6 +73,7 @@ void stack_symbols__free(struct stack_symbols *ss)
 	for (size_t i = 0; i < ss->n; i++)
 		free(ss->stacks[i].ids);
 	free(ss->stacks);
+	free(ss->addr_cache);
 	free(ss->remap);
 	profile__free(ss->table);
 	free(ss);
@@ -147,6 +167,98 @@ static int push_user_addr(struct stack_symbols *ss, struct symbolizer *sym, uint
 	return 0;
 }
 
+static size_t addr_slot(uint32_t pid, uint64_t addr, size_t cap)
+{
+	return lp_mix64(addr ^ ((uint64_t)pid << 47)) & (cap - 1);
+}
+
+static struct addr_frames *addr_find(struct stack_symbols *ss, uint32_t pid, uint64_t addr)
+{
+	size_t mask = ss->addr_cap - 1;
+
+	if (!ss->addr_cap)
+		return NULL;
+	for (size_t i = addr_slot(pid, addr, ss->addr_cap); ss->addr_cache[i].pid;
+	     i = (i + 1) & mask)
+		if (ss->addr_cache[i].pid == pid && ss->addr_cache[i].addr == addr)
+			return &ss->addr_cache[i];
+	return NULL;
+}
+
+/* Room for one more entry: the table doubles at half full, and starts
+ * over empty at ADDR_CACHE_MAX (a bound on memory, not on correctness). */
+static int addr_room(struct stack_symbols *ss)
+{
+	size_t ncap = ss->addr_cap ? ss->addr_cap * 2 : 4096;
+	struct addr_frames *old = ss->addr_cache, *n;
+
+	if (ss->addr_n * 2 < ss->addr_cap)
+		return 0;
+	if (ncap > ADDR_CACHE_MAX) {
+		memset(old, 0, ss->addr_cap * sizeof(*old));
+		ss->addr_n = 0;
+		return 0;
+	}
+	n = calloc(ncap, sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	for (size_t j = 0; j < ss->addr_cap; j++) {
+		size_t i;
+
+		if (!old[j].pid)
+			continue;
+		for (i = addr_slot(old[j].pid, old[j].addr, ncap); n[i].pid; i = (i + 1) & (ncap - 1))
+			;
+		n[i] = old[j];
+	}
+	free(old);
+	ss->addr_cache = n;
+	ss->addr_cap = ncap;
+	return 0;
+}
+
+static void addr_put(struct stack_symbols *ss, uint32_t pid, uint64_t addr, const uint32_t *ids,
+		     uint32_t n)
+{
+	size_t i;
+
+	if (!pid || n > SYM_MAX_INLINE || addr_room(ss))
+		return;
+	for (i = addr_slot(pid, addr, ss->addr_cap); ss->addr_cache[i].pid;
+	     i = (i + 1) & (ss->addr_cap - 1))
+		;
+	ss->addr_cache[i] = (struct addr_frames){.addr = addr, .pid = pid, .n = n};
+	memcpy(ss->addr_cache[i].ids, ids, n * sizeof(*ids));
+	ss->addr_n++;
+}
+
+/* push_user_addr() through the cache of what each address interned to. */
+static int push_user_addr_cached(struct stack_symbols *ss, struct symbolizer *sym, uint32_t pid,
+				 uint64_t addr, uint32_t *ids, uint32_t *depth)
+{
+	uint64_t gen = symbolizer__generation(sym);
+	const struct addr_frames *e;
+	uint32_t start = *depth;
+	int err;
+
+	if (gen != ss->addr_gen && ss->addr_n) {
+		memset(ss->addr_cache, 0, ss->addr_cap * sizeof(*ss->addr_cache));
+		ss->addr_n = 0;
+	}
+	ss->addr_gen = gen;
+	e = addr_find(ss, pid, addr);
+	if (e) {
+		for (uint32_t k = 0; k < e->n && *depth < MAX_FRAMES; k++)
+			ids[(*depth)++] = e->ids[k];
+		return 0;
+	}
+	err = push_user_addr(ss, sym, pid, addr, ids, depth);
+	/* a chain cut at MAX_FRAMES is not the address's whole chain */
+	if (!err && *depth < MAX_FRAMES)
+		addr_put(ss, pid, addr, ids + start, *depth - start);
+	return err;
+}
+
 uint64_t stack_symbols__intern_interp(struct stack_symbols *ss, const struct frame *f)
 {
 	int64_t id = profile__intern_frame(ss->table, f);
@@ -213,7 +325,7 @@ static int symbolize_one(struct stack_symbols *ss, const struct raw_stack *rs,
 		if ((a & STACK_INTERP_MASK) == STACK_INTERP_TAG)
 			err = push_interp(a, ids, &depth);
 		else
-			err = push_user_addr(ss, sym, rs->pid, i ? a - 1 : a, ids, &depth);
+			err = push_user_addr_cached(ss, sym, rs->pid, i ? a - 1 : a, ids, &depth);
 	}
 	for (int i = (int)rs->n_kernel - 1; i >= 0 && !err; i--)
 		err = push_kernel_addr(ss, sym, rs->kernel[i], ids, &depth);

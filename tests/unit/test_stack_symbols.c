@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * test_stack_symbols.c - user stacks to frames through the per-address
+ * cache of stack_symbols.c, in this process: an address seen in one stack
+ * is the same frame in the next, and a library replaced by another at
+ * the same address is named anew, because the symbolizer's generation
+ * moved when the mappings did.
+ */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "unit.h"
+#include "dwarf/symbolize.h"
+#include "user/profile/stack_store.h"
+#include "user/profile/stack_symbols.h"
+
+/* Two libraries of the same layout, one function each, different names. */
+static const char *const lib_src = "int %s(int x) { return x * 3 + 1; }\n";
+
+static char tmpdir[64];
+
+static bool build_lib(const char *func, char *path, size_t len)
+{
+	char src[128], cmd[512];
+	FILE *f;
+
+	snprintf(src, sizeof(src), "%s/%s.c", tmpdir, func);
+	snprintf(path, len, "%s/lib%s.so", tmpdir, func);
+	f = fopen(src, "w");
+	if (!f)
+		return false;
+	fprintf(f, lib_src, func);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "cc -O1 -g -shared -fPIC -o %s %s", path, src);
+	return system(cmd) == 0;
+}
+
+/* The name of the leaf frame of a one-address stack of this process. */
+static const char *leaf_name(struct stack_store *store, struct stack_symbols *ss,
+			     struct symbolizer *sym, uint64_t addr)
+{
+	struct raw_stack rs = {.pid = (uint32_t)getpid(), .tid = (uint32_t)getpid(),
+			       .n_user = 1, .user = &addr};
+	const struct frame *frames;
+	uint32_t depth = 0;
+	int64_t id;
+
+	/* a distinct stack each call: the flags are part of its identity */
+	rs.flags = (uint32_t)stack_store__count(store) << 8;
+	strcpy(rs.comm, "unit");
+	id = stack_store__intern(store, &rs);
+	if (id < 0 || stack_symbols__update(ss, store, sym, NULL, NULL))
+		return NULL;
+	if (stack_symbols__frames(ss, (uint32_t)id, &frames, &depth) || depth < 2)
+		return NULL;
+	return frames[depth - 1].name;
+}
+
+__attribute__((noinline)) int unit_marker(int x)
+{
+	__asm__ volatile("" : "+r"(x));
+	return x + 1;
+}
+
+UNIT_TEST(test_shared_address_same_frame)
+{
+	struct stack_symbols_opts o = {.inline_frames = true};
+	struct stack_symbols *ss = stack_symbols__new(&o);
+	struct stack_store *store = stack_store__new(false);
+	struct symbolizer *sym = symbolizer__new(false);
+	uint64_t addr = (uint64_t)(uintptr_t)unit_marker + 1;
+	const char *a, *b;
+
+	CHECK(ss && store && sym);
+	CHECK_EQ_INT(symbolizer__add_pid(sym, getpid()), 0);
+	a = leaf_name(store, ss, sym, addr);
+	b = leaf_name(store, ss, sym, addr);
+	CHECK_STR(a, "unit_marker");
+	/* one interned frame: the same string, not an equal one */
+	CHECK(a && a == b);
+	symbolizer__free(sym);
+	stack_store__free(store);
+	stack_symbols__free(ss);
+}
+
+UNIT_TEST(test_replaced_library_named_anew)
+{
+	struct stack_symbols_opts o = {.inline_frames = true};
+	struct stack_symbols *ss = stack_symbols__new(&o);
+	struct stack_store *store = stack_store__new(false);
+	struct symbolizer *sym = symbolizer__new(false);
+	char pa[128], pb[128];
+	void *ha, *hb;
+	uint64_t gen, fa, fb;
+
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/lp_stacksym.XXXXXX");
+	CHECK(mkdtemp(tmpdir) != NULL);
+	CHECK(ss && store && sym);
+	CHECK(build_lib("lp_first_fn", pa, sizeof(pa)) && build_lib("lp_second_fn", pb, sizeof(pb)));
+	ha = dlopen(pa, RTLD_NOW | RTLD_LOCAL);
+	CHECK(ha != NULL);
+	if (!ha || !ss || !store || !sym)
+		return;
+	fa = (uint64_t)(uintptr_t)dlsym(ha, "lp_first_fn");
+	CHECK_EQ_INT(symbolizer__add_pid(sym, getpid()), 0);
+	gen = symbolizer__generation(sym);
+	/* the same mappings read again: nothing cached goes stale */
+	CHECK_EQ_INT(symbolizer__add_pid(sym, getpid()), 0);
+	CHECK(symbolizer__generation(sym) == gen);
+	CHECK_STR(leaf_name(store, ss, sym, fa + 1), "lp_first_fn");
+	dlclose(ha);
+	hb = dlopen(pb, RTLD_NOW | RTLD_LOCAL);
+	CHECK(hb != NULL);
+	fb = hb ? (uint64_t)(uintptr_t)dlsym(hb, "lp_second_fn") : 0;
+	CHECK_EQ_INT(symbolizer__add_pid(sym, getpid()), 0);
+	CHECK(symbolizer__generation(sym) != gen);
+	if (fb == fa)
+		CHECK_STR(leaf_name(store, ss, sym, fb + 1), "lp_second_fn");
+	else
+		fprintf(stderr, "  (the second library did not reuse the first's address: "
+				"only the generation was checked)\n");
+	if (hb)
+		dlclose(hb);
+	symbolizer__free(sym);
+	stack_store__free(store);
+	stack_symbols__free(ss);
+	unlink(pa);
+	unlink(pb);
+	snprintf(pa, sizeof(pa), "rm -rf %s", tmpdir);
+	CHECK(system(pa) == 0);
+}
+
+UNIT_MAIN()
