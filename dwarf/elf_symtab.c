@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "elf_symtab.h"
+#include "dwarf/elf_plt.h"
 #include "sym_dwarf.h"
 #include "user/util/util.h"
 
@@ -345,12 +346,12 @@ static Elf_Scn *pick_symtab(struct elf_symtab *t, Elf **elf, GElf_Shdr *sh)
 	return scn;
 }
 
-/* Append one function symbol; -ENOMEM on failure. */
-static int raw_add(struct raw_syms *r, const GElf_Sym *sym, const char *name)
+/* Append one function symbol, its name followed by @suffix; -ENOMEM on failure. */
+static int raw_add(struct raw_syms *r, const GElf_Sym *sym, const char *name, const char *suffix)
 {
 	/* .symtab spells versioned symbols "memcpy@@GLIBC_2.14": profiles
 	 * show the name a programmer would write. */
-	size_t len = strcspn(name + 1, "@") + 2;
+	size_t base = strcspn(name + 1, "@") + 1, slen = strlen(suffix), len = base + slen + 1;
 
 	if (r->pool_len + len > r->pool_cap) {
 		size_t cap = (r->pool_cap + len) * 2;
@@ -370,8 +371,8 @@ static int raw_add(struct raw_syms *r, const GElf_Sym *sym, const char *name)
 		r->v = v;
 		r->cap = cap;
 	}
-	memcpy(r->pool + r->pool_len, name, len - 1);
-	r->pool[r->pool_len + len - 1] = '\0';
+	memcpy(r->pool + r->pool_len, name, base);
+	memcpy(r->pool + r->pool_len + base, suffix, slen + 1);
 	r->v[r->n] = (struct raw_sym){
 		.addr = sym->st_value,
 		.size = sym->st_size,
@@ -407,7 +408,7 @@ static int collect_raw(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct raw_s
 		    sym.st_value == 0)
 			continue;
 		name = elf_strptr(elf, sh->sh_link, sym.st_name);
-		if (name && *name && raw_add(r, &sym, name))
+		if (name && *name && raw_add(r, &sym, name, ""))
 			return -ENOMEM;
 	}
 	return 0;
@@ -433,6 +434,14 @@ static uint64_t raw_size(Elf *elf, const struct raw_sym *raw, size_t nraw, size_
 	return end > raw[i].addr ? end - raw[i].addr : 0;
 }
 
+/* A PLT stub as a symbol "func@plt" (elf_plt__for_each). */
+static int add_plt_stub(void *ctx, uint64_t addr, uint64_t size, const char *func)
+{
+	GElf_Sym sym = {.st_value = addr, .st_size = size, .st_info = GELF_ST_INFO(STB_LOCAL, STT_FUNC)};
+
+	return raw_add(ctx, &sym, func, "@plt");
+}
+
 static int load_syms(struct elf_symtab *t)
 {
 	struct raw_syms r = {0};
@@ -445,6 +454,9 @@ static int load_syms(struct elf_symtab *t)
 	if (!scn)
 		return 0;
 	err = collect_raw(elf, scn, &sh, &r);
+	/* the stubs are in the file itself (a debug file's .plt has no bytes) */
+	if (!err)
+		err = elf_plt__for_each(t->elf, add_plt_stub, &r);
 	if (err || !r.n)
 		goto out;
 	qsort(r.v, r.n, sizeof(*r.v), raw_cmp);

@@ -33,7 +33,8 @@ CALLS = {
     "frames_burn": {"main": {"burn_a", "burn_b"}},
 }
 # what main calls besides (clock_gettime, through the vdso or libc)
-CLOCK = re.compile(r"^(__)?(vdso_)?clock_gettime(@@.*)?$|^__vdso_clock_gettime$")
+# the clock read: glibc's, the vDSO's, or the PLT stub on the way (clock_gettime@plt)
+CLOCK = re.compile(r"^(__)?(vdso_)?clock_gettime(@@.*|@plt)?$|^__vdso_clock_gettime$")
 MARKERS = {"[unwind-error]", "[truncated]"}
 PROBE = "[uprobe single-step]"  # the leaf while a probed instruction is stepped
 @pytest.fixture(scope="module", autouse=True)
