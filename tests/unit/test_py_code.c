@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "unit.h"
+#include "child_report.h"
 #include "user/profile/py_code.h"
 
 /* ASCII only: non-ASCII names are built from escapes, so argv's encoding
@@ -237,7 +238,7 @@ static void stop(struct child *ch)
 static int start(const char *python, const char *xopt, struct child *ch)
 {
 	static char text[1 << 16];
-	size_t len = 0;
+	bool ready;
 	int fds[2];
 
 	memset(ch, 0, sizeof(*ch));
@@ -257,20 +258,9 @@ static int start(const char *python, const char *xopt, struct child *ch)
 		_exit(127);
 	}
 	close(fds[1]);
-	while (ch->pid > 0 && len < sizeof(text) - 1 && !strstr(text, "READY\n")) {
-		struct pollfd p = {.fd = fds[0], .events = POLLIN};
-		ssize_t n;
-
-		if (poll(&p, 1, 30000) <= 0)
-			break;
-		n = read(fds[0], text + len, sizeof(text) - 1 - len);
-		if (n <= 0)
-			break;
-		len += n;
-		text[len] = '\0';
-	}
+	ready = ch->pid > 0 && read_until_ready(fds[0], text, sizeof(text));
 	close(fds[0]);
-	if (ch->pid < 0 || !strstr(text, "READY\n") || parse(ch, text)) {
+	if (!ready || parse(ch, text)) {
 		fprintf(stderr, "  %s: no usable report:\n%s\n", python, text);
 		return -1;
 	}

@@ -21,6 +21,7 @@
 
 #include "unit.h"
 #include "elf_dynsym.h"
+#include "runtime_files.h"
 #include "dwarf/python_runtime.h"
 
 #define PYENV "/root/.pyenv/versions/"
@@ -94,14 +95,6 @@ static const struct pyenv {
 
 #define NPYENVS (sizeof(pyenvs) / sizeof(pyenvs[0]))
 
-static bool present(const char *path)
-{
-	if (access(path, R_OK) == 0)
-		return true;
-	fprintf(stderr, "  skip: %s is not installed\n", path);
-	return false;
-}
-
 static void pyenv_lib(const struct pyenv *p, char *buf, size_t len)
 {
 	snprintf(buf, len, PYENV "%s/lib/%s", p->dir, p->lib);
@@ -143,18 +136,9 @@ UNIT_TEST(pyenv_dwarf_agrees_with_the_shipped_tables)
 	}
 }
 
-static char tmpdir[64];
-
 static bool make_tmpdir(void)
 {
-	if (tmpdir[0])
-		return true;
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/lp_pyrt.XXXXXX");
-	if (!mkdtemp(tmpdir)) {
-		tmpdir[0] = '\0';
-		return false;
-	}
-	return true;
+	return make_tmpdir_named("lp_pyrt");
 }
 
 static const char *fixture(void)
@@ -356,34 +340,6 @@ UNIT_TEST(not_python_and_missing_files)
  * Copy the first @len bytes of @src to @dst; with @garble set, overwrite
  * random 64-byte runs in [@lo, @hi) of the file (xorshift from @garble).
  */
-static bool copy_prefix(const char *src, const char *dst, size_t len, uint64_t garble, size_t lo,
-			size_t hi)
-{
-	int in = open(src, O_RDONLY), out = open(dst, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	static char buf[1 << 16];
-	size_t done = 0;
-	bool ok = in >= 0 && out >= 0;
-
-	while (ok && done < len) {
-		ssize_t n = read(in, buf, sizeof(buf) < len - done ? sizeof(buf) : len - done);
-
-		if (n <= 0)
-			break;
-		for (ssize_t i = 0; garble && i < n; i += 97) {
-			garble ^= garble << 13, garble ^= garble >> 7, garble ^= garble << 17;
-			if (done + i >= lo && done + i < hi && garble % 5 == 0)
-				memset(buf + i, (int)(garble >> 32), n - i < 64 ? n - i : 64);
-		}
-		ok = write(out, buf, n) == n;
-		done += n;
-	}
-	if (in >= 0)
-		close(in);
-	if (out >= 0)
-		close(out);
-	return ok;
-}
-
 UNIT_TEST(truncated_and_garbled_copies_fail_cleanly)
 {
 	const char *src = "/usr/bin/python3.11";
@@ -396,7 +352,7 @@ UNIT_TEST(truncated_and_garbled_copies_fail_cleanly)
 		return;
 	snprintf(path, sizeof(path), "%s/python3.11", tmpdir);
 	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
-		CHECK(copy_prefix(src, path, lens[i], 0, 0, 0));
+		CHECK(copy_prefix(src, path, lens[i], 0, 0, 0, 1));
 		CHECK(python_runtime_find(path, &rt, err, sizeof(err)) < 0);
 		CHECK(err[0] != '\0');
 	}
@@ -404,7 +360,7 @@ UNIT_TEST(truncated_and_garbled_copies_fail_cleanly)
 	 * crash (the ASan build checks the reads) */
 	for (uint64_t seed = 1; seed <= 20; seed++) {
 		CHECK(copy_prefix(src, path, st.st_size, seed * 0x9e3779b97f4a7c15ull, 0,
-				  2u << 20));
+				  2u << 20, 5));
 		python_runtime_find(path, &rt, err, sizeof(err));
 	}
 	unlink(path);
@@ -453,7 +409,7 @@ UNIT_TEST(garbled_dwarf_fails_cleanly)
 	 * is DWARF offsets, the table, or an error, never a crash */
 	for (uint64_t seed = 1; seed <= 6; seed++) {
 		CHECK(copy_prefix(src, path, st.st_size, seed * 0x9e3779b97f4a7c15ull,
-				  info.sh_offset, info.sh_offset + (1u << 20)));
+				  info.sh_offset, info.sh_offset + (1u << 20), 5));
 		if (python_runtime_find(path, &rt, err, sizeof(err)) == 0)
 			CHECK_EQ_INT(rt.minor, 12);
 	}
@@ -462,12 +418,7 @@ UNIT_TEST(garbled_dwarf_fails_cleanly)
 
 UNIT_TEST(cleanup)
 {
-	char cmd[128];
-
-	if (!tmpdir[0])
-		return;
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
-	CHECK_EQ_INT(system(cmd), 0);
+	CHECK_EQ_INT(remove_tmpdir(), 0);
 }
 
 UNIT_MAIN()

@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "unit.h"
+#include "child_report.h"
 #include "dwarf/elf_symtab.h"
 #include "dwarf/proc_maps.h"
 #include "user/profile/rb_iseq.h"
@@ -194,7 +195,7 @@ static void stop(struct child *ch)
 static int start(struct child *ch)
 {
 	static char text[1 << 16];
-	size_t len = 0;
+	bool ready;
 	int fds[2];
 
 	memset(ch, 0, sizeof(*ch));
@@ -217,20 +218,9 @@ static int start(struct child *ch)
 		_exit(127);
 	}
 	close(fds[1]);
-	while (ch->pid > 0 && len < sizeof(text) - 1 && !strstr(text, "READY\n")) {
-		struct pollfd p = {.fd = fds[0], .events = POLLIN};
-		ssize_t n;
-
-		if (poll(&p, 1, 30000) <= 0)
-			break;
-		n = read(fds[0], text + len, sizeof(text) - 1 - len);
-		if (n <= 0)
-			break;
-		len += n;
-		text[len] = '\0';
-	}
+	ready = ch->pid > 0 && read_until_ready(fds[0], text, sizeof(text));
 	close(fds[0]);
-	if (ch->pid < 0 || !strstr(text, "READY\n") || parse_report(ch, text)) {
+	if (!ready || parse_report(ch, text)) {
 		fprintf(stderr, "  ruby: no usable report:\n%s\n", text);
 		return -1;
 	}

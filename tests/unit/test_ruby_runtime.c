@@ -19,18 +19,11 @@
 
 #include "unit.h"
 #include "elf_dynsym.h"
+#include "runtime_files.h"
 #include "dwarf/ruby_runtime.h"
 
 #define LIBRUBY "/usr/lib/x86_64-linux-gnu/libruby-3.1.so.3.1"
 #define RUBY	"/usr/bin/ruby"
-
-static bool present(const char *path)
-{
-	if (access(path, R_OK) == 0)
-		return true;
-	fprintf(stderr, "  skip: %s is not installed\n", path);
-	return false;
-}
 
 /* Does @path have a section of type @type? */
 static bool has_section(const char *path, Elf64_Word type)
@@ -156,49 +149,9 @@ UNIT_TEST(not_ruby_and_missing_files)
 	CHECK(err[0] != '\0');
 }
 
-static char tmpdir[64];
-
 static bool make_tmpdir(void)
 {
-	if (tmpdir[0])
-		return true;
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/lp_rbrt.XXXXXX");
-	if (!mkdtemp(tmpdir)) {
-		tmpdir[0] = '\0';
-		return false;
-	}
-	return true;
-}
-
-/*
- * Copy the first @len bytes of @src to @dst; with @garble set, overwrite
- * random 64-byte runs of the file (xorshift from @garble).
- */
-static bool copy_prefix(const char *src, const char *dst, size_t len, uint64_t garble)
-{
-	int in = open(src, O_RDONLY), out = open(dst, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	static char buf[1 << 16];
-	size_t done = 0;
-	bool ok = in >= 0 && out >= 0;
-
-	while (ok && done < len) {
-		ssize_t n = read(in, buf, sizeof(buf) < len - done ? sizeof(buf) : len - done);
-
-		if (n <= 0)
-			break;
-		for (ssize_t i = 0; garble && i < n; i += 97) {
-			garble ^= garble << 13, garble ^= garble >> 7, garble ^= garble << 17;
-			if (garble % 7 == 0)
-				memset(buf + i, (int)(garble >> 32), n - i < 64 ? n - i : 64);
-		}
-		ok = write(out, buf, n) == n;
-		done += n;
-	}
-	if (in >= 0)
-		close(in);
-	if (out >= 0)
-		close(out);
-	return ok;
+	return make_tmpdir_named("lp_rbrt");
 }
 
 /* A copy of libruby named @name whose ruby_version reads @version. */
@@ -214,7 +167,7 @@ static bool patched_copy(const char *name, const char *version, char *path, size
 	    strlen(version) + 1 != sym.st_size)
 		return false;
 	snprintf(path, cap, "%s/%s", tmpdir, name);
-	if (!copy_prefix(LIBRUBY, path, st.st_size, 0))
+	if (!copy_prefix(LIBRUBY, path, st.st_size, 0, 0, 0, 1))
 		return false;
 	fd = open(path, O_WRONLY);
 	ok = fd >= 0 &&
@@ -262,14 +215,15 @@ UNIT_TEST(truncated_and_garbled_copies_fail_cleanly)
 		return;
 	snprintf(path, sizeof(path), "%s/libruby-3.1.so.3.1", tmpdir);
 	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
-		CHECK(copy_prefix(LIBRUBY, path, lens[i], 0));
+		CHECK(copy_prefix(LIBRUBY, path, lens[i], 0, 0, 0, 1));
 		err[0] = '\0';
 		CHECK(ruby_runtime_find(path, &rt, err, sizeof(err)) < 0);
 		CHECK(err[0] != '\0');
 	}
 	/* garbled all over: any result, no crash (the ASan build checks) */
 	for (uint64_t seed = 1; seed <= 20; seed++) {
-		CHECK(copy_prefix(LIBRUBY, path, st.st_size, seed * 0x9e3779b97f4a7c15ull));
+		CHECK(copy_prefix(LIBRUBY, path, st.st_size, seed * 0x9e3779b97f4a7c15ull, 0,
+				  SIZE_MAX, 7));
 		if (ruby_runtime_find(path, &rt, err, sizeof(err)) == 0)
 			CHECK_EQ_INT(rt.minor, 1);
 	}
@@ -278,12 +232,7 @@ UNIT_TEST(truncated_and_garbled_copies_fail_cleanly)
 
 UNIT_TEST(cleanup)
 {
-	char cmd[128];
-
-	if (!tmpdir[0])
-		return;
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
-	CHECK_EQ_INT(system(cmd), 0);
+	CHECK_EQ_INT(remove_tmpdir(), 0);
 }
 
 UNIT_MAIN()
