@@ -138,7 +138,8 @@ static int on_sample(struct daemon *d, const struct lp_sample *s, size_t size)
 						 MAX_USER_FRAMES);
 	} else if (d->rb && ruby_procs__on_sample(d->rb, d->core.bpf, d->sym, s->pid, s->comm)) {
 		/* also without frames: a walk that failed at once is counted */
-		nu = ruby_procs__merge(d->rb, d->core.symbols, s, us, nu, MAX_USER_FRAMES);
+		nu = ruby_procs__merge(d->rb, d->core.symbols, d->sym, s, us, nu,
+				       MAX_USER_FRAMES);
 	}
 	nk = s->n_kstack < LP_MAX_KSTACK ? s->n_kstack : LP_MAX_KSTACK;
 	if (flags & STACK_F_TRUNCATED)

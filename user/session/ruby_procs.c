@@ -325,9 +325,29 @@ static bool in_vm_loop(const struct rb_proc *p, uint64_t pc)
 	return rt->loop_hi && pc >= rt->loop_lo + p->bias && pc < rt->loop_hi + p->bias;
 }
 
+/*
+ * Whether @pc, in the frame just leafward of rb_vm_exec's, is in
+ * vm_exec_core: the function that runs the instructions, which only
+ * rb_vm_exec calls and which a stripped libruby has no symbol for. Its
+ * frame is the VM loop's as much as rb_vm_exec's is, and goes with it;
+ * an unnamed frame of libruby there is taken to be it (rb_vm_exec's
+ * other static callees handle exceptions: rare, and only their frame is
+ * lost).
+ */
+static bool is_vm_core(struct symbolizer *sym, const struct rb_proc *p, uint64_t pc)
+{
+	struct sym_frame f[SYM_MAX_INLINE];
+	int n;
+
+	if (p->file->rt.loop_is_core)
+		return false;
+	n = symbolizer__resolve(sym, (int)p->pid, pc, f, SYM_MAX_INLINE);
+	return n >= 1 && !f[n - 1].func && f[n - 1].path && !strcmp(f[n - 1].path, p->file->path);
+}
+
 unsigned int ruby_procs__merge(struct ruby_procs *rp, struct stack_symbols *ss,
-			       const struct lp_sample *s, uint64_t *us, unsigned int n,
-			       unsigned int max)
+			       struct symbolizer *sym, const struct lp_sample *s, uint64_t *us,
+			       unsigned int n, unsigned int max)
 {
 	const struct rb_proc *p = slot_of(rp->procs, rp->cap, s->pid);
 	unsigned int ni = s->n_interp < LP_MAX_PYFRAMES ? s->n_interp : LP_MAX_PYFRAMES;
@@ -350,6 +370,9 @@ unsigned int ruby_procs__merge(struct ruby_procs *rp, struct stack_symbols *ss,
 			merged[out++] = us[i];
 			continue;
 		}
+		if (out && merged[out - 1] == us[i - 1] &&
+		    is_vm_core(sym, p, i > 1 ? us[i - 1] - 1 : us[i - 1]))
+			out--;
 		/* this loop call's frames, up to the one it began with; the
 		 * outermost call takes whatever is left */
 		seen++;

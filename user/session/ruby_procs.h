@@ -51,14 +51,16 @@ bool ruby_procs__on_sample(struct ruby_procs *rp, struct bpf_session *bpf, struc
 /**
  * ruby_procs__merge - put the Ruby frames of sample @s into its native
  * user stack @us (@n entries, leaf first, room for @max): each frame of
- * the VM loop is replaced by the Ruby frames that call of it ran.
+ * the VM loop (rb_vm_exec, and the unnamed vm_exec_core it calls) is
+ * replaced by the Ruby frames that call of it ran.
  * @ss: where the Ruby frames are interned
+ * @sym: tells vm_exec_core's frames from others
  *
  * Return: the new number of entries.
  */
 unsigned int ruby_procs__merge(struct ruby_procs *rp, struct stack_symbols *ss,
-			       const struct lp_sample *s, uint64_t *us, unsigned int n,
-			       unsigned int max);
+			       struct symbolizer *sym, const struct lp_sample *s, uint64_t *us,
+			       unsigned int n, unsigned int max);
 
 /** ruby_procs__stats - what the merge did so far */
 void ruby_procs__stats(const struct ruby_procs *rp, struct ruby_stats *out);
