@@ -34,7 +34,8 @@
 
 struct rb_file {
 	char *path;
-	int err; /* of ruby_runtime_find(): 0 = a CRuby we know */
+	int err;	   /* of ruby_runtime_find(): 0 = a CRuby we know */
+	bool links_other; /* a ruby whose runtime is in the libruby it links */
 	struct rb_runtime rt;
 };
 
@@ -43,7 +44,11 @@ struct rb_proc {
 	char comm[LP_COMM_LEN];
 	const struct rb_file *file; /* NULL: not CRuby (or not known) */
 	uint64_t bias;		    /* runtime address - ELF address in file->rt.file */
+	uint64_t look_again_ns;	    /* not 0: a ruby whose libruby was not mapped yet */
 };
+
+/* How often a ruby seen before ld.so mapped its libruby is looked at again. */
+#define LOOK_AGAIN_NS (20 * 1000 * 1000ULL)
 
 /* Direct-mapped: a colliding frame replaces the one there (names again). */
 #define TAG_SLOTS 8192
@@ -157,8 +162,10 @@ static const struct rb_file *file_of(struct ruby_procs *rp, const char *path)
 		lp_warn("cannot read ruby binary '%s': %s", path, strerror(-f->err));
 	/* the addresses are in another file (a ruby linked to a libruby):
 	 * that file's own mapping is the one to use */
-	if (!f->err && strcmp(f->rt.file, path))
+	if (!f->err && strcmp(f->rt.file, path)) {
 		f->err = -ENOENT;
+		f->links_other = true;
+	}
 	return f;
 }
 
@@ -210,6 +217,8 @@ static bool try_mapping(struct ruby_procs *rp, struct bpf_session *bpf, struct r
 	const struct rb_file *f = file_of(rp, m->path);
 	struct lp_rb_cfg cfg;
 
+	if (f && f->links_other)
+		p->look_again_ns = lp_now_ns() + LOOK_AGAIN_NS;
 	if (!f || f->err || bias_of(m, &p->bias))
 		return false;
 	fill_cfg(&cfg, &f->rt, p->bias);
@@ -220,9 +229,13 @@ static bool try_mapping(struct ruby_procs *rp, struct bpf_session *bpf, struct r
 	return true;
 }
 
-/* Find a known CRuby among @p's executable mappings: a libruby first, a
+/*
+ * Find a known CRuby among @p's executable mappings: a libruby first, a
  * static ruby only without one (its executable names the libruby it
- * links, and would warn a second time for an unknown version). */
+ * links, and would warn a second time for an unknown version). A ruby
+ * that links a libruby not mapped yet (a command liveprof launched, seen
+ * while ld.so loads its libraries) is looked at again a little later.
+ */
 static void examine(struct ruby_procs *rp, struct bpf_session *bpf, struct symbolizer *sym,
 		    struct rb_proc *p)
 {
@@ -231,6 +244,7 @@ static void examine(struct ruby_procs *rp, struct bpf_session *bpf, struct symbo
 	bool libruby = false;
 
 	p->file = NULL;
+	p->look_again_ns = 0;
 	for (int i = 0; i < n; i++) {
 		if (!maps[i].path || !base_starts(maps[i].path, "libruby"))
 			continue;
@@ -252,11 +266,12 @@ bool ruby_procs__on_sample(struct ruby_procs *rp, struct bpf_session *bpf, struc
 	if ((rp->used + 1) * 2 > rp->cap && grow(rp))
 		return false;
 	p = slot_of(rp->procs, rp->cap, pid);
-	if (p->pid == pid && !strncmp(p->comm, comm, LP_COMM_LEN))
+	if (p->pid == pid && !strncmp(p->comm, comm, LP_COMM_LEN) &&
+	    (!p->look_again_ns || lp_now_ns() < p->look_again_ns))
 		return p->file != NULL;
 	if (!p->pid)
 		rp->used++;
-	else if (p->file) {
+	else if (p->file && strncmp(p->comm, comm, LP_COMM_LEN)) {
 		/* it exec'd: what it ran is gone */
 		rp->stats.procs--;
 		rb_iseq_cache__forget_pid(rp->iseqs, (pid_t)pid);
