@@ -118,7 +118,9 @@ static long rb_walk_step(__u32 i, struct rb_walk *w)
 	__u64 cfp = w->cfp, pc, iseq, ep, flags = 0;
 	__u32 k;
 
-	if (!cfg || !s || !cfg->cfp_size || cfp + cfg->cfp_size > w->end)
+	/* the two outermost frames are the VM stack's dummy and the toplevel
+	 * (TOPLEVEL_BINDING's) frame: Ruby's own backtraces stop before them */
+	if (!cfg || !s || !cfg->cfp_size || cfp + 2 * cfg->cfp_size > w->end)
 		return 1;
 	if (bpf_probe_read_user(&pc, sizeof(pc), (const void *)(cfp + cfg->cfp_pc)) ||
 	    bpf_probe_read_user(&iseq, sizeof(iseq), (const void *)(cfp + cfg->cfp_iseq)) ||
@@ -177,8 +179,8 @@ __noinline int lp_rb_frames(struct lp_sample *s, __u32 tgid, __u32 tid)
 	s->n_interp = w.n;
 	if (w.faults)
 		s->flags |= LP_SF_INTERP_FAULT;
-	/* not at the end of the stack, and no read failed: out of room */
-	if (!w.faults && w.cfp + cfg->cfp_size <= w.end)
+	/* not at the toplevel frame, and no read failed: out of room */
+	if (!w.faults && w.cfp + 2 * cfg->cfp_size < w.end)
 		s->flags |= LP_SF_INTERP_TRUNC;
 	return 0;
 }

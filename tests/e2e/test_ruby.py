@@ -80,9 +80,12 @@ def test_merged_stack_reads_like_the_source(run_lp, procs):
         # where present, is work_a's callee
         if rb_name("unit") in frames:
             assert frames.index(rb_name("unit")) == at[-1] + 1, stack
-        # the script's top level called run (its line is the iseq's own)
+        # the script's top level called run, and shows once, as in Ruby's
+        # own backtraces (its line is the iseq's own: CRuby gives the main
+        # script's iseq first line 0)
         main = at[0] - 1
         assert frames[main].startswith(f"<main> ({WORKLOAD.name}:"), stack
+        assert sum(f.startswith("<main> (") for f in frames) == 1, stack
         # native frames above: ruby's startup
         assert "ruby_run_node" in frames[:main], stack
     assert seen > 0, r
