@@ -15,6 +15,7 @@
 #include "unwind.bpf.h"
 #include "returns.bpf.h"
 #include "python.bpf.h"
+#include "ruby.bpf.h"
 #include "sampler.bpf.h"
 #include "fetch.bpf.h"
 #include "tracer.bpf.h"

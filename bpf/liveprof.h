@@ -29,7 +29,7 @@
 #define LP_MAX_STACK_COPY  (64 << 10) /* user stack bytes after a sample, a power of 2 */
 #define LP_REDZONE	   128	      /* bytes below sp sent along with a stack copy */
 #define LP_CALIB_SLOTS	   1024	      /* timer-interrupt lengths kept by the calibration */
-#define LP_MAX_PYFRAMES	   48	      /* interpreter frames per sample (python.bpf.h) */
+#define LP_MAX_PYFRAMES	   48	      /* interpreter frames per sample (python, ruby.bpf.h) */
 
 enum lp_event_type {
 	LP_EV_SAMPLE = 1,   /* struct lp_sample: on-CPU tick or off-CPU block */
@@ -121,6 +121,29 @@ struct lp_py_cfg {
 	__u16 iframe_is_entry; /* 3.11 */
 	__u16 minor;	       /* 11, 12, 13 */
 	__u16 reserved[3];
+};
+
+/*
+ * Where CRuby keeps what ruby.bpf.h reads, per process (rb_procs). A Ruby
+ * process's samples use interp[] too (a process is never both): code is
+ * the frame's iseq, instr its pc, which points at a VALUE and so is
+ * 8-byte aligned; LP_PYF_ENTRY then marks the frame one call of the VM
+ * loop (rb_vm_exec) began with, the one CRuby flags VM_FRAME_FLAG_FINISH.
+ */
+struct lp_rb_cfg {
+	__u64 vm_ptr; /* address of ruby_current_vm_ptr in the process */
+	__u16 vm_main_ractor;
+	__u16 ractor_threads_set; /* a list head: next at +0 */
+	__u16 thread_lt_node;	  /* the thread's links in that list */
+	__u16 thread_ec;
+	__u16 thread_native_id; /* pthread_self(): the thread's fs base */
+	__u16 ec_vm_stack;
+	__u16 ec_vm_stack_size; /* in VALUEs */
+	__u16 ec_cfp;
+	__u16 cfp_pc;
+	__u16 cfp_iseq;
+	__u16 cfp_ep;
+	__u16 cfp_size;
 };
 
 struct lp_sample {
@@ -400,6 +423,7 @@ LP_ASSERT_AT(struct lp_sample, interp,
 	     96 + 32 * LP_MAX_CALLS + 8 * (LP_MAX_USTACK + LP_MAX_KSTACK) + 8);
 LP_ASSERT_SIZE(struct lp_interp_frame, 16);
 LP_ASSERT_SIZE(struct lp_py_cfg, 40);
+LP_ASSERT_SIZE(struct lp_rb_cfg, 32);
 LP_ASSERT_SIZE(struct lp_call_end, 64);
 LP_ASSERT_SIZE(struct lp_fetch_op, 16);
 LP_ASSERT_SIZE(struct lp_fetch_prog, 8 + 16 * LP_MAX_FETCH_OPS);

@@ -22,7 +22,8 @@ const volatile __u32 stack_copy_bytes = 0;
  * was cut at a pc no table covers yet (a command that just exec'd, a
  * library just dlopen'ed), so that user space unwinds it with libdw. */
 const volatile __u32 rescue_copy_bytes = 0;
-/* read CPython frames at each sample of a process in py_procs (python.bpf.h) */
+/* read interpreter frames at each sample of a process in py_procs or rb_procs
+ * (python.bpf.h, ruby.bpf.h) */
 const volatile bool interp_frames = false;
 
 /* Runtime switches, written by the daemon while running. */

@@ -308,6 +308,12 @@ int bpf_session__set_python(struct bpf_session *s, uint32_t pid, const struct lp
 				    BPF_ANY);
 }
 
+int bpf_session__set_ruby(struct bpf_session *s, uint32_t pid, const struct lp_rb_cfg *cfg)
+{
+	return bpf_map__update_elem(s->skel->maps.rb_procs, &pid, sizeof(pid), cfg, sizeof(*cfg),
+				    BPF_ANY);
+}
+
 int bpf_session__attach_uprobe(struct bpf_session *s, enum bpf_probe_prog which, int pid,
 			       const char *path, uint64_t offset, uint32_t cookie)
 {

@@ -37,7 +37,7 @@ struct bpf_session_opts {
 	unsigned int rescue_copy_bytes;
 	unsigned int max_frames;  /* user frames per stack, 1..LP_MAX_USTACK (0: the maximum) */
 	unsigned int unwind_rows; /* capacity of the rows map (0: the default) */
-	bool interp_frames;	  /* read CPython frames of processes set with set_python */
+	bool interp_frames;	  /* read the frames of processes set with set_python/ruby */
 };
 
 #define BPF_SESSION_UNWIND_ROWS 1000000 /* 12 MB: libc + CPython + a large binary */
@@ -65,6 +65,14 @@ int bpf_session__open(struct bpf_session **out, const struct bpf_session_opts *o
  * Return: 0, or a negative errno.
  */
 int bpf_session__set_python(struct bpf_session *s, uint32_t pid, const struct lp_py_cfg *cfg);
+
+/**
+ * bpf_session__set_ruby - read the CRuby frames of process @pid at each
+ * of its samples, with @cfg (its ruby_current_vm_ptr and member offsets)
+ *
+ * Return: 0, or a negative errno.
+ */
+int bpf_session__set_ruby(struct bpf_session *s, uint32_t pid, const struct lp_rb_cfg *cfg);
 void bpf_session__close(struct bpf_session *s);
 
 struct unwind_maps;

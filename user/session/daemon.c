@@ -23,6 +23,7 @@ _Static_assert(UNWIND_TRAMP_LO == LP_UPROBE_TRAMP_LO && UNWIND_TRAMP_HI == LP_UP
 #include "user/session/bpf_session.h"
 #include "user/session/daemon.h"
 #include "user/session/python_procs.h"
+#include "user/session/ruby_procs.h"
 #include "user/util/log.h"
 #include "user/session/split.h"
 #include "user/session/sample_stack.h"
@@ -86,12 +87,13 @@ int daemon__add_target(struct daemon *d, int pid)
 	 * exec'ing; the tick retries. */
 	symbolizer__add_pid(d->sym, pid);
 	unwinder__add_pid(d->unwind, pid);
-	/* before its first sample, so that every sample has its Python frames */
+	/* before its first sample, so that every sample has its interpreter frames */
 	if (d->py && pid != d->core.child) {
 		char comm[LP_COMM_LEN] = "";
 
 		read_comm(pid, comm, sizeof(comm));
 		python_procs__on_sample(d->py, d->core.bpf, d->sym, (uint32_t)pid, comm);
+		ruby_procs__on_sample(d->rb, d->core.bpf, d->sym, (uint32_t)pid, comm);
 	}
 	d->core.n_procs++;
 	if (d->alloc) {
@@ -130,9 +132,15 @@ static int on_sample(struct daemon *d, const struct lp_sample *s, size_t size)
 	}
 	if (flags & STACK_F_UNWIND_ERROR)
 		d->unwind_errors++;
-	if (d->py && python_procs__on_sample(d->py, d->core.bpf, d->sym, s->pid, s->comm) &&
-	    s->n_interp)
-		nu = python_procs__merge(d->py, d->core.symbols, s, us, nu, MAX_USER_FRAMES);
+	if (d->py && python_procs__on_sample(d->py, d->core.bpf, d->sym, s->pid, s->comm)) {
+		if (s->n_interp)
+			nu = python_procs__merge(d->py, d->core.symbols, s, us, nu,
+						 MAX_USER_FRAMES);
+	} else if (d->rb && ruby_procs__on_sample(d->rb, d->core.bpf, d->sym, s->pid, s->comm)) {
+		/* also without frames: a walk that failed at once is counted */
+		nu = ruby_procs__merge(d->rb, d->core.symbols, d->sym, s, us, nu,
+				       MAX_USER_FRAMES);
+	}
 	nk = s->n_kstack < LP_MAX_KSTACK ? s->n_kstack : LP_MAX_KSTACK;
 	if (flags & STACK_F_TRUNCATED)
 		d->truncated++;
@@ -214,7 +222,8 @@ int daemon__init(struct daemon *d, struct options *o, struct bpf_session *bpf)
 	d->unwind = unwinder__new();
 	if (!d->sym || !d->stacks || !d->core.symbols || !d->unwind)
 		return -ENOMEM;
-	if (!o->no_interp && !(d->py = python_procs__new(o->lines)))
+	if (!o->no_interp &&
+	    (!(d->py = python_procs__new(o->lines)) || !(d->rb = ruby_procs__new(o->lines))))
 		return -ENOMEM;
 	{
 		struct unwind_maps um;
@@ -270,6 +279,7 @@ void daemon__fini(struct daemon *d)
 	unwinder__free(d->unwind);
 	unwind_tables__free(d->utab);
 	python_procs__free(d->py);
+	ruby_procs__free(d->rb);
 	stack_symbols__free(d->core.symbols);
 	stack_store__free(d->stacks);
 	symbolizer__free(d->sym);

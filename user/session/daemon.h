@@ -70,6 +70,7 @@ struct daemon {
 	struct alloc_prof *alloc;   /* --alloc, see alloc.h */
 	struct unwind_tables *utab; /* CFI tables of the BPF unwinder, NULL without it */
 	struct python_procs *py;    /* CPython targets, NULL with --no-interp */
+	struct ruby_procs *rb;	    /* CRuby targets, NULL with --no-interp */
 
 	const char *child_exe; /* its executable, resolved through PATH */
 	int child_status;      /* wait status once it exited */

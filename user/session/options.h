@@ -33,7 +33,7 @@ struct options {
 	bool kernel;
 	bool lines;
 	bool no_inline; /* --no-inline: only the function that holds each address */
-	bool no_interp; /* --no-interp: native frames only for CPython processes */
+	bool no_interp; /* --no-interp: native frames only for CPython and CRuby */
 	bool verbose;
 	bool no_tui;
 	bool per_thread;

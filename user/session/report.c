@@ -18,6 +18,7 @@
 #include "user/util/log.h"
 #include "user/session/report.h"
 #include "user/session/python_procs.h"
+#include "user/session/ruby_procs.h"
 #include "user/session/split.h"
 #include "user/session/traces.h"
 #include "user/profile/writers.h"
@@ -386,6 +387,29 @@ static void print_python(struct daemon *d, FILE *f)
 	fputc('\n', f);
 }
 
+/* The same for the Ruby frames. */
+static void print_ruby(struct daemon *d, FILE *f)
+{
+	struct ruby_stats rs;
+
+	if (!d->rb)
+		return;
+	ruby_procs__stats(d->rb, &rs);
+	if (!rs.procs && !rs.frames)
+		return;
+	fprintf(f, "liveprof: ruby: %d process%s, %" PRIu64 " frames merged", rs.procs,
+		rs.procs == 1 ? "" : "es", rs.frames);
+	if (rs.frames_unnamed)
+		fprintf(f, ", %" PRIu64 " unreadable", rs.frames_unnamed);
+	if (rs.samples_unmerged)
+		fprintf(f, ", %" PRIu64 " samples with no VM loop frame to merge at",
+			rs.samples_unmerged);
+	if (rs.read_faults)
+		fprintf(f, ", %" PRIu64 " samples whose frame walk hit a failed read",
+			rs.read_faults);
+	fputc('\n', f);
+}
+
 static void print_header(struct daemon *d, FILE *f)
 {
 	double dur = ((d->core.end_ns ? d->core.end_ns : lp_now_ns()) - d->core.start_ns) / 1e9;
@@ -406,6 +430,7 @@ static void print_header(struct daemon *d, FILE *f)
 			d->counters[LP_CNT_CALLS_DROPPED] + d->counters[LP_CNT_CALLS_UNWOUND]);
 	fputc('\n', f);
 	print_python(d, f);
+	print_ruby(d, f);
 	if (d->core.child && d->child_exited) {
 		int st = d->child_status;
 

@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * ruby.bpf.h - CRuby frames at a sample (3.1).
+ *
+ * For a process user space recognized as CRuby (rb_procs, filled from
+ * liveprof's table of offsets), find the sampled thread's rb_thread_t,
+ * take its current execution context (a fiber switch changes th->ec, so
+ * it is read at every sample) and walk the control frames from ec->cfp to
+ * the end of the VM stack, recording per frame the iseq and the pc. User
+ * space names them and puts them where the VM loop's C frame (rb_vm_exec)
+ * stands in the native stack.
+ *
+ * Only frames that run an iseq are recorded (iseq and pc both set). A C
+ * method's frame (iseq 0), a C block's (an ifunc, pc 0) and the dummy
+ * frames at the bottom of the stack are skipped: a C method runs on the
+ * native stack, where its own C frames show it between the Ruby frames
+ * that called it and those it calls back, so a marker would say nothing
+ * the native frames do not.
+ *
+ * The thread is the one of the main ractor's threads whose thread_id
+ * (pthread_self(), the fs base on x86-64) is the sampled thread's fs
+ * base; found by walking the thread list once per thread, then kept in
+ * rb_threads and checked again at each sample. Every read is of the
+ * target's memory and may fail or see garbage (a thread being torn down,
+ * a frame being pushed): a failed read ends the walk and is counted, a
+ * wrong pointer can only yield a frame user space cannot name.
+ */
+#ifndef LP_RUBY_BPF_H
+#define LP_RUBY_BPF_H
+
+#define LP_RB_MAX_THREADS 64   /* threads looked at per search */
+#define LP_RB_FRAME_FINISH 0x20 /* VM_FRAME_FLAG_FINISH in ep[0]: a VM loop began here */
+/* control frames looked at per sample: the recorded ones and the C ones between */
+#define LP_RB_MAX_CFPS (LP_MAX_PYFRAMES * 4)
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32); /* tgid */
+	__type(value, struct lp_rb_cfg);
+} rb_procs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);   /* tid */
+	__type(value, __u64); /* its rb_thread_t */
+} rb_threads SEC(".maps");
+
+static __always_inline __u64 rb_read_ptr(__u64 addr)
+{
+	__u64 v = 0;
+
+	if (bpf_probe_read_user(&v, sizeof(v), (const void *)addr))
+		return 0;
+	return v;
+}
+
+struct rb_search {
+	const struct lp_rb_cfg *cfg;
+	__u64 head;  /* the list head: the walk is back at it after the last thread */
+	__u64 node;  /* the current thread's lt_node */
+	__u64 fsbase;
+	__u64 found;
+};
+
+static long rb_search_step(__u32 i, struct rb_search *w)
+{
+	const struct lp_rb_cfg *cfg = w->cfg;
+	__u64 th;
+
+	if (!cfg || !w->node || w->node == w->head)
+		return 1;
+	th = w->node - cfg->thread_lt_node;
+	if (rb_read_ptr(th + cfg->thread_native_id) == w->fsbase) {
+		w->found = th;
+		return 1;
+	}
+	w->node = rb_read_ptr(w->node);
+	return 0;
+}
+
+/* The rb_thread_t of the current thread, or 0 (not a Ruby thread). */
+static __always_inline __u64 rb_thread_of(const struct lp_rb_cfg *cfg, struct task_struct *task,
+					  __u32 tid)
+{
+	__u64 fsbase = BPF_CORE_READ(task, thread.fsbase), *cached, vm, ractor;
+	struct rb_search w = {.cfg = cfg, .fsbase = fsbase};
+
+	cached = bpf_map_lookup_elem(&rb_threads, &tid);
+	if (cached && *cached && rb_read_ptr(*cached + cfg->thread_native_id) == fsbase)
+		return *cached;
+	vm = rb_read_ptr(cfg->vm_ptr);
+	ractor = vm ? rb_read_ptr(vm + cfg->vm_main_ractor) : 0;
+	if (!ractor)
+		return 0;
+	w.head = ractor + cfg->ractor_threads_set;
+	w.node = rb_read_ptr(w.head);
+	bpf_loop(LP_RB_MAX_THREADS, rb_search_step, &w, 0);
+	if (w.found)
+		bpf_map_update_elem(&rb_threads, &tid, &w.found, BPF_ANY);
+	return w.found;
+}
+
+struct rb_walk {
+	const struct lp_rb_cfg *cfg;
+	struct lp_sample *s;
+	__u64 cfp, end; /* the next frame; the end of the VM stack */
+	__u32 n;
+	__u32 faults;
+};
+
+/* One control frame: record it if it runs an iseq, then go to its caller. */
+static long rb_walk_step(__u32 i, struct rb_walk *w)
+{
+	const struct lp_rb_cfg *cfg = w->cfg;
+	struct lp_sample *s = w->s;
+	__u64 cfp = w->cfp, pc, iseq, ep, flags = 0;
+	__u32 k;
+
+	/* the two outermost frames are the VM stack's dummy and the toplevel
+	 * (TOPLEVEL_BINDING's) frame: Ruby's own backtraces stop before them */
+	if (!cfg || !s || !cfg->cfp_size || cfp + 2 * cfg->cfp_size > w->end)
+		return 1;
+	if (bpf_probe_read_user(&pc, sizeof(pc), (const void *)(cfp + cfg->cfp_pc)) ||
+	    bpf_probe_read_user(&iseq, sizeof(iseq), (const void *)(cfp + cfg->cfp_iseq)) ||
+	    bpf_probe_read_user(&ep, sizeof(ep), (const void *)(cfp + cfg->cfp_ep)) ||
+	    (ep && bpf_probe_read_user(&flags, sizeof(flags), (const void *)ep))) {
+		w->faults++;
+		return 1;
+	}
+	w->cfp = cfp + cfg->cfp_size;
+	if (!iseq || !pc)
+		return 0;
+	k = w->n;
+	if (k >= LP_MAX_PYFRAMES)
+		return 1;
+	s->interp[k].code = iseq;
+	s->interp[k].instr = pc & ~LP_PYF_ENTRY;
+	if (flags & LP_RB_FRAME_FINISH)
+		s->interp[k].instr |= LP_PYF_ENTRY;
+	w->n = k + 1;
+	return 0;
+}
+
+/*
+ * Record the current thread's Ruby frames into s->interp, innermost first,
+ * if @tgid is a CRuby process; leave @s alone otherwise. A global
+ * function: the verifier checks it once, not per caller.
+ */
+__noinline int lp_rb_frames(struct lp_sample *s, __u32 tgid, __u32 tid)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct rb_walk w = {};
+	const struct lp_rb_cfg *cfg;
+	__u64 th, ec, stack, size;
+
+	if (!s)
+		return 0;
+	cfg = bpf_map_lookup_elem(&rb_procs, &tgid);
+	if (!cfg)
+		return 0;
+	s->n_interp = 0;
+	th = rb_thread_of(cfg, task, tid);
+	ec = th ? rb_read_ptr(th + cfg->thread_ec) : 0;
+	if (!ec)
+		return 0;
+	stack = rb_read_ptr(ec + cfg->ec_vm_stack);
+	size = rb_read_ptr(ec + cfg->ec_vm_stack_size);
+	w.cfp = rb_read_ptr(ec + cfg->ec_cfp);
+	if (!stack || !w.cfp || w.cfp < stack) {
+		s->flags |= LP_SF_INTERP_FAULT;
+		return 0;
+	}
+	w.end = stack + size * 8;
+	w.cfg = cfg;
+	w.s = s;
+	bpf_loop(LP_RB_MAX_CFPS, rb_walk_step, &w, 0);
+	s->n_interp = w.n;
+	if (w.faults)
+		s->flags |= LP_SF_INTERP_FAULT;
+	/* not at the toplevel frame, and no read failed: out of room */
+	if (!w.faults && w.cfp + 2 * cfg->cfp_size < w.end)
+		s->flags |= LP_SF_INTERP_TRUNC;
+	return 0;
+}
+
+#endif /* LP_RUBY_BPF_H */

@@ -1,0 +1,97 @@
+"""CRuby frames in liveprof's stacks (issue 15), on Debian's ruby 3.1.
+
+Ground truth: tests/workloads/ruby/rb_shares.rb. Every call of unit does
+the same work, and each round calls work_a 6 times, work_b 3 times and
+work_c once, in a fresh random order: of the samples inside the three,
+60/30/10% are in each. A frame is named "label (file.rb:N)" with N the
+line of the method's `def`, read here from the source, and the call
+chain is the source's: <main> -> run -> round -> work_x -> unit, where
+the VM loop's C frame (rb_vm_exec) stood, below ruby's native startup.
+"""
+
+import re
+from pathlib import Path
+
+import stats
+
+HERE = Path(__file__).resolve().parent
+WORKLOAD = HERE.parent / "workloads" / "ruby" / "rb_shares.rb"
+RUBY = "/usr/bin/ruby"
+TRUTH = {"work_a": 0.6, "work_b": 0.3, "work_c": 0.1}
+HZ = 999
+# Enough samples inside work_a/b/c for the per-share binomial check to
+# catch any of the three 5 points off with probability 0.99 at the
+# suite's false-failure rate (60% is the hardest to tell: 3,754 samples).
+NEED = max(stats.needed(p, 0.05) for p in TRUTH.values())
+VM_LOOP = "rb_vm_exec"
+
+
+def def_lines():
+    """Method name -> line of its def, from the workload's source."""
+    out = {}
+    for no, text in enumerate(WORKLOAD.read_text().splitlines(), 1):
+        m = re.match(r"\s*def (\w+)", text)
+        if m:
+            out[m.group(1)] = no
+    return out
+
+
+def rb_name(label, line=None):
+    return f"{label} ({WORKLOAD.name}:{line or def_lines()[label]})"
+
+
+def profile(run_lp, procs, need, *extra):
+    target = procs.start([RUBY, "--disable-gems", WORKLOAD, "60"], settle=0.5)
+    # the three take ~90% of the CPU: run until they had it for `need` samples
+    r = run_lp(["-p", target.pid, "-F", HZ, "-d", 40, *extra],
+               until_cpu=(target.pid, 1.3 * need / HZ), timeout=60)
+    assert r.rc == 0, r
+    assert r.folded, r
+    return r
+
+
+def test_ruby_method_shares(run_lp, procs):
+    r = profile(run_lp, procs, NEED)
+    counts = {k: 0 for k in TRUTH}
+    for stack, n in r.folded.items():
+        frames = stack.split(";")
+        for fn in TRUTH:
+            if rb_name(fn) in frames:
+                counts[fn] += n
+    stats.enough(sum(counts.values()), NEED, "samples inside work_a/b/c")
+    stats.shares(counts, TRUTH, "shares of the Ruby methods")
+    assert "ruby: 1 process" in r.stdout + r.stderr, r
+
+
+def test_merged_stack_reads_like_the_source(run_lp, procs):
+    r = profile(run_lp, procs, 300)
+    chain = [rb_name(m) for m in ("run", "round", "work_a")]
+    seen = 0
+    for stack, n in r.folded.items():
+        frames = stack.split(";")
+        if chain[-1] not in frames:
+            continue
+        seen += n
+        # the VM loop's C frame is replaced, in order, by the Ruby frames
+        assert VM_LOOP not in frames, stack
+        at = [frames.index(f) for f in chain]
+        assert at == sorted(at) and at[-1] - at[0] == len(chain) - 1, stack
+        # work_a's own code runs too (before unit's frame exists): unit,
+        # where present, is work_a's callee
+        if rb_name("unit") in frames:
+            assert frames.index(rb_name("unit")) == at[-1] + 1, stack
+        # the script's top level called run, and shows once, as in Ruby's
+        # own backtraces (its line is the iseq's own: CRuby gives the main
+        # script's iseq first line 0)
+        main = at[0] - 1
+        assert frames[main].startswith(f"<main> ({WORKLOAD.name}:"), stack
+        assert sum(f.startswith("<main> (") for f in frames) == 1, stack
+        # native frames above: ruby's startup
+        assert "ruby_run_node" in frames[:main], stack
+    assert seen > 0, r
+
+
+def test_no_interp_is_native(run_lp, procs):
+    r = profile(run_lp, procs, 200, "--no-interp")
+    assert not any(".rb:" in s for s in r.folded), "Ruby frames with --no-interp"
+    assert any(VM_LOOP in s for s in r.folded), r
