@@ -198,6 +198,40 @@ UNIT_TEST(family_wise_error_with_rare_frames)
  * loses it, because 90 moved samples that all held it explain that; so
  * does a frame more in the fast class when the moved samples lacked it.
  */
+/*
+ * The calls near the threshold, moved the way that hurts a star most, by
+ * what their samples hold: a cause that never runs in them keeps its star
+ * however many there are (1,500 samples here: the recheck that knew only
+ * their number withdrew it); a frame they hold loses it.
+ */
+UNIT_TEST(recheck_ambiguous_by_the_frames_the_samples_hold)
+{
+	struct split_frame_rank k = {.frame = "slow_path", .slow_n = 1222, .fast_n = 0};
+	struct split_ambiguous none_hold = {.slow_total = 300, .fast_total = 1500};
+	struct split_ambiguous all_hold = {.slow_total = 1300, .fast_total = 0,
+					   .slow_with = 1222};
+	struct split_frame_rank f = {.frame = "fast_only", .slow_n = 30, .fast_n = 200};
+	struct split_ambiguous fast_hold = {.slow_total = 0, .fast_total = 200, .fast_with = 200};
+
+	CHECK_EQ_INT(split_rank__apply(&k, 1, 1300, 2000, SPLIT_ALPHA), 0);
+	CHECK(k.significant);
+	split_rank__recheck_ambiguous(&k, 1, 1300, 2000, &none_hold, SPLIT_ALPHA);
+	CHECK(k.significant);
+	/* the worst case of knowing only how many samples (1,250 into the
+	 * slow class, maybe all the frame's) withdraws it: undone, the frame
+	 * would be more in the fast class */
+	split_rank__recheck_moved(&k, 1, 1300, 2000, 1250, SPLIT_ALPHA);
+	CHECK(!k.significant);
+	split_rank__apply(&k, 1, 1300, 2000, SPLIT_ALPHA);
+	split_rank__recheck_ambiguous(&k, 1, 1300, 2000, &all_hold, SPLIT_ALPHA);
+	CHECK(!k.significant);
+	/* a frame more in the fast class: its fast samples are what can move */
+	CHECK_EQ_INT(split_rank__apply(&f, 1, 400, 1000, SPLIT_ALPHA), 0);
+	CHECK(f.significant);
+	split_rank__recheck_ambiguous(&f, 1, 400, 1000, &fast_hold, SPLIT_ALPHA);
+	CHECK(!f.significant);
+}
+
 UNIT_TEST(recheck_moved_keeps_only_stars_the_move_cannot_make)
 {
 	struct split_frame_rank r[3] = {

@@ -234,28 +234,75 @@ static void correction_check(const struct split *s, uint64_t since, const uint64
 /*
  * The sampled calls whose class the correction's error can decide: net
  * latency within SPLIT_BIAS_Z standard deviations of it (the uncertainty
- * is a p10..p90 half-range, 1.2816 sd) of the threshold. Their samples,
- * per class they are in now, are what a star must survive being moved.
+ * is a p10..p90 half-range, 1.2816 sd) of the threshold. Their samples go
+ * to @slow or @fast by the class they are in now: what a star must
+ * survive being moved (recheck_ambiguous()).
  */
-static void ambiguous_calls(const struct split *s, uint64_t since, struct split_result *r)
+static int ambiguous_calls(const struct split *s, uint64_t since, struct split_result *r,
+			   struct counts *slow, struct counts *fast)
 {
 	double reach = r->correction_unc_ns * (SPLIT_BIAS_Z / 1.2816);
 
 	for (size_t i = 0; !r->raw_latency && reach > 0 && i < s->n_done; i++) {
 		const struct done_call *dc = &s->done[i];
 		double d = fabs((double)dc->latency_ns - (double)r->threshold_ns);
-		uint64_t n = 0;
+		bool is_slow = dc->latency_ns >= r->threshold_ns;
 
 		if (dc->end_ns < since || d >= reach)
 			continue;
-		for (uint32_t k = 0; k < dc->n; k++)
-			n += s->pool[dc->first + k].count;
 		r->ambiguous_calls++;
-		if (dc->latency_ns >= r->threshold_ns)
-			r->ambiguous_slow_samples += n;
-		else
-			r->ambiguous_fast_samples += n;
+		for (uint32_t k = 0; k < dc->n; k++) {
+			const struct entry *e = &s->pool[dc->first + k];
+
+			if (counts__add(is_slow ? slow : fast, e->stack_id, e->count, e->weight))
+				return -ENOMEM;
+			if (is_slow)
+				r->ambiguous_slow_samples += e->count;
+			else
+				r->ambiguous_fast_samples += e->count;
+		}
 	}
+	return 0;
+}
+
+/*
+ * Withdraw the stars the ambiguous calls could fake, knowing which frames
+ * their samples hold (ranked as rank_frames() ranks: the same frames).
+ */
+static int recheck_ambiguous(struct split *s, uint64_t since, struct split_result *r)
+{
+	struct counts slow, fast;
+	struct acc_table t = {0};
+	int err;
+
+	counts__init(&slow);
+	counts__init(&fast);
+	err = ambiguous_calls(s, since, r, &slow, &fast);
+	if (!err && r->ambiguous_calls) {
+		err = accumulate(s, &t, &slow, true, false, r->function);
+		if (!err)
+			err = accumulate(s, &t, &fast, false, false, r->function);
+	}
+	for (int i = 0; !err && r->ambiguous_calls && i < r->n_ranks; i++) {
+		struct split_frame_rank *k = &r->ranks[i];
+		const struct frame_acc *a = acc_get(&t, k->frame);
+		struct split_ambiguous amb = {
+			.slow_total = r->ambiguous_slow_samples,
+			.fast_total = r->ambiguous_fast_samples,
+			.slow_with = a ? a->slow_n : 0,
+			.fast_with = a ? a->fast_n : 0,
+		};
+
+		if (!a)
+			err = -ENOMEM;
+		else
+			split_rank__recheck_ambiguous(k, r->n_ranks, r->slow_samples, r->fast_samples,
+						      &amb, r->alpha);
+	}
+	free(t.v);
+	counts__free(&slow);
+	counts__free(&fast);
+	return err;
 }
 
 /* Each sampled call that ended since @since, and its samples, into its class. */
@@ -498,11 +545,9 @@ int split__compute(struct split *s, bool window, bool use_weight, struct split_r
 		split_rank__recheck_moved(r->ranks, r->n_ranks, r->slow_samples, r->fast_samples,
 					  moved_samples(r), r->alpha);
 	/* calls the correction's error may have put in either class */
-	ambiguous_calls(s, since, r);
-	split_rank__recheck_moved(r->ranks, r->n_ranks, r->slow_samples, r->fast_samples,
-				  (double)r->ambiguous_slow_samples, r->alpha);
-	split_rank__recheck_moved(r->ranks, r->n_ranks, r->slow_samples, r->fast_samples,
-				  -(double)r->ambiguous_fast_samples, r->alpha);
+	err = recheck_ambiguous(s, since, r);
+	if (err)
+		return err;
 	qsort(r->ranks, r->n_ranks, sizeof(*r->ranks), cmp_rank);
 	return 0;
 }

@@ -221,10 +221,38 @@ void split_rank__recheck_moved(struct split_frame_rank *r, size_t m, uint64_t n1
 		to_f -= with_f;
 		back_n += take;
 		back_f += with_f;
+		/* still more in the class it was more in, and by more than chance */
 		k->significant =
 			to_n >= SPLIT_MIN_CLASS &&
+			((double)to_f * (double)back_n > (double)back_f * (double)to_n) == more_in_to &&
 			split_rank__fisher(to_f, to_n, back_f, back_n) <= alpha / (double)m;
 	}
+}
+
+void split_rank__recheck_ambiguous(struct split_frame_rank *k, size_t m, uint64_t n1,
+				   uint64_t n2, const struct split_ambiguous *a, double alpha)
+{
+	/* the class the frame is more in, by its samples */
+	bool slow_side = (double)k->slow_n * (double)n2 > (double)k->fast_n * (double)n1;
+	/* samples holding the frame that leave its class, and samples
+	 * without it that join that class from the other */
+	uint64_t out = slow_side ? a->slow_with : a->fast_with;
+	uint64_t in = slow_side ? a->fast_total - a->fast_with : a->slow_total - a->slow_with;
+	uint64_t own_n = slow_side ? n1 : n2, other_n = slow_side ? n2 : n1;
+	uint64_t own_f = slow_side ? k->slow_n : k->fast_n, other_f = slow_side ? k->fast_n : k->slow_n;
+
+	if (!k->significant)
+		return;
+	out = out < own_f ? out : own_f;
+	in = in < other_n ? in : other_n;
+	own_f -= out;
+	other_f += out;
+	own_n = own_n - out + in;
+	other_n = other_n + out - in;
+	/* still more in its own class, and by more than chance */
+	k->significant = own_n >= SPLIT_MIN_CLASS && other_n >= SPLIT_MIN_CLASS &&
+			 (double)own_f * (double)other_n > (double)other_f * (double)own_n &&
+			 split_rank__fisher(own_f, own_n, other_f, other_n) <= alpha / (double)m;
 }
 
 const struct split_frame_rank *split_rank__top(const struct split_result *r)

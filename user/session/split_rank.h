@@ -92,9 +92,38 @@ int split_rank__apply(struct split_frame_rank *r, size_t m, uint64_t n1, uint64_
  * Calls moved across the threshold mix the classes. For each significant
  * frame the move is undone in the way that most favours the star (the
  * moved samples all held the frame when it is more in the class they
- * went to, none did otherwise), and Fisher's exact test must still pass
- * at Bonferroni's alpha / @m; otherwise the star is withdrawn.
+ * went to, none did otherwise); the frame must stay more in the class it
+ * was more in, and Fisher's exact test must still pass at Bonferroni's
+ * alpha / @m; otherwise the star is withdrawn.
  */
+/* The samples of the calls that may be in either class, per class they are
+ * in now: all of them, and those whose stack holds one frame. */
+struct split_ambiguous {
+	uint64_t slow_total, fast_total;
+	uint64_t slow_with, fast_with;
+};
+
+/**
+ * split_rank__recheck_ambiguous - keep a star only if it survives the
+ * ambiguous calls being in the other class
+ * @k: a frame ranked by split_rank__apply()
+ * @m: number of frames ranked
+ * @n1: slow samples, @n2: fast samples
+ * @a: the ambiguous calls' samples, all and those holding @k's frame
+ * @alpha: the family-wise error rate
+ *
+ * The move that works most against the star, sample by sample (looser
+ * than moving whole calls): for a frame more in the slow class, the
+ * ambiguous slow samples that hold it go to the fast class and the
+ * ambiguous fast ones that do not go to the slow class; the other way
+ * round for a frame more in the fast class. The frame must stay more in
+ * its class, and Fisher's exact test must still pass at alpha / @m. Knowing which frames the ambiguous samples
+ * hold is what lets a cause that never runs in a call near the threshold
+ * keep its star however many such calls there are.
+ */
+void split_rank__recheck_ambiguous(struct split_frame_rank *k, size_t m, uint64_t n1,
+				   uint64_t n2, const struct split_ambiguous *a, double alpha);
+
 void split_rank__recheck_moved(struct split_frame_rank *r, size_t m, uint64_t n1, uint64_t n2,
 			       double moved, double alpha);
 
