@@ -221,10 +221,8 @@ void split_rank__recheck_moved(struct split_frame_rank *r, size_t m, uint64_t n1
 		to_f -= with_f;
 		back_n += take;
 		back_f += with_f;
-		/* still more in the class it was more in, and by more than chance */
 		k->significant =
 			to_n >= SPLIT_MIN_CLASS &&
-			((double)to_f * (double)back_n > (double)back_f * (double)to_n) == more_in_to &&
 			split_rank__fisher(to_f, to_n, back_f, back_n) <= alpha / (double)m;
 	}
 }

@@ -92,9 +92,8 @@ int split_rank__apply(struct split_frame_rank *r, size_t m, uint64_t n1, uint64_
  * Calls moved across the threshold mix the classes. For each significant
  * frame the move is undone in the way that most favours the star (the
  * moved samples all held the frame when it is more in the class they
- * went to, none did otherwise); the frame must stay more in the class it
- * was more in, and Fisher's exact test must still pass at Bonferroni's
- * alpha / @m; otherwise the star is withdrawn.
+ * went to, none did otherwise), and Fisher's exact test must still pass
+ * at Bonferroni's alpha / @m; otherwise the star is withdrawn.
  */
 /* The samples of the calls that may be in either class, per class they are
  * in now: all of them, and those whose stack holds one frame. */
