@@ -77,6 +77,11 @@ def check_cpu_cause(r, outdir, cause="slow_path"):
                                  "correction_uncertainty_ns", "ambiguous_calls",
                                  "correction_exceeds_signal", "sampling_biased", "bias_z",
                                  "moved_calls")}
+    if s["verdict"] == "ambiguous":
+        # liveprof's own answer that it cannot decide: the correction's
+        # uncertainty covers nearly a whole class of sampled calls (a
+        # calibration far off on a loaded VM); inconclusive, not a pass
+        pytest.skip(f"inconclusive: split verdict 'ambiguous' ({why})")
     assert top[0]["significant"], (top[0], why)
     return share
 

@@ -226,6 +226,22 @@ UNIT_TEST(recheck_ambiguous_by_the_frames_the_samples_hold)
 	CHECK(!f.significant);
 }
 
+/* A class all but emptied by the ambiguous calls is its own verdict. */
+UNIT_TEST(verdict_ambiguous_when_a_class_is_all_ambiguous)
+{
+	struct split_frame_rank k = {.frame = "slow_path", .slow_n = 680, .fast_n = 0,
+				     .delta = 0.96};
+	struct split_result r = {.ranks = &k, .n_ranks = 1, .slow_samples = 708,
+				 .fast_samples = 366};
+
+	/* needed_samples 0: not a question of more samples */
+	CHECK_STR(split_rank__verdict(&r), "no difference");
+	r.ambiguous_class = true;
+	CHECK_STR(split_rank__verdict(&r), "ambiguous");
+	k.significant = true;
+	CHECK_STR(split_rank__verdict(&r), "significant");
+}
+
 UNIT_TEST(recheck_moved_keeps_only_stars_the_move_cannot_make)
 {
 	struct split_frame_rank r[3] = {

@@ -65,6 +65,7 @@ struct split_result {
 	double correction_unc_ns;   /* its uncertainty per sampled call */
 	uint64_t median_ns;	    /* of every call */
 	bool correction_exceeds;    /* correction_unc_ns >= threshold - median */
+	bool ambiguous_class;	    /* the ambiguous calls hold all but a few of a class's samples */
 	uint64_t calib_spread_ns;   /* the per-sample calibration's own spread */
 	/*
 	 * The check of the classes of sampled calls against every call's

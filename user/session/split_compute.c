@@ -278,6 +278,12 @@ static int recheck_ambiguous(struct split *s, uint64_t since, struct split_resul
 	counts__init(&slow);
 	counts__init(&fast);
 	err = ambiguous_calls(s, since, r, &slow, &fast);
+	/* a class big enough to test that they would empty: then there is
+	 * nothing to compare with, and the split cannot decide */
+	r->ambiguous_class = (r->slow_samples >= SPLIT_MIN_CLASS &&
+			      r->slow_samples - r->ambiguous_slow_samples < SPLIT_MIN_CLASS) ||
+			     (r->fast_samples >= SPLIT_MIN_CLASS &&
+			      r->fast_samples - r->ambiguous_fast_samples < SPLIT_MIN_CLASS);
 	if (!err && r->ambiguous_calls) {
 		err = accumulate(s, &t, &slow, true, false, r->function);
 		if (!err)

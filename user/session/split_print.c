@@ -67,6 +67,9 @@ void split__print(const struct split_result *r, FILE *f, int rows)
 			"threshold: a frame is marked significant only if it differs whichever class "
 			"they belong to\n",
 			(unsigned long)r->ambiguous_calls, r->correction_unc_ns / 1e3);
+	if (r->ambiguous_class)
+		fprintf(f, "  ambiguous: those calls hold nearly all of a class's samples, so the "
+			   "split cannot decide (verdict \"ambiguous\")\n");
 	fprintf(f, "  %-40s %8s %8s %9s %7s %9s\n", "frame (more in slow calls first)", "slow%",
 		"fast%", "delta", "z", "p(Holm)");
 	for (int i = 0; i < r->n_ranks && i < rows; i++) {
@@ -117,6 +120,7 @@ json_t *split__json(const struct split_result *r, int rows)
 	json_object_set_new(o, "calibration_spread_ns", json_integer(r->calib_spread_ns));
 	json_object_set_new(o, "correction_exceeds_signal", json_boolean(r->correction_exceeds));
 	json_object_set_new(o, "ambiguous_calls", json_integer((json_int_t)r->ambiguous_calls));
+	json_object_set_new(o, "ambiguous_class", json_boolean(r->ambiguous_class));
 	if (r->have_expected) {
 		json_t *h = json_array();
 

@@ -276,5 +276,8 @@ const char *split_rank__verdict(const struct split_result *r)
 
 	if (k && k->significant)
 		return "significant";
+	/* the correction's error could put almost a whole class in the other */
+	if (k && r->ambiguous_class)
+		return "ambiguous";
 	return split_rank__needed_total(r) ? "inconclusive" : "no difference";
 }

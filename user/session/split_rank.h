@@ -143,7 +143,10 @@ const struct split_frame_rank *split_rank__top(const struct split_result *r);
 uint64_t split_rank__needed_total(const struct split_result *r);
 
 /**
- * split_rank__verdict - "significant", "inconclusive" or "no difference"
+ * split_rank__verdict - "significant", "inconclusive", "ambiguous" (the
+ * calls the correction's error could put in either class hold all but a
+ * few samples of a class, so there is nothing to compare with) or "no
+ * difference"
  *
  * Return: a static string.
  */
