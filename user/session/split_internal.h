@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * split_internal.h - the state shared by split.c and split_compute.c; not an API.
+ * split_internal.h - the state shared by split.c, split_compute.c and
+ * split_frames.c; not an API.
  */
 #ifndef LP_SESSION_SPLIT_INTERNAL_H
 #define LP_SESSION_SPLIT_INTERNAL_H
@@ -54,5 +55,12 @@ struct split {
 	uint64_t n_pool, cap_pool;
 	uint64_t orphans, dropped, filtered;
 };
+
+/* split_frames.c: each frame's shares of the classes and its exact test */
+int split_rank_frames(struct split *s, bool use_weight, struct split_result *r);
+/* split_frames.c: withdraw the stars the calls near the threshold could fake */
+int split_recheck_ambiguous(struct split *s, uint64_t since, struct split_result *r);
+/* split_frames.c: the ranks, most more in the slow class first */
+void split_sort_ranks(struct split_result *r);
 
 #endif
