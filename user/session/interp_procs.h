@@ -18,6 +18,15 @@
 
 struct sym_mapping;
 
+/* What a language's merge did so far. */
+struct interp_stats {
+	uint64_t frames;	   /* interpreter frames merged into stacks */
+	uint64_t frames_unnamed;   /* of those, whose code object or iseq could not be read */
+	uint64_t samples_unmerged; /* samples with interpreter frames but no loop frame */
+	uint64_t read_faults;	   /* samples whose frame walk in BPF hit a failed read */
+	int procs;		   /* processes recognized as the interpreter */
+};
+
 /* A process looked at: an interpreter of a known version or not. */
 struct interp_proc {
 	uint32_t pid; /* 0: free slot */

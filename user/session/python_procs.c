@@ -43,7 +43,7 @@ struct python_procs {
 	struct interp_table table;
 	struct interp_files files;
 	struct py_code_cache *codes;
-	struct python_stats stats;
+	struct interp_stats stats;
 };
 
 struct python_procs *python_procs__new(bool lines)
@@ -239,7 +239,7 @@ unsigned int python_procs__merge(struct python_procs *pp, struct stack_symbols *
 	return interp_merge(&ops, &m, s, us, n, max, &pp->stats.samples_unmerged);
 }
 
-void python_procs__stats(const struct python_procs *pp, struct python_stats *out)
+void python_procs__stats(const struct python_procs *pp, struct interp_stats *out)
 {
 	*out = pp->stats;
 }

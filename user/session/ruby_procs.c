@@ -46,7 +46,7 @@ struct ruby_procs {
 	struct interp_table table;
 	struct interp_files files;
 	struct rb_iseq_cache *iseqs;
-	struct ruby_stats stats;
+	struct interp_stats stats;
 };
 
 struct ruby_procs *ruby_procs__new(bool lines)
@@ -294,7 +294,7 @@ unsigned int ruby_procs__merge(struct ruby_procs *rp, struct stack_symbols *ss,
 	return interp_merge(&ops, &m, s, us, n, max, &rp->stats.samples_unmerged);
 }
 
-void ruby_procs__stats(const struct ruby_procs *rp, struct ruby_stats *out)
+void ruby_procs__stats(const struct ruby_procs *rp, struct interp_stats *out)
 {
 	*out = rp->stats;
 }
