@@ -229,6 +229,9 @@ static struct elf_symtab *open_file_map(struct symbolizer *s, int pid, const str
 		close(fd);
 		return NULL;
 	}
+	/* the path as the target sees it: .gnu_debuglink is relative to it */
+	if (!e->deleted)
+		elf_symtab__set_path(et, e->path);
 	return obj_register(s, et, dev, e->inode);
 }
 
