@@ -371,3 +371,33 @@ int debuginfo__find_source(const char *build_id, const char *comp_dir, const cha
 		  !debuginfo__enabled() ? "DEBUGINFOD_URLS not set" : "not found", "");
 	return -ENOENT;
 }
+
+Dwarf *debuginfo__dwarf_begin(Elf *elf, const char *path, struct debuginfo_file *dbg)
+{
+	Dwarf *dw = dwarf_begin_elf(elf, DWARF_C_READ, NULL);
+
+	dbg->fd = -1;
+	dbg->elf = NULL;
+	if (dw)
+		return dw;
+	dbg->fd = debuginfo__find_debug(elf, path, NULL, 0, NULL);
+	if (dbg->fd < 0) {
+		dbg->fd = -1;
+		return NULL;
+	}
+	dbg->elf = elf_begin(dbg->fd, ELF_C_READ_MMAP, NULL);
+	dw = dbg->elf ? dwarf_begin_elf(dbg->elf, DWARF_C_READ, NULL) : NULL;
+	if (!dw)
+		debuginfo__file_close(dbg);
+	return dw;
+}
+
+void debuginfo__file_close(struct debuginfo_file *dbg)
+{
+	if (dbg->elf)
+		elf_end(dbg->elf);
+	if (dbg->fd >= 0)
+		close(dbg->fd);
+	dbg->elf = NULL;
+	dbg->fd = -1;
+}

@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <gelf.h>
+#include <elfutils/libdw.h>
 
 #define DEBUGINFO_TIMEOUT_S 10 /* default bound on one debuginfod query, connect included */
 #define DEBUGINFO_WHERE_MAX 1024
@@ -86,5 +87,25 @@ int debuginfo__find_source(const char *build_id, const char *comp_dir, const cha
  * Return: 0, or -ENOENT if @elf has none.
  */
 int debuginfo__hex_build_id(Elf *elf, char *hex);
+
+/* A separate debug file held open for a Dwarf read from it. */
+struct debuginfo_file {
+	int fd;	  /* -1 if none */
+	Elf *elf; /* NULL if none */
+};
+
+/**
+ * debuginfo__dwarf_begin - the DWARF of @elf, from itself or its debug file
+ * @path: the binary's path (for .gnu_debuglink), may be NULL
+ * @dbg: set to the debug file that was opened (fd -1, elf NULL if the DWARF
+ *       is in @elf itself or nowhere); close with debuginfo__file_close()
+ *       after dwarf_end()
+ *
+ * Return: the Dwarf (the caller ends it), or NULL if there is none.
+ */
+Dwarf *debuginfo__dwarf_begin(Elf *elf, const char *path, struct debuginfo_file *dbg);
+
+/** debuginfo__file_close - close what debuginfo__dwarf_begin() opened */
+void debuginfo__file_close(struct debuginfo_file *dbg);
 
 #endif /* LP_DWARF_DEBUGINFO_H */

@@ -21,6 +21,7 @@
 #include <gelf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/known-dwarf.h>
+#include "dwarf/debuginfo.h"
 #include "dwarf/dwarf_aux.h"
 #include "dwarf/fetch_compile.h"
 #include "dwarf/fetch_internal.h"
@@ -230,6 +231,7 @@ int fetch_compile(const char *binary_path, uint64_t probe_vaddr, const struct pr
 	struct fetch_type local = {0};
 	struct fetch_type *ty = type_out ? type_out : &local;
 	struct fc c = {0};
+	struct debuginfo_file dbgfile = {.fd = -1};
 	int fd, ret;
 
 	memset(out, 0, sizeof(*out));
@@ -251,7 +253,8 @@ int fetch_compile(const char *binary_path, uint64_t probe_vaddr, const struct pr
 		ret = -ENOEXEC;
 		goto out;
 	}
-	c.dbg = dwarf_begin_elf(c.elf, DWARF_C_READ, NULL);
+	/* a stripped binary's DWARF may be in a debug file or on debuginfod */
+	c.dbg = debuginfo__dwarf_begin(c.elf, binary_path, &dbgfile);
 	if (!c.dbg) {
 		lp_errf(err, errlen, "'%s' has no DWARF; build with -g to read '%s'", binary_path,
 			e->text);
@@ -272,6 +275,7 @@ out:
 	fetch_type_free(&local);
 	if (c.dbg)
 		dwarf_end(c.dbg);
+	debuginfo__file_close(&dbgfile);
 	if (c.elf)
 		elf_end(c.elf);
 	close(fd);
