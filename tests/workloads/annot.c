@@ -7,13 +7,16 @@
  * loop A holds 1/4 of work()'s samples and loop B 3/4. Loop B's body is
  * an always_inline call: its samples fold under the call line. The
  * tests read the line numbers below from this file (the LINE_* markers),
- * so moving code does not break them.
+ * so moving code does not break them. A random pause (dephase.h, its own
+ * frame) after each call keeps the sampler from locking onto its phase.
  *
  * Usage: annot [SECONDS]   (default: run until killed)
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+
+#include "dephase.h"
 
 static inline __attribute__((always_inline)) unsigned long step(unsigned long a, unsigned long i)
 {
@@ -46,9 +49,12 @@ int main(int argc, char **argv)
 	double secs = argc > 1 ? atof(argv[1]) : 0, t0 = now();
 	volatile unsigned long n = 200000;
 	unsigned long sum = 0;
+	unsigned int seed = 18;
 
-	while (!secs || now() - t0 < secs)
+	while (!secs || now() - t0 < secs) {
 		sum += work(n, 3 * n);
+		dephase(&seed, 4 * n);
+	}
 	printf("%lu\n", sum);
 	return 0;
 }
