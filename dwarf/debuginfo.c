@@ -81,7 +81,10 @@ static void default_progress(const char *what, long done, long total, bool finis
 	/* a log file gets the one final line, a terminal the line redrawn */
 	if (!finished && !tty)
 		return;
-	if (total > 0)
+	if (done < 0)
+		fprintf(stderr, "%sliveprof: debuginfod: %s: not found\n", tty ? "\r\033[K" : "",
+			what);
+	else if (total > 0)
 		fprintf(stderr, "%sliveprof: debuginfod: %s: %ld/%ld kB%s", tty ? "\r\033[K" : "",
 			what, done >> 10, total >> 10, finished ? "\n" : "");
 	else
@@ -248,7 +251,7 @@ static int ask_debuginfod(const char *hex, const char *file, const char *what, c
 	else
 		fd = debuginfod_find_debuginfo(c, (const unsigned char *)hex, 0, &got);
 	if (cur.shown)
-		report(fd >= 0 ? cur.last_done : 0, cur.last_done, true);
+		report(fd >= 0 ? cur.last_done : -1, cur.last_done, true);
 	if (fd < 0) {
 		remember_miss(key);
 		return fd;

@@ -25,7 +25,7 @@
 /*
  * A progress line while debuginfod downloads: @what names the file,
  * @done/@total are bytes (@total <= 0: unknown), @finished is set once,
- * on the last call of one download.
+ * on the last call of one download, with @done < 0 when it failed.
  */
 typedef void (*debuginfo_progress_fn)(const char *what, long done, long total, bool finished,
 				      void *ctx);

@@ -1,0 +1,230 @@
+"""Source lines and debug info from wherever they are (issue 18).
+
+A real debuginfod server (Debian's `debuginfod`) runs on loopback for the
+module, indexing a directory that holds only the debug file of the `annot`
+workload (`objcopy --only-keep-debug`). liveprof profiles a stripped copy
+(no .symtab, no DWARF, no .gnu_debuglink): every name, line, probe and
+source must come through the server.
+
+Truth: tests/workloads/annot.c runs loop A n times and loop B 3n times over
+the same machine code, so loop A holds 1/4 of work()'s CPU time. The line
+numbers are read from the LINE_* markers of the source; the lines liveprof
+may name are those eu-addr2line gives for work()'s bytes in the unstripped
+binary.
+"""
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+import stats
+from lputil import BUILD, LIVEPROF, ROOT, ensure_built
+
+WORKLOAD = os.path.join(BUILD, "annot")
+SOURCE = os.path.join(ROOT, "tests", "workloads", "annot.c")
+
+# Loop A's share of work(): 1/4 by construction. The same instructions run
+# 1:3 times, but the two copies sit at different addresses and the other
+# core is busy; perf annotate measures 25-27% here. The allowance is the
+# issue's "within 3 points"; binomial noise comes on top of it.
+LOOP_A_SHARE = 0.25
+ALLOWANCE = 0.03
+
+
+def marker_lines():
+    """{marker: line number} of the LINE_* comments in annot.c."""
+    out = {}
+    with open(SOURCE) as f:
+        for no, text in enumerate(f, 1):
+            m = re.search(r"/\* (LINE_[A-Z_]+) \*/", text)
+            if m:
+                out[m.group(1)] = no
+    return out
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def build_id(path):
+    r = subprocess.run(["eu-readelf", "-n", path], capture_output=True, text=True, check=True)
+    return re.search(r"Build ID: ([0-9a-f]+)", r.stdout).group(1)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """(url, stripped binary, build-id, tmp dir) with debuginfod serving annot's debug file."""
+    ensure_built(["annot"])
+    if not shutil.which("debuginfod"):
+        pytest.fail("debuginfod is not installed: run `make deps` (Debian package debuginfod)")
+    tmp = tmp_path_factory.mktemp("debuginfod")
+    dbg = tmp / "debug"
+    dbg.mkdir()
+    subprocess.run(["objcopy", "--only-keep-debug", WORKLOAD, str(dbg / "annot.debug")],
+                   check=True)
+    stripped = tmp / "annot"
+    subprocess.run(["objcopy", "--strip-all", WORKLOAD, str(stripped)], check=True)
+    nm = subprocess.run(["nm", str(stripped)], capture_output=True, text=True)
+    assert "work" not in nm.stdout, "the copy under test still has its symbols"
+    bid = build_id(str(stripped))
+    port = free_port()
+    log = open(tmp / "debuginfod.log", "w")
+    proc = subprocess.Popen(["debuginfod", "-p", str(port), "-d", str(tmp / "index.sqlite"),
+                             "-F", str(dbg)], stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/buildid/{bid}/debuginfo", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except (urllib.error.URLError, ConnectionError):
+                pass
+            assert proc.poll() is None, "debuginfod exited: " + open(tmp / "debuginfod.log").read()
+            assert time.time() < deadline, "debuginfod did not index the debug file in 30 s"
+            time.sleep(0.2)
+        yield url, str(stripped), bid, tmp
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+def client_env(url, cache):
+    env = dict(os.environ, DEBUGINFOD_URLS=url, DEBUGINFOD_CACHE_PATH=str(cache))
+    env.pop("DEBUGINFOD_PROGRESS", None)
+    return env
+
+
+def addr2line_lines(func):
+    """Every line eu-addr2line gives for the bytes of @func in the unstripped binary."""
+    nm = subprocess.run(["nm", "-S", WORKLOAD], capture_output=True, text=True, check=True)
+    m = re.search(r"^([0-9a-f]+) ([0-9a-f]+) T " + func + "$", nm.stdout, re.M)
+    start, size = int(m.group(1), 16), int(m.group(2), 16)
+    addrs = [hex(a) for a in range(start, start + size)]
+    r = subprocess.run(["eu-addr2line", "-e", WORKLOAD, "-i"] + addrs, capture_output=True,
+                       text=True, check=True)
+    return {int(x) for x in re.findall(r"annot\.c:(\d+)", r.stdout)}
+
+
+def test_stripped_binary_names_lines_and_probe(server, tmp_path):
+    """Stacks, file:line and --trace FUNC of a stripped binary, through debuginfod."""
+    url, stripped, bid, _ = server
+    cache = tmp_path / "cache"
+    folded, js = tmp_path / "out.folded", tmp_path / "out.json"
+    t0 = time.time()
+    r = subprocess.run([LIVEPROF, "--no-tui", "--lines", "-F", "499", "-d", "2", "--top", "0",
+                        "--trace", "work", "-o", str(folded), "--json", str(js),
+                        "--", stripped, "4"],
+                       capture_output=True, text=True, timeout=60, env=client_env(url, cache))
+    assert r.returncode == 0, r.stderr
+    assert time.time() - t0 < 20
+    assert "debuginfod: debuginfo of 'annot'" in r.stderr, r.stderr
+    assert os.path.exists(cache / bid / "debuginfo"), "nothing in the debuginfod cache"
+    counts = {}
+    for line in folded.read_text().splitlines():
+        stack, n = line.rsplit(" ", 1)
+        for fr in stack.split(";"):
+            m = re.match(r"(work|step) \(annot\.c:(\d+)\)", fr)
+            if m:
+                counts[int(m.group(2))] = counts.get(int(m.group(2)), 0) + int(n)
+    total = sum(int(l.rsplit(" ", 1)[1]) for l in folded.read_text().splitlines())
+    in_work = sum(int(l.rsplit(" ", 1)[1]) for l in folded.read_text().splitlines()
+                  if ";work (annot.c:" in l)
+    assert counts, "no frame of work() with a line: " + folded.read_text()[:2000]
+    allowed = addr2line_lines("work")
+    assert set(counts) <= allowed, f"lines {sorted(counts)} not all in {sorted(allowed)}"
+    # work() is most of the CPU time (dephase() is the rest); H0: >= 50%
+    stats.share_at_least(in_work, total, 0.5, "samples in work() of the stripped binary")
+    traces = json.loads(js.read_text())["traces"]
+    assert traces[0]["function"] == "work" and traces[0]["calls"] > 100, traces
+
+
+def loop_shares(text, lines):
+    """(loop A self, loop B self, work self, rows) from work()'s source section."""
+    sec = text.split("== work ", 1)[1].split("\n== ", 1)[0]
+    rows = {}
+    for row in sec.split("address", 1)[0].splitlines():
+        m = re.match(r"\s+(\d+)\s+[\d.]+%\s+(\d+)\s+[\d.]+%\s+(\d+) (.{4})", row)
+        if m:
+            rows[int(m.group(3))] = (int(m.group(1)), m.group(4), row)
+    self_work = int(re.search(r"samples: self (\d+)", sec).group(1))
+    a = sum(rows.get(lines[k], (0,))[0] for k in ("LINE_A_FOR", "LINE_A_BODY"))
+    b = sum(rows.get(lines[k], (0,))[0] for k in ("LINE_B_FOR", "LINE_B_BODY"))
+    return a, b, self_work, rows, sec
+
+
+def test_annotate_stripped_with_source_from_debuginfod(server, tmp_path):
+    """annotate.txt of the stripped binary: per-line shares against the truth, the
+    inlined call folded under its line, loops marked, and the source text fetched from
+    debuginfod (the source tree is hidden from liveprof by a private mount)."""
+    url, stripped, _, _ = server
+    out = tmp_path / "annotate.txt"
+    wl_dir = os.path.dirname(SOURCE)
+    cmd = [LIVEPROF, "--no-tui", "-F", "999", "-d", "3", "--top", "0", "-o", str(out),
+           "--", stripped, "5"]
+    sh = f"mount -t tmpfs none {wl_dir} && exec " + " ".join(cmd)
+    r = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", sh],
+                       capture_output=True, text=True, timeout=60,
+                       env=client_env(url, tmp_path / "cache"))
+    assert r.returncode == 0, r.stderr
+    text = out.read_text()
+    lines = marker_lines()
+    a, b, self_work, rows, sec = loop_shares(text, lines)
+    assert "debug info: debuginfod" in sec, sec[:600]
+    assert "(debuginfod)" in sec.split("\n")[3], "source not from debuginfod:\n" + sec[:600]
+    assert "LINE_B_BODY" in rows[lines["LINE_B_BODY"]][2], "source text missing"
+    assert lines["LINE_STEP"] not in rows, "inlined step() not folded under its call line"
+    assert "[inlined: step]" in rows[lines["LINE_B_BODY"]][2]
+    assert "L" in rows[lines["LINE_A_FOR"]][1] and "L" in rows[lines["LINE_B_FOR"]][1]
+    n = a + b
+    stats.enough(n, 400, "samples in work()'s two loops")
+    assert n >= 0.95 * self_work, f"only {n} of work()'s {self_work} self samples on loop lines"
+    rate = stats.RATE / 2
+    lo, _ = stats.acceptance(n, LOOP_A_SHARE - ALLOWANCE, rate)
+    _, hi = stats.acceptance(n, LOOP_A_SHARE + ALLOWANCE, rate)
+    stats.record("loop A's share of work() in annotate.txt", stats.RATE)
+    assert lo <= a <= hi, (f"loop A: {a}/{n} = {100 * a / n:.1f}% of work(), truth 25% "
+                           f"(+-3 points): outside {lo}..{hi}\n{sec[:2500]}")
+
+
+def test_unreachable_server_costs_timeout_once(tmp_path):
+    """A server that accepts and never answers: the profile is still written, and the
+    time-out is paid once per build-id, not per address."""
+    ensure_built(["annot"])
+    stripped = tmp_path / "annot"
+    subprocess.run(["objcopy", "--strip-all", WORKLOAD, str(stripped)], check=True)
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(64)
+    url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+    folded = tmp_path / "out.folded"
+    try:
+        t0 = time.time()
+        r = subprocess.run([LIVEPROF, "--no-tui", "-F", "499", "-d", "1", "--top", "0",
+                            "--debuginfod-timeout", "2", "-o", str(folded),
+                            "--", str(stripped), "3"], capture_output=True, text=True,
+                           timeout=60, env=client_env(url, tmp_path / "cache"))
+        took = time.time() - t0
+    finally:
+        silent.close()
+    assert r.returncode == 0, r.stderr
+    assert folded.read_text().strip(), "no profile written"
+    assert "[annot+0x" in folded.read_text()
+    # 1 s of profiling; 2 s for annot's build-id; libc and ld.so have their
+    # debug files in /usr/lib/debug (libc6-dbg) and are never asked for
+    assert took < 1 + 2 * 2 + 4, f"took {took:.1f} s: the time-out was paid more than once"
