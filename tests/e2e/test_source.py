@@ -228,3 +228,114 @@ def test_unreachable_server_costs_timeout_once(tmp_path):
     # 1 s of profiling; 2 s for annot's build-id; libc and ld.so have their
     # debug files in /usr/lib/debug (libc6-dbg) and are never asked for
     assert took < 1 + 2 * 2 + 4, f"took {took:.1f} s: the time-out was paid more than once"
+
+
+# ---- the TUI's Source view, driven in tmux as a person would ----------------
+
+COLS, ROWS = 160, 40
+
+
+def tmux(*args, check=True):
+    r = subprocess.run(["tmux", *args], capture_output=True, text=True)
+    if check:
+        assert r.returncode == 0, f"tmux {args}: {r.stderr}"
+    return r.stdout
+
+
+class Pane:
+    def __init__(self, name):
+        self.name = name
+
+    def screen(self):
+        return tmux("capture-pane", "-p", "-t", self.name, check=False).rstrip("\n").split("\n")
+
+    def wait(self, pred, timeout, what):
+        deadline = time.monotonic() + timeout
+        while True:
+            s = self.screen()
+            got = pred(s)
+            if got:
+                return got
+            if time.monotonic() > deadline:
+                pytest.fail(f"{what} within {timeout}s; screen:\n" + "\n".join(s))
+            time.sleep(0.1)
+
+    def keys(self, *keys):
+        tmux("send-keys", "-t", self.name, *keys)
+
+    def type(self, text):
+        tmux("send-keys", "-t", self.name, "-l", text)
+
+
+def source_rows(screen, lines):
+    """{marker: (self samples, marks, hits or None)} of the Source view's rows."""
+    out = {}
+    for row in screen:
+        for marker, no in lines.items():
+            if f"/* {marker} */" not in row:
+                continue
+            m = re.match(r"\s*(?:(\d+)\s+[\d.]+%\s+#*\s+[\d.]+%)?\s+(\d+) (.{6}) (.{32}) ", row)
+            if m and int(m.group(2)) == no:
+                hits = re.match(r"\s*(\d+)", m.group(4))
+                out[marker] = (int(m.group(1) or 0), m.group(3),
+                               int(hits.group(1)) if hits else None, row)
+    return out
+
+
+def test_tui_source_view(server, tmp_path):
+    """Key 5 on the hot function: per-line shares against the truth, marks, then
+    Enter probes LINE_A_BODY (hits rise), Enter removes it, d shows the loop's
+    backward jump. The binary is the stripped copy: all through debuginfod."""
+    url, stripped, _, _ = server
+    lines = marker_lines()
+    target = subprocess.Popen([stripped, "120"], stdout=subprocess.DEVNULL)
+    name = f"lpsrc{os.getpid()}"
+    env = f"DEBUGINFOD_URLS={url} DEBUGINFOD_CACHE_PATH={tmp_path / 'cache'}"
+    tmux("new-session", "-d", "-s", name, "-x", str(COLS), "-y", str(ROWS), "sh", "-c",
+         f"env {env} {LIVEPROF} -F 999 -p {target.pid}; echo EXITED $?; sleep 60")
+    pane = Pane(name)
+    try:
+        pane.wait(lambda s: "?:help" in s[-1] and re.search(r"\swork\s*$", "\n".join(s), re.M),
+                  30, "no samples of 'work' in Top")
+        pane.keys("5")
+        rows = pane.wait(lambda s: (lambda r: r if len(r) == 4 and sum(
+            r[k][0] for k in r) >= 600 else None)(
+            {k: v for k, v in source_rows(s, lines).items() if k.startswith("LINE_A")
+             or k.startswith("LINE_B")}), 30, "600 samples on work()'s loop lines")
+        scr = "\n".join(pane.screen())
+        assert "work in annot" in scr and "debug info: debuginfod" in scr, scr
+        a = rows["LINE_A_FOR"][0] + rows["LINE_A_BODY"][0]
+        n = a + rows["LINE_B_FOR"][0] + rows["LINE_B_BODY"][0]
+        rate = stats.RATE / 2
+        lo, _ = stats.acceptance(n, LOOP_A_SHARE - ALLOWANCE, rate)
+        _, hi = stats.acceptance(n, LOOP_A_SHARE + ALLOWANCE, rate)
+        stats.record("loop A's share of work() in the Source view", stats.RATE)
+        assert lo <= a <= hi, f"loop A {a}/{n}, outside {lo}..{hi}:\n{scr}"
+        assert "L" in rows["LINE_A_FOR"][1] and "L" in rows["LINE_B_FOR"][1], scr
+        assert "[inlined: step]" in rows["LINE_B_BODY"][3], scr
+
+        pane.keys("/")
+        pane.type("LINE_A_BODY")
+        pane.keys("Enter")
+        time.sleep(0.3)
+        pane.keys("Enter")
+        spec = f"annot.c:{lines['LINE_A_BODY']}"
+        h1 = pane.wait(lambda s: source_rows(s, lines).get("LINE_A_BODY", (0, 0, None))[2],
+                       20, f"hits of the probe on {spec}")
+        time.sleep(1.5)
+        h2 = pane.wait(lambda s: (lambda h: h if h and h > h1 else None)(
+            source_rows(s, lines).get("LINE_A_BODY", (0, 0, None))[2]), 10,
+            "the hit count rising")
+        assert h2 > h1
+        pane.keys("Enter")
+        pane.wait(lambda s: f"removed the probe on {spec}" in "\n".join(s), 10,
+                  "the probe removed by Enter")
+        pane.keys("d")
+        pane.wait(lambda s: "(loop)" in "\n".join(s) and "[disassembly]" in "\n".join(s), 10,
+                  "the disassembly with the loop's backward jump")
+        pane.keys("q")
+        pane.wait(lambda s: any("EXITED 0" in l for l in s), 20, "liveprof exiting with 0")
+    finally:
+        tmux("kill-session", "-t", name, check=False)
+        target.kill()
+        target.wait(timeout=5)
