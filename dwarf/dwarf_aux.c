@@ -28,8 +28,10 @@ int dwarf_aux__phys_scopes(Dwarf *dbg, Dwarf_Addr addr, Dwarf_Die **out)
 	if (!dwarf_addrdie(dbg, addr, &cu))
 		return -1;
 	n = dwarf_getscopes(&cu, addr, &scopes);
-	if (n <= 0)
+	if (n <= 0) {
+		free(scopes); /* libdw may have allocated it before failing */
 		return -1;
+	}
 	n = dwarf_getscopes_die(&scopes[0], out);
 	free(scopes);
 	return n;

@@ -20,7 +20,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "dwarf/dwarf_aux.h"
 #include "dwarf/src_func.h"
 #include "dwarf/sym_dwarf.h"
 
@@ -44,22 +43,57 @@ static const uint8_t *code_bytes(struct elf_symtab *t, uint64_t vaddr, uint64_t 
 	return NULL;
 }
 
-/* Lexical blocks and inlined scopes between @pc and its function. */
-static int scope_depth(Dwarf *dw, uint64_t pc)
+#define MAX_SCOPE_STEPS 100000 /* bound the DIE walks over hostile DWARF */
+
+/*
+ * Lexical blocks and inlined scopes between @pc and the function @sub.
+ * A walk of our own, not dwarf_getscopes(): that one follows inlined
+ * copies into their abstract origins (and leaks there in libdw 0.188).
+ */
+static int scope_depth(Dwarf_Die *sub, uint64_t pc)
 {
-	Dwarf_Die *scopes = NULL;
-	int n = dw ? dwarf_aux__phys_scopes(dw, pc, &scopes) : -1, depth = 0;
+	Dwarf_Die die = *sub, child;
+	int depth = 0, steps = 0;
 
-	for (int i = 0; i < n; i++) {
-		int tag = dwarf_tag(&scopes[i]);
+	while (depth < 64 && dwarf_child(&die, &child) == 0) {
+		bool found = false;
 
-		if (tag == DW_TAG_subprogram)
+		do {
+			int tag = dwarf_tag(&child);
+
+			if (++steps > MAX_SCOPE_STEPS)
+				return depth;
+			if ((tag == DW_TAG_lexical_block || tag == DW_TAG_inlined_subroutine) &&
+			    dwarf_haspc(&child, pc) > 0) {
+				found = true;
+				break;
+			}
+		} while (dwarf_siblingof(&child, &child) == 0);
+		if (!found)
 			break;
-		if (tag == DW_TAG_lexical_block || tag == DW_TAG_inlined_subroutine)
-			depth++;
+		die = child;
+		depth++;
 	}
-	free(scopes);
 	return depth;
+}
+
+/* The DW_TAG_subprogram of the function at @lo, from the unit's top level. */
+static bool find_subprogram(Dwarf *dw, uint64_t lo, Dwarf_Die *out)
+{
+	Dwarf_Die cu, child;
+	int steps = 0;
+
+	if (!dw || !dwarf_addrdie(dw, lo, &cu) || dwarf_child(&cu, &child) != 0)
+		return false;
+	do {
+		if (++steps > MAX_SCOPE_STEPS)
+			return false;
+		if (dwarf_tag(&child) == DW_TAG_subprogram && dwarf_haspc(&child, lo) > 0) {
+			*out = child;
+			return true;
+		}
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return false;
 }
 
 static bool same_file(const char *a, const char *b)
@@ -68,7 +102,8 @@ static bool same_file(const char *a, const char *b)
 }
 
 /* Line, inlined function and depth of one instruction. */
-static int place_insn(struct elf_symtab *t, Dwarf *dw, struct src_func *f, struct src_insn *in)
+static int place_insn(struct elf_symtab *t, Dwarf *dw, Dwarf_Die *sub, struct src_func *f,
+		      struct src_insn *in)
 {
 	struct sym_line_frame fr[MAX_INLINE];
 	int n = dw ? sym_dwarf__frames(t, in->vaddr, fr, MAX_INLINE) : 0;
@@ -86,7 +121,7 @@ static int place_insn(struct elf_symtab *t, Dwarf *dw, struct src_func *f, struc
 		if ((fr[0].func && !in->inl_func) || (fr[0].file && !in->inl_file))
 			return -ENOMEM;
 	}
-	in->depth = scope_depth(dw, in->vaddr);
+	in->depth = sub ? scope_depth(sub, in->vaddr) : 0;
 	if (in->line > 0) {
 		if (!f->first_line || in->line < f->first_line)
 			f->first_line = in->line;
@@ -99,6 +134,7 @@ static int place_insn(struct elf_symtab *t, Dwarf *dw, struct src_func *f, struc
 static int decode_all(struct elf_symtab *t, Dwarf *dw, struct src_func *f, const uint8_t *p)
 {
 	uint64_t size = f->hi - f->lo, i = 0;
+	Dwarf_Die subd, *sub = find_subprogram(dw, f->lo, &subd) ? &subd : NULL;
 	size_t cap = 0;
 	int err;
 
@@ -127,7 +163,7 @@ static int decode_all(struct elf_symtab *t, Dwarf *dw, struct src_func *f, const
 		in->flow = xi.flow;
 		if (xi.flow == X86_FLOW_JCC || xi.flow == X86_FLOW_JMP || xi.flow == X86_FLOW_CALL)
 			in->target = in->vaddr + (uint64_t)xi.len + (uint64_t)xi.rel;
-		err = place_insn(t, dw, f, in);
+		err = place_insn(t, dw, sub, f, in);
 		if (err)
 			return err;
 		i += (uint64_t)xi.len;
