@@ -57,6 +57,19 @@ static const struct annot_func *shown(const struct src_view *sv)
 	return sv && sv->a && sv->a->n ? &sv->a->funcs[0] : NULL;
 }
 
+/* The function the current view points at: Top/Tree's cursor, Latency's trace, the split. */
+static const char *pointed_function(struct tui *t)
+{
+	const struct trace_info *ti;
+
+	if (t->view == VIEW_LATENCY && t->d->traces &&
+	    (ti = traces__info(t->d->traces, t->lat_sel)) && ti->kind == TRACE_FUNC)
+		return ti->func;
+	if (t->view == VIEW_SPLIT && t->m.has_split)
+		return t->m.sr.function;
+	return t->view == VIEW_SOURCE ? NULL : selected_function(t);
+}
+
 /**
  * source_open - show the Source view of the function selected in the current view
  * @t: the UI state
@@ -68,7 +81,7 @@ static const struct annot_func *shown(const struct src_view *sv)
 int source_open(struct tui *t)
 {
 	struct src_view *sv = sv_get(t);
-	const char *fn = t->view == VIEW_SOURCE ? NULL : selected_function(t);
+	const char *fn = pointed_function(t);
 
 	if (!sv) {
 		set_msg(t, true, "out of memory");

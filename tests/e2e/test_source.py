@@ -202,6 +202,38 @@ def test_annotate_stripped_with_source_from_debuginfod(server, tmp_path):
                            f"(+-3 points): outside {lo}..{hi}\n{sec[:2500]}")
 
 
+def test_annotate_source_path_and_mismatch(tmp_path):
+    """--source-path finds the file when the DWARF path is gone; a file shorter than
+    the code's lines is flagged, never shown as the source; without any source the
+    listing still comes, with where it looked."""
+    ensure_built(["annot"])
+    wl_dir = os.path.dirname(SOURCE)
+    short, full = tmp_path / "short", tmp_path / "full"
+    short.mkdir()
+    full.mkdir()
+    (short / "annot.c").write_text("/* an old version */\nint main(void) { return 0; }\n")
+    shutil.copy(SOURCE, full / "annot.c")
+    env = dict(os.environ)
+    env.pop("DEBUGINFOD_URLS", None)
+    out = {}
+    for what, extra in (("short", ["--source-path", str(short)]),
+                        ("full", ["--source-path", str(full)]), ("none", [])):
+        out[what] = tmp_path / f"{what}.annotate"
+        cmd = [LIVEPROF, "--no-tui", "-F", "499", "-d", "1", "--top", "0", *extra,
+               "-o", str(out[what]), "--", WORKLOAD, "2"]
+        sh = f"mount -t tmpfs none {wl_dir} && exec " + " ".join(cmd)
+        r = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", sh],
+                           capture_output=True, text=True, timeout=60, env=env)
+        assert r.returncode == 0, r.stderr
+    text = {k: v.read_text().split("== work ", 1)[1].split("\n== ", 1)[0] for k, v in out.items()}
+    assert "MISMATCH" in text["short"] and "int main" not in text["short"], text["short"][:800]
+    assert f"'{full / 'annot.c'}' (--source-path)" in text["full"], text["full"][:800]
+    assert "LINE_A_BODY" in text["full"] and "MISMATCH" not in text["full"]
+    assert "source: not found; looked at" in text["none"], text["none"][:800]
+    assert SOURCE in text["none"] and "DEBUGINFOD_URLS not set" in text["none"]
+    assert "jcc work+0x" in text["none"], "no disassembly without the source"
+
+
 def test_unreachable_server_costs_timeout_once(tmp_path):
     """A server that accepts and never answers: the profile is still written, and the
     time-out is paid once per build-id, not per address."""
