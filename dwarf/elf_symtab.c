@@ -18,6 +18,7 @@
 #include "elf_symtab.h"
 #include "dwarf/debuginfo.h"
 #include "dwarf/elf_plt.h"
+#include "dwarf/probe_prove.h"
 #include "sym_dwarf.h"
 #include "user/util/util.h"
 
@@ -199,6 +200,7 @@ void elf_symtab__free(struct elf_symtab *t)
 	if (!t)
 		return;
 	sym_dwarf__release(t);
+	probe_prover__free(t->fdes);
 	if (t->dwarf)
 		dwarf_end(t->dwarf);
 	if (t->dbg_elf)

@@ -14,6 +14,8 @@
 
 #define ELF_BUILD_ID_MAX 64 /* bytes; GNU ld writes 20 */
 
+struct probe_prover;
+
 struct elf_sym {
 	uint64_t addr; /* ELF vaddr */
 	uint64_t size; /* 0 only if nothing sensible bounds it: matches addr exactly */
@@ -50,6 +52,10 @@ struct elf_symtab {
 	Elf *dbg_elf;
 	struct sym_cu_index *cu_idx; /* per-CU function ranges, sorted by CU offset */
 	size_t ncu_idx, cu_idx_cap;
+
+	/* .eh_frame's FDEs, read on the first address no symbol covers (elf_fde.c) */
+	bool fdes_tried;
+	struct probe_prover *fdes;
 };
 
 /**
@@ -94,6 +100,17 @@ void elf_symtab__free(struct elf_symtab *t);
  * Return: the debug file's Elf (owned by @t), or NULL if there is none.
  */
 Elf *elf_symtab__debug_elf(struct elf_symtab *t);
+
+/**
+ * elf_symtab__fde_range - the bounds of the function holding @vaddr, from
+ * the .eh_frame FDE that covers it
+ *
+ * For code no symbol names (stripped binaries): the compiler emits one FDE
+ * per function, so its range groups the function's addresses.
+ *
+ * Return: 0 with [@start, @end), or -ENOENT when no FDE covers @vaddr.
+ */
+int elf_symtab__fde_range(struct elf_symtab *t, uint64_t vaddr, uint64_t *start, uint64_t *end);
 
 /**
  * elf_symtab__set_path - tell @t where its file is (copied), for .gnu_debuglink

@@ -183,27 +183,49 @@ static void unit_info(Dwarf *dw, uint64_t vaddr, struct src_func *f)
 		f->comp_dir = strdup(s);
 }
 
-int src_func__open(struct elf_symtab *t, uint64_t vaddr, struct src_func **out)
+/* Bounds and name of the function at @vaddr: its symbol, else its FDE. */
+static int func_bounds(struct elf_symtab *t, uint64_t vaddr, uint64_t *lo, uint64_t *hi,
+		       char *name, size_t len)
 {
 	const struct elf_sym *sym = elf_symtab__lookup(t, vaddr);
+	const char *base = t->path ? strrchr(t->path, '/') : NULL;
+
+	if (sym && sym->size) {
+		*lo = sym->addr;
+		*hi = sym->addr + sym->size;
+		snprintf(name, len, "%s", sym->name);
+		return 0;
+	}
+	if (sym || elf_symtab__fde_range(t, vaddr, lo, hi))
+		return -ENOENT;
+	/* named as the symbolizer names it */
+	snprintf(name, len, "[%.200s+0x%" PRIx64 "]", base ? base + 1 : t->path ? t->path : "unknown",
+		 *lo);
+	return 0;
+}
+
+int src_func__open(struct elf_symtab *t, uint64_t vaddr, struct src_func **out)
+{
 	struct src_func *f;
 	const uint8_t *p;
+	uint64_t lo, hi;
+	char name[512];
 	Dwarf *dw;
 	int err;
 
 	*out = NULL;
-	if (!sym || !sym->size || sym->size > SRC_MAX_FUNC_BYTES)
+	if (func_bounds(t, vaddr, &lo, &hi, name, sizeof(name)) || hi - lo > SRC_MAX_FUNC_BYTES)
 		return -ENOENT;
-	p = code_bytes(t, sym->addr, sym->size);
+	p = code_bytes(t, lo, hi - lo);
 	if (!p)
 		return -ENOENT;
 	f = calloc(1, sizeof(*f));
-	if (!f || !(f->name = strdup(sym->name))) {
+	if (!f || !(f->name = strdup(name))) {
 		free(f);
 		return -ENOMEM;
 	}
-	f->lo = sym->addr;
-	f->hi = sym->addr + sym->size;
+	f->lo = lo;
+	f->hi = hi;
 	snprintf(f->build_id, sizeof(f->build_id), "%s", t->build_id);
 	dw = sym_dwarf__dwarf(t);
 	if (dw)

@@ -75,6 +75,11 @@ static const char *intern(struct symbolizer *s, const char *str)
 	return s->strs[i];
 }
 
+const char *sym_intern(struct symbolizer *s, const char *str)
+{
+	return intern(s, str);
+}
+
 void sym_proc_free(struct sym_proc *p)
 {
 	free(p->maps);

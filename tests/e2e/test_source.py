@@ -236,7 +236,8 @@ def test_annotate_source_path_and_mismatch(tmp_path):
 
 def test_unreachable_server_costs_timeout_once(tmp_path):
     """A server that accepts and never answers: the profile is still written, and the
-    time-out is paid once per build-id, not per address."""
+    time-out is paid once per build-id, not per address. Without any symbol, each
+    function is still one frame, named after its .eh_frame FDE's start."""
     ensure_built(["annot"])
     stripped = tmp_path / "annot"
     subprocess.run(["objcopy", "--strip-all", WORKLOAD, str(stripped)], check=True)
@@ -255,8 +256,16 @@ def test_unreachable_server_costs_timeout_once(tmp_path):
     finally:
         silent.close()
     assert r.returncode == 0, r.stderr
-    assert folded.read_text().strip(), "no profile written"
-    assert "[annot+0x" in folded.read_text()
+    text = folded.read_text()
+    assert text.strip(), "no profile written"
+    # no symbols anywhere: one frame per function, named by its FDE's start
+    nm = subprocess.run(["nm", WORKLOAD], capture_output=True, text=True, check=True).stdout
+    funcs = {int(a, 16): n for a, t, n in (l.split() for l in nm.splitlines() if len(l.split()) == 3)
+             if t in "Tt"}
+    work = next(a for a, n in funcs.items() if n == "work")
+    names = set(re.findall(r"\[annot\+0x([0-9a-f]+)\]", text))
+    assert f"{work:x}" in names, f"work() not one frame [annot+0x{work:x}]: {sorted(names)}"
+    assert {int(a, 16) for a in names} <= set(funcs), f"{sorted(names)} are not all function starts"
     # 1 s of profiling; 2 s for annot's build-id; libc and ld.so have their
     # debug files in /usr/lib/debug (libc6-dbg) and are never asked for
     assert took < 1 + 2 * 2 + 4, f"took {took:.1f} s: the time-out was paid more than once"

@@ -74,6 +74,8 @@ static struct bin *bin_get(struct builder *b, const char *path, size_t *idx)
 static int cand_of_frame(struct builder *b, const struct frame *f)
 {
 	const struct elf_sym *sym;
+	const char *name;
+	uint64_t start, end;
 	struct bin *bin;
 	size_t bi;
 
@@ -83,10 +85,16 @@ static int cand_of_frame(struct builder *b, const struct frame *f)
 	if (f->build_id && f->build_id[0] && strcmp(f->build_id, bin->t->build_id))
 		return -1;
 	sym = elf_symtab__lookup(bin->t, f->addr);
-	if (!sym)
+	if (sym) {
+		start = sym->addr;
+		name = sym->name;
+	} else if (elf_symtab__fde_range(bin->t, f->addr, &start, &end) == 0) {
+		name = f->name; /* "[bin+0xSTART]": the symbolizer named it from the same FDE */
+	} else {
 		return -1;
+	}
 	for (size_t i = b->n_cands; i-- > 0;)
-		if (b->cands[i].bin == bi && b->cands[i].sym_addr == sym->addr)
+		if (b->cands[i].bin == bi && b->cands[i].sym_addr == start)
 			return (int)i;
 	if (b->n_cands == b->cap_cands) {
 		size_t cap = b->cap_cands ? b->cap_cands * 2 : 64;
@@ -97,8 +105,7 @@ static int cand_of_frame(struct builder *b, const struct frame *f)
 		b->cands = v;
 		b->cap_cands = cap;
 	}
-	b->cands[b->n_cands] =
-		(struct cand){.bin = bi, .sym_addr = sym->addr, .name = sym->name, .sel = -1};
+	b->cands[b->n_cands] = (struct cand){.bin = bi, .sym_addr = start, .name = name, .sel = -1};
 	return (int)b->n_cands++;
 }
 
