@@ -380,3 +380,20 @@ def test_tui_source_view(server, tmp_path):
         tmux("kill-session", "-t", name, check=False)
         target.kill()
         target.wait(timeout=5)
+
+
+def test_libc_argument_from_installed_debug_file(tmp_path):
+    """Argument capture reads DWARF from /usr/lib/debug/.build-id (libc6-dbg):
+    'libc.so.6:malloc(bytes)' used to exit 8 with "has no DWARF". allocs.c mallocs
+    4 blocks of 4096 bytes and one of 1024 per round."""
+    ensure_built(["allocs"])
+    js = tmp_path / "out.json"
+    r = subprocess.run([LIVEPROF, "--no-tui", "-d", "1", "--top", "0", "--json", str(js),
+                        "--trace", "libc.so.6:malloc(bytes)", "--",
+                        os.path.join(BUILD, "allocs"), "200", str(tmp_path / "allocs.out")],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    vals = json.loads(js.read_text())["traces"][0]["values"][0]
+    assert vals["type"] == "size_t", vals
+    top = {v["value"]: v["count"] for v in vals["top"]}
+    assert top.get("4096", 0) >= 4 * 200 and top.get("1024", 0) >= 200, top
