@@ -397,3 +397,30 @@ def test_libc_argument_from_installed_debug_file(tmp_path):
     assert vals["type"] == "size_t", vals
     top = {v["value"]: v["count"] for v in vals["top"]}
     assert top.get("4096", 0) >= 4 * 200 and top.get("1024", 0) >= 200, top
+
+
+def test_ret_of_stripped_library_needs_no_dwarf(tmp_path):
+    """'LIB:FUNC(ret)' on a library without DWARF reads rax (bpftrace's retval):
+    libwl.c's lib_call(x) returns 2 * x, and uselib calls it with x = calls & 7."""
+    ensure_built(["uselib", "libwl.so"])
+    for f in ("uselib", "libwl.so"):
+        shutil.copy(os.path.join(BUILD, f), tmp_path / f)
+    subprocess.run(["strip", "--strip-all", str(tmp_path / "libwl.so")], check=True)
+    target = subprocess.Popen([str(tmp_path / "uselib"), "30"], stdout=subprocess.DEVNULL)
+    js = tmp_path / "out.json"
+    try:
+        time.sleep(0.3)
+        r = subprocess.run([LIVEPROF, "--no-tui", "-d", "1", "--top", "0", "--json", str(js),
+                            "--trace", "libwl.so:lib_call(ret)", "-p", str(target.pid)],
+                           capture_output=True, text=True, timeout=60)
+    finally:
+        target.kill()
+        target.wait(timeout=5)
+    assert r.returncode == 0, r.stderr
+    vals = json.loads(js.read_text())["traces"][0]["values"][0]
+    assert "no DWARF" in vals["type"] and vals["at_return"], vals
+    top = {int(v["value"]): v["count"] for v in vals["top"]}
+    assert set(top) <= {2 * x for x in range(8)} and len(top) == 8, top
+    n = sum(top.values())
+    stats.shares(top, {2 * x: 1 / 8 for x in range(8)}, "lib_call's return values")
+    assert n > 100
