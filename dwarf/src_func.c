@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dwarf/dwarf_aux.h"
 #include "dwarf/src_func.h"
 #include "dwarf/sym_dwarf.h"
 
@@ -83,7 +84,10 @@ static bool find_subprogram(Dwarf *dw, uint64_t lo, Dwarf_Die *out)
 	Dwarf_Die cu, child;
 	int steps = 0;
 
-	if (!dw || !dwarf_addrdie(dw, lo, &cu) || dwarf_child(&cu, &child) != 0)
+	if (!dw || !dwarf_addrdie(dw, lo, &cu))
+		return false;
+	dwarf_aux__split_unit(dw, &cu);
+	if (dwarf_child(&cu, &child) != 0)
 		return false;
 	do {
 		if (++steps > MAX_SCOPE_STEPS)

@@ -424,3 +424,26 @@ def test_ret_of_stripped_library_needs_no_dwarf(tmp_path):
     n = sum(top.values())
     stats.shares(top, {2 * x: 1 / 8 for x in range(8)}, "lib_call's return values")
     assert n > 100
+
+
+def test_split_dwarf_dwo(tmp_path):
+    """-gsplit-dwarf: the inline chain, annotate's folded call line and argument
+    capture come from the .dwo next to the binary."""
+    exe = tmp_path / "annot_dwo"
+    subprocess.run(["gcc", "-O1", "-g", "-gsplit-dwarf", "-fno-omit-frame-pointer",
+                    "-fno-optimize-sibling-calls", "-fno-inline",
+                    "-I", os.path.dirname(SOURCE), "-o", str(exe), SOURCE],
+                   check=True, cwd=tmp_path)
+    assert list(tmp_path.glob("*.dwo")), "gcc wrote no .dwo"
+    lines = marker_lines()
+    folded, js, ann = tmp_path / "o.folded", tmp_path / "o.json", tmp_path / "o.annotate"
+    r = subprocess.run([LIVEPROF, "--no-tui", "--lines", "-F", "499", "-d", "1", "--top", "0",
+                        "--trace", "work(n, m)", "-o", str(folded), "-o", str(ann),
+                        "--json", str(js), "--", str(exe), "3"],
+                       capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    step = f"work (annot.c:{lines['LINE_B_BODY']});step (annot.c:{lines['LINE_STEP']})_[i]"
+    assert step in folded.read_text(), folded.read_text()[:1500]
+    assert "[inlined: step]" in ann.read_text()
+    vals = json.loads(js.read_text())["traces"][0]["values"]
+    assert [v["top"][0]["value"] for v in vals] == ["200000", "600000"], vals
