@@ -447,3 +447,33 @@ def test_split_dwarf_dwo(tmp_path):
     assert "[inlined: step]" in ann.read_text()
     vals = json.loads(js.read_text())["traces"][0]["values"]
     assert [v["top"][0]["value"] for v in vals] == ["200000", "600000"], vals
+
+
+def test_http_source_page(tmp_path):
+    """GET /source?function=work on --http: the per-line text of the Source view."""
+    ensure_built(["annot"])
+    port = free_port()
+    proc = subprocess.Popen([LIVEPROF, "--no-tui", "-F", "499", "-d", "20", "--top", "0",
+                             "--http", f"127.0.0.1:{port}", "--", WORKLOAD, "20"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    url = f"http://127.0.0.1:{port}/source?function=work"
+    try:
+        deadline, text = time.time() + 20, ""
+        while time.time() < deadline:
+            try:
+                with urllib.request.urlopen(url, timeout=5) as r:
+                    text = r.read().decode()
+                    ctype = r.headers["Content-Type"]
+                if re.search(r"^\s+\d+ .*LINE_A_BODY", text, re.M):
+                    break
+            except (urllib.error.URLError, ConnectionError):
+                pass
+            time.sleep(0.3)
+        assert ctype.startswith("text/plain")
+        assert "== work " in text and re.search(r"^\s+\d+ .*LINE_A_BODY", text, re.M), text
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(url + "&view=bogus", timeout=5)
+        assert e.value.code == 400
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
