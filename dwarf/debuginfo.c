@@ -88,8 +88,8 @@ static void default_progress(const char *what, long done, long total, bool finis
 		fprintf(stderr, "%sliveprof: debuginfod: %s: %ld/%ld kB%s", tty ? "\r\033[K" : "",
 			what, done >> 10, total >> 10, finished ? "\n" : "");
 	else
-		fprintf(stderr, "%sliveprof: debuginfod: %s: %ld kB%s", tty ? "\r\033[K" : "",
-			what, done >> 10, finished ? "\n" : "");
+		fprintf(stderr, "%sliveprof: debuginfod: %s: %ld kB%s", tty ? "\r\033[K" : "", what,
+			done >> 10, finished ? "\n" : "");
 }
 
 static void report(long done, long total, bool finished)

@@ -36,7 +36,7 @@ struct ctx {
 	Elf *elf;
 	Dwarf *dbg;
 	struct debuginfo_file dbgfile; /* the separate debug file dbg was read from */
-	struct probe_prover *prover; /* made on first use by probe_check_*() */
+	struct probe_prover *prover;   /* made on first use by probe_check_*() */
 	char *err;
 	size_t errlen;
 };

@@ -124,8 +124,7 @@ static const struct range *covering(const struct range *v, size_t n, uint64_t a)
 	return NULL;
 }
 
-int probe_prover__fde(const struct probe_prover *p, uint64_t vaddr, uint64_t *start,
-		      uint64_t *end)
+int probe_prover__fde(const struct probe_prover *p, uint64_t vaddr, uint64_t *start, uint64_t *end)
 {
 	const struct range *r = covering(p->fdes, p->n_fdes, vaddr);
 

@@ -65,8 +65,7 @@ void probe_prover__free(struct probe_prover *p);
  *
  * Return: 0 with [@start, @end), or -ENOENT.
  */
-int probe_prover__fde(const struct probe_prover *p, uint64_t vaddr, uint64_t *start,
-		      uint64_t *end);
+int probe_prover__fde(const struct probe_prover *p, uint64_t vaddr, uint64_t *start, uint64_t *end);
 
 /**
  * probe_prove_boundary - is @vaddr the start of an instruction

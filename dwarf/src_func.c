@@ -188,8 +188,8 @@ static void unit_info(Dwarf *dw, uint64_t vaddr, struct src_func *f)
 }
 
 /* Bounds and name of the function at @vaddr: its symbol, else its FDE. */
-static int func_bounds(struct elf_symtab *t, uint64_t vaddr, uint64_t *lo, uint64_t *hi,
-		       char *name, size_t len)
+static int func_bounds(struct elf_symtab *t, uint64_t vaddr, uint64_t *lo, uint64_t *hi, char *name,
+		       size_t len)
 {
 	const struct elf_sym *sym = elf_symtab__lookup(t, vaddr);
 	const char *base = t->path ? strrchr(t->path, '/') : NULL;
@@ -203,7 +203,10 @@ static int func_bounds(struct elf_symtab *t, uint64_t vaddr, uint64_t *lo, uint6
 	if (sym || elf_symtab__fde_range(t, vaddr, lo, hi))
 		return -ENOENT;
 	/* named as the symbolizer names it */
-	snprintf(name, len, "[%.200s+0x%" PRIx64 "]", base ? base + 1 : t->path ? t->path : "unknown",
+	snprintf(name, len, "[%.200s+0x%" PRIx64 "]",
+		 base	   ? base + 1
+		 : t->path ? t->path
+			   : "unknown",
 		 *lo);
 	return 0;
 }
@@ -233,7 +236,8 @@ int src_func__open(struct elf_symtab *t, uint64_t vaddr, struct src_func **out)
 	snprintf(f->build_id, sizeof(f->build_id), "%s", t->build_id);
 	dw = sym_dwarf__dwarf(t);
 	if (dw)
-		f->debug_from = t->dbg_elf && dwarf_getelf(dw) == t->dbg_elf ? t->dbg_how : "binary";
+		f->debug_from =
+			t->dbg_elf && dwarf_getelf(dw) == t->dbg_elf ? t->dbg_how : "binary";
 	unit_info(dw, f->lo, f);
 	err = decode_all(t, dw, f, p);
 	if (err) {
@@ -334,8 +338,9 @@ void src_func__format_insn(const struct src_func *f, const struct src_insn *in, 
 			   size_t len)
 {
 	static const char *const what[] = {
-		[X86_FLOW_JCC] = "jcc", [X86_FLOW_JMP] = "jmp", [X86_FLOW_JMP_IND] = "jmp *",
-		[X86_FLOW_CALL] = "call", [X86_FLOW_CALL_IND] = "call *", [X86_FLOW_RET] = "ret",
+		[X86_FLOW_JCC] = "jcc",		[X86_FLOW_JMP] = "jmp",
+		[X86_FLOW_JMP_IND] = "jmp *",	[X86_FLOW_CALL] = "call",
+		[X86_FLOW_CALL_IND] = "call *", [X86_FLOW_RET] = "ret",
 	};
 	size_t off = 0;
 

@@ -23,19 +23,19 @@ struct src_insn {
 	uint8_t bytes[15];
 	enum x86_flow flow;
 	uint64_t target; /* of a relative jump or call, else 0 */
-	int line;	 /* in the function's own file (the call line for inlined code); 0 unknown */
-	char *inl_func;	 /* innermost inlined function here, NULL if none */
-	char *inl_file;	 /* and its position, NULL if none */
+	int line;	/* in the function's own file (the call line for inlined code); 0 unknown */
+	char *inl_func; /* innermost inlined function here, NULL if none */
+	char *inl_file; /* and its position, NULL if none */
 	int inl_line;
 	int depth; /* lexical blocks and inlined scopes around it, inside the function */
 };
 
 struct src_func {
 	char *name;
-	uint64_t lo, hi;	 /* ELF vaddrs, [lo, hi) */
-	char *file;		 /* the function's source file as DWARF names it, NULL without */
-	char *comp_dir;		 /* DW_AT_comp_dir of its unit, NULL if none */
-	const char *debug_from;	 /* "binary", "build-id", "debuglink", "debuginfod"; NULL: none */
+	uint64_t lo, hi;	/* ELF vaddrs, [lo, hi) */
+	char *file;		/* the function's source file as DWARF names it, NULL without */
+	char *comp_dir;		/* DW_AT_comp_dir of its unit, NULL if none */
+	const char *debug_from; /* "binary", "build-id", "debuglink", "debuginfod"; NULL: none */
 	char build_id[2 * ELF_BUILD_ID_MAX + 1];
 	struct src_insn *insns;
 	size_t n_insns;

@@ -240,8 +240,8 @@ static void descend(Dwarf_Die *die, uint64_t pc, Dwarf_Die *chain, int *n, int d
 }
 
 /* Fill @chain innermost first, ending with the subprogram; 0 if not found. */
-static int chain_indexed(struct elf_symtab *t, Dwarf *dw, Dwarf_Off key, Dwarf_Die *cu,
-			 uint64_t pc, Dwarf_Die *chain)
+static int chain_indexed(struct elf_symtab *t, Dwarf *dw, Dwarf_Off key, Dwarf_Die *cu, uint64_t pc,
+			 Dwarf_Die *chain)
 {
 	struct sym_cu_index *ix = cu_index(t, key, cu);
 	Dwarf_Die outer[MAX_CHAIN];

@@ -116,7 +116,10 @@ static const char *fde_name(struct symbolizer *s, struct elf_symtab *et, uint64_
 	if (et->fd < 0 || elf_symtab__fde_range(et, off, &lo, &hi))
 		return NULL;
 	snprintf(name, sizeof(name), "[%.200s+0x%" PRIx64 "]",
-		 base ? base + 1 : et->path ? et->path : "unknown", lo);
+		 base	    ? base + 1
+		 : et->path ? et->path
+			    : "unknown",
+		 lo);
 	return sym_intern(s, name);
 }
 

@@ -229,10 +229,11 @@ static void draw_line_row(struct tui *t, const struct annot_func *f, int r, int 
 	int x, d = l->depth < 3 ? l->depth : 3;
 
 	probe_cols(t, f, l->line, probe, sizeof(probe));
-	snprintf(mark, sizeof(mark), "%*s%c%c%c", d, "", l->loop ? 'L' : ' ',
-		 l->branch ? 'B' : ' ', l->inlined ? 'I' : ' ');
+	snprintf(mark, sizeof(mark), "%*s%c%c%c", d, "", l->loop ? 'L' : ' ', l->branch ? 'B' : ' ',
+		 l->inlined ? 'I' : ' ');
 	if (l->self || l->total)
-		x = putf(y, 0, COLS, a, "%7" PRIu64 " %6.2f%% ", l->self, 100 * share(l->self, f->self));
+		x = putf(y, 0, COLS, a, "%7" PRIu64 " %6.2f%% ", l->self,
+			 100 * share(l->self, f->self));
 	else
 		x = putf(y, 0, COLS, a, "%7s %7s ", "", "");
 	draw_bar(y, x, BAR_W, share(l->self, f->self), a == attrs[C_SELECT] ? a : attrs[C_BAR]);

@@ -30,7 +30,7 @@ __attribute__((noinline)) unsigned long work(unsigned long n, unsigned long m)
 	unsigned long i;
 
 	for (i = 0; i < n; i++) /* LINE_A_FOR */
-		a = a + i * 7; /* LINE_A_BODY */
+		a = a + i * 7;	/* LINE_A_BODY */
 	for (i = 0; i < m; i++) /* LINE_B_FOR */
 		a = step(a, i); /* LINE_B_BODY */
 	return a;

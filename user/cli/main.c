@@ -102,7 +102,9 @@ static int check_outputs(const struct options *o)
 			continue;
 		}
 		if (report__format_of(p) < 0) {
-			lp_err("unknown output format '%s' (use .folded, .txt, .svg, .pb.gz or .annotate)", p);
+			lp_err("unknown output format '%s' (use .folded, .txt, .svg, .pb.gz or "
+			       ".annotate)",
+			       p);
 			return EXIT_USAGE;
 		}
 		err = atomic_file__check_writable(p);

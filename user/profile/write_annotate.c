@@ -39,8 +39,8 @@ static void header(FILE *out, const struct annotate *a, const struct annot_func 
 
 	fprintf(out, "\n== %s  in %s (%s) [0x%" PRIx64 ", 0x%" PRIx64 ")\n", sf->name, f->module,
 		f->path, sf->lo, sf->hi);
-	fprintf(out, "   samples: self %" PRIu64 " (%.2f%% of all), total %" PRIu64
-		     " (%.2f%% of all)\n",
+	fprintf(out,
+		"   samples: self %" PRIu64 " (%.2f%% of all), total %" PRIu64 " (%.2f%% of all)\n",
 		f->self, pct(f->self, a->total), f->total, pct(f->total, a->total));
 	fprintf(out, "   debug info: %s\n",
 		sf->debug_from ? sf->debug_from : "none (no DWARF in the binary, no debug file)");
@@ -121,10 +121,11 @@ static void insn_section(FILE *out, const struct annot_func *f)
 		counts(out, f->insn_self[i], f->self, f->insn_total[i], f->total);
 		fprintf(out, " %9" PRIx64 " %6d   %s", in->vaddr, in->line, buf);
 		if (in->inl_func)
-			fprintf(out, "  [%s:%d in %s]", in->inl_file ? strrchr(in->inl_file, '/')
-									? strrchr(in->inl_file, '/') + 1
-									: in->inl_file
-								     : "?",
+			fprintf(out, "  [%s:%d in %s]",
+				in->inl_file ? strrchr(in->inl_file, '/')
+						       ? strrchr(in->inl_file, '/') + 1
+						       : in->inl_file
+					     : "?",
 				in->inl_line, in->inl_func);
 		fputc('\n', out);
 	}
