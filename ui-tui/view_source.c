@@ -26,7 +26,8 @@
 struct src_view {
 	char func[256]; /* the function shown, "" for the hottest */
 	struct annotate *a;
-	uint64_t built_for; /* t->m.built_ns of the profile @a was built from */
+	struct annotate_cache *cache; /* the binaries stay open between rebuilds */
+	uint64_t built_for;	      /* t->m.built_ns of the profile @a was built from */
 	bool disasm;
 	int sel, scroll;
 	char searched[LINE_MAX_LEN]; /* the search the selection last jumped to */
@@ -48,6 +49,7 @@ void source_free(struct tui *t)
 	if (!t->src)
 		return;
 	annotate__free(t->src->a);
+	annotate_cache__free(t->src->cache);
 	free(t->src);
 	t->src = NULL;
 }
@@ -110,6 +112,9 @@ static void sv_refresh(struct tui *t, struct src_view *sv)
 
 	if (!t->m.prof || sv->built_for == t->m.built_ns)
 		return;
+	if (!sv->cache)
+		sv->cache = annotate_cache__new();
+	o.cache = sv->cache;
 	annotate__free(sv->a);
 	sv->a = NULL;
 	sv->built_for = t->m.built_ns;

@@ -21,8 +21,14 @@
 #define DEFAULT_MIN_PCT	  1.0
 
 struct bin {
-	const char *path; /* interned in the profile */
-	struct elf_symtab *t;
+	char *path;
+	struct elf_symtab *t; /* NULL: the file could not be opened */
+};
+
+/* Binaries kept open from one build to the next, with their parsed DWARF. */
+struct annotate_cache {
+	struct bin *bins;
+	size_t n_bins;
 };
 
 struct cand {
@@ -37,8 +43,8 @@ struct cand {
 struct builder {
 	const struct profile *p;
 	const struct annotate_opts *o;
-	struct bin *bins;
-	size_t n_bins;
+	struct annotate_cache *bc; /* the caller's, or own */
+	struct annotate_cache own;
 	struct cand *cands;
 	size_t n_cands, cap_cands;
 	int32_t *frame_cand; /* per frame id: candidate, -1 none */
@@ -52,23 +58,49 @@ static bool frame_usable(const struct frame *f)
 /* The binary of @path, opened once; NULL if it cannot be read. */
 static struct bin *bin_get(struct builder *b, const char *path, size_t *idx)
 {
+	struct annotate_cache *bc = b->bc;
 	struct bin *v;
 
-	for (size_t i = 0; i < b->n_bins; i++) {
-		if (b->bins[i].path == path) {
+	for (size_t i = 0; i < bc->n_bins; i++) {
+		if (!strcmp(bc->bins[i].path, path)) {
 			*idx = i;
-			return b->bins[i].t ? &b->bins[i] : NULL;
+			return bc->bins[i].t ? &bc->bins[i] : NULL;
 		}
 	}
-	v = realloc(b->bins, (b->n_bins + 1) * sizeof(*v));
+	v = realloc(bc->bins, (bc->n_bins + 1) * sizeof(*v));
 	if (!v)
 		return NULL;
-	b->bins = v;
-	v[b->n_bins].path = path;
-	if (elf_symtab__open_path(path, &v[b->n_bins].t))
-		v[b->n_bins].t = NULL;
-	*idx = b->n_bins++;
-	return v[*idx].t ? &v[*idx] : NULL;
+	bc->bins = v;
+	v += bc->n_bins;
+	if (!(v->path = strdup(path)))
+		return NULL;
+	if (elf_symtab__open_path(path, &v->t))
+		v->t = NULL;
+	*idx = bc->n_bins++;
+	return v->t ? v : NULL;
+}
+
+struct annotate_cache *annotate_cache__new(void)
+{
+	return calloc(1, sizeof(struct annotate_cache));
+}
+
+static void cache_fini(struct annotate_cache *bc)
+{
+	for (size_t i = 0; i < bc->n_bins; i++) {
+		elf_symtab__free(bc->bins[i].t);
+		free(bc->bins[i].path);
+	}
+	free(bc->bins);
+	memset(bc, 0, sizeof(*bc));
+}
+
+void annotate_cache__free(struct annotate_cache *bc)
+{
+	if (!bc)
+		return;
+	cache_fini(bc);
+	free(bc);
 }
 
 static int cand_of_frame(struct builder *b, const struct frame *f)
@@ -237,15 +269,16 @@ static int open_selected(struct builder *b, struct cand **sel, size_t n, struct 
 	for (size_t i = 0; i < n; i++) {
 		struct cand *c = sel[i];
 		struct annot_func *af = &a->funcs[a->n];
-		const char *base = strrchr(b->bins[c->bin].path, '/');
-		int err = src_func__open(b->bins[c->bin].t, c->sym_addr, &af->sf);
+		const struct bin *bin = &b->bc->bins[c->bin];
+		const char *base = strrchr(bin->path, '/');
+		int err = src_func__open(bin->t, c->sym_addr, &af->sf);
 
 		if (err == -ENOMEM)
 			return err;
 		if (err)
 			continue; /* no bytes for it in the file: nothing to annotate */
-		af->path = strdup(b->bins[c->bin].path);
-		af->module = strdup(base ? base + 1 : b->bins[c->bin].path);
+		af->path = strdup(bin->path);
+		af->module = strdup(base ? base + 1 : bin->path);
 		af->insn_self = calloc(af->sf->n_insns + 1, sizeof(uint64_t));
 		af->insn_total = calloc(af->sf->n_insns + 1, sizeof(uint64_t));
 		if (!af->path || !af->module || !af->insn_self || !af->insn_total ||
@@ -350,9 +383,7 @@ out:
 
 static void builder_free(struct builder *b)
 {
-	for (size_t i = 0; i < b->n_bins; i++)
-		elf_symtab__free(b->bins[i].t);
-	free(b->bins);
+	cache_fini(&b->own);
 	free(b->cands);
 	free(b->frame_cand);
 }
@@ -360,6 +391,8 @@ static void builder_free(struct builder *b)
 int annotate__build(const struct profile *p, const struct annotate_opts *o, struct annotate **out)
 {
 	struct builder b = {.p = p, .o = o};
+
+	b.bc = o && o->cache ? o->cache : &b.own;
 	struct annotate *a = calloc(1, sizeof(*a));
 	struct cand **sel = NULL;
 	size_t n = 0;

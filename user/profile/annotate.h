@@ -49,10 +49,20 @@ struct annotate {
 	uint64_t total; /* samples in the profile */
 };
 
+/* Binaries and their DWARF kept open between builds (the Source view rebuilds each second). */
+struct annotate_cache;
+
+/** annotate_cache__new - an empty cache; NULL without memory */
+struct annotate_cache *annotate_cache__new(void);
+
+/** annotate_cache__free - close every binary of @bc; NULL is a no-op */
+void annotate_cache__free(struct annotate_cache *bc);
+
 struct annotate_opts {
-	const char *func; /* only functions of this name; NULL: the hottest */
-	int max_funcs;	  /* <= 0: 10 */
-	double min_pct;	  /* hot: at least this % of all samples in self; <= 0: 1 */
+	struct annotate_cache *cache; /* NULL: open the binaries for this build only */
+	const char *func;	      /* only functions of this name; NULL: the hottest */
+	int max_funcs;		      /* <= 0: 10 */
+	double min_pct;		      /* hot: at least this % of all samples in self; <= 0: 1 */
 };
 
 /**
