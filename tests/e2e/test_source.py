@@ -122,14 +122,16 @@ def addr2line_lines(func):
 
 
 def test_stripped_binary_names_lines_and_probe(server, tmp_path):
-    """Stacks, file:line and --trace FUNC of a stripped binary, through debuginfod."""
+    """Stacks, file:line, --trace FUNC and --trace FILE:LINE of a stripped binary,
+    through debuginfod."""
     url, stripped, bid, _ = server
     cache = tmp_path / "cache"
     folded, js = tmp_path / "out.folded", tmp_path / "out.json"
     t0 = time.time()
+    ret_line = f"annot.c:{marker_lines()['LINE_RET']}"
     r = subprocess.run([LIVEPROF, "--no-tui", "--lines", "-F", "499", "-d", "2", "--top", "0",
-                        "--trace", "work", "-o", str(folded), "--json", str(js),
-                        "--", stripped, "4"],
+                        "--trace", "work", "--trace", ret_line, "-o", str(folded),
+                        "--json", str(js), "--", stripped, "4"],
                        capture_output=True, text=True, timeout=60, env=client_env(url, cache))
     assert r.returncode == 0, r.stderr
     assert time.time() - t0 < 20
@@ -152,6 +154,9 @@ def test_stripped_binary_names_lines_and_probe(server, tmp_path):
     stats.share_at_least(in_work, total, 0.5, "samples in work() of the stripped binary")
     traces = json.loads(js.read_text())["traces"]
     assert traces[0]["function"] == "work" and traces[0]["calls"] > 100, traces
+    # FILE:LINE through the fetched line table: the return line runs once per call
+    calls, hits = traces[0]["calls"], traces[1]["calls"]
+    assert traces[1]["kind"] == "line" and abs(hits - calls) <= max(5, calls // 50), traces
 
 
 def loop_shares(text, lines):

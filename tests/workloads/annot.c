@@ -33,7 +33,7 @@ __attribute__((noinline)) unsigned long work(unsigned long n, unsigned long m)
 		a = a + i * 7;	/* LINE_A_BODY */
 	for (i = 0; i < m; i++) /* LINE_B_FOR */
 		a = step(a, i); /* LINE_B_BODY */
-	return a;
+	return a; /* LINE_RET */
 }
 
 static double now(void)
