@@ -27,8 +27,9 @@
 #include "user/util/util.h"
 
 #define BUILD_ID_MAX_BYTES 64
-#define MAX_MISSES	   1024 /* build-ids remembered as absent; beyond, ask again */
-#define MAX_SUFFIXES	   8	/* path components tried under --source-path */
+#define MAX_MISSES	   1024		/* build-ids remembered as absent; beyond, ask again */
+#define MAX_SUFFIXES	   8		/* path components tried under --source-path */
+#define SLOW_QUERY_NS	   500000000ull /* a failed query this slow is reported */
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static char *source_path;
@@ -73,30 +74,31 @@ bool debuginfo__enabled(void)
 	return u && *u;
 }
 
-static void default_progress(const char *what, long done, long total, bool finished, void *ctx)
+static void default_progress(const char *what, long done, long total, bool finished, double secs,
+			     void *ctx)
 {
-	bool tty = isatty(STDERR_FILENO);
+	const char *cr = isatty(STDERR_FILENO) ? "\r\033[K" : "";
 
 	(void)ctx;
 	/* a log file gets the one final line, a terminal the line redrawn */
-	if (!finished && !tty)
+	if (!finished && !*cr)
 		return;
 	if (done < 0)
-		fprintf(stderr, "%sliveprof: debuginfod: %s: not found\n", tty ? "\r\033[K" : "",
-			what);
+		fprintf(stderr, "%sliveprof: debuginfod: %s: not found (%.2f s)\n", cr, what, secs);
 	else if (total > 0)
-		fprintf(stderr, "%sliveprof: debuginfod: %s: %ld/%ld kB%s", tty ? "\r\033[K" : "",
-			what, done >> 10, total >> 10, finished ? "\n" : "");
+		fprintf(stderr, "%sliveprof: debuginfod: %s: %ld/%ld kB in %.2f s%s", cr, what,
+			done >> 10, total >> 10, secs, finished ? "\n" : "");
 	else
-		fprintf(stderr, "%sliveprof: debuginfod: %s: %ld kB%s", tty ? "\r\033[K" : "", what,
-			done >> 10, finished ? "\n" : "");
+		fprintf(stderr, "%sliveprof: debuginfod: %s: %ld kB in %.2f s%s", cr, what,
+			done >> 10, secs, finished ? "\n" : "");
 }
 
 static void report(long done, long total, bool finished)
 {
 	debuginfo_progress_fn fn = progress_fn ? progress_fn : default_progress;
 
-	fn(cur.what, done, total, finished, progress_ctx);
+	fn(cur.what, done, total, finished, (double)(lp_now_ns() - cur.start_ns) / 1e9,
+	   progress_ctx);
 }
 
 /* Called by libdebuginfod while a transfer runs: non-zero aborts it. */
@@ -250,7 +252,8 @@ static int ask_debuginfod(const char *hex, const char *file, const char *what, c
 		fd = debuginfod_find_source(c, (const unsigned char *)hex, 0, file, &got);
 	else
 		fd = debuginfod_find_debuginfo(c, (const unsigned char *)hex, 0, &got);
-	if (cur.shown)
+	/* a download, or a wait long enough to be noticed, is said once */
+	if (cur.shown || lp_now_ns() - cur.start_ns > SLOW_QUERY_NS)
 		report(fd >= 0 ? cur.last_done : -1, cur.last_done, true);
 	if (fd < 0) {
 		remember_miss(key);

@@ -25,10 +25,11 @@
 /*
  * A progress line while debuginfod downloads: @what names the file,
  * @done/@total are bytes (@total <= 0: unknown), @finished is set once,
- * on the last call of one download, with @done < 0 when it failed.
+ * on the last call of one download, with @done < 0 when it failed; @secs
+ * is the time since the query began.
  */
 typedef void (*debuginfo_progress_fn)(const char *what, long done, long total, bool finished,
-				      void *ctx);
+				      double secs, void *ctx);
 
 /**
  * debuginfo__configure - set the search options for the rest of the run
