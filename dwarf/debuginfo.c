@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 #include <elfutils/debuginfod.h>
@@ -233,12 +234,37 @@ static int find_debuglink(Elf *elf, const char *path, const char *hex, char *out
 	return -ENOENT;
 }
 
+/*
+ * Whether libdebuginfod has @hex's debuginfo in its cache already, where
+ * 0.188 puts it: $DEBUGINFOD_CACHE_PATH, $XDG_CACHE_HOME/debuginfod_client
+ * or ~/.cache/debuginfod_client (a legacy ~/.debuginfod_client_cache is not
+ * looked at: a hit there is then reported as a download, nothing worse).
+ */
+static bool in_cache(const char *hex)
+{
+	const char *p = getenv(DEBUGINFOD_CACHE_PATH_ENV_VAR), *x = getenv("XDG_CACHE_HOME");
+	const char *h = getenv("HOME");
+	char path[4096];
+
+	if (p && *p)
+		snprintf(path, sizeof(path), "%s/%s/debuginfo", p, hex);
+	else if (x && *x)
+		snprintf(path, sizeof(path), "%s/debuginfod_client/%s/debuginfo", x, hex);
+	else if (h && *h)
+		snprintf(path, sizeof(path), "%s/.cache/debuginfod_client/%s/debuginfo", h, hex);
+	else
+		return false;
+	return access(path, F_OK) == 0;
+}
+
 /* One debuginfod query under the lock; the fd, or a negative errno. */
 static int ask_debuginfod(const char *hex, const char *file, const char *what, char *out,
 			  size_t len)
 {
 	char key[5000], *got = NULL;
 	debuginfod_client *c;
+	struct stat st;
+	bool cached;
 	int fd;
 
 	snprintf(key, sizeof(key), "%s:%s:%s", file ? "s" : "d", hex, file ? file : "");
@@ -247,11 +273,18 @@ static int ask_debuginfod(const char *hex, const char *file, const char *what, c
 		return -ENOENT;
 	if (missed(key))
 		return -ENOENT;
+	cached = !file && in_cache(hex);
 	cur = (struct query){.what = what, .start_ns = lp_now_ns()};
 	if (file)
 		fd = debuginfod_find_source(c, (const unsigned char *)hex, 0, file, &got);
 	else
 		fd = debuginfod_find_debuginfo(c, (const unsigned char *)hex, 0, &got);
+	/* a small file can be whole before the client calls us with a byte of it */
+	if (fd >= 0 && !cached && !fstat(fd, &st)) {
+		cur.shown = true;
+		if (st.st_size > cur.last_done)
+			cur.last_done = (long)st.st_size;
+	}
 	/* a download, or a wait long enough to be noticed, is said once */
 	if (cur.shown || lp_now_ns() - cur.start_ns > SLOW_QUERY_NS)
 		report(fd >= 0 ? cur.last_done : -1, cur.last_done, true);

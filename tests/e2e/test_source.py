@@ -134,7 +134,7 @@ def test_stripped_binary_names_lines_and_probe(server, tmp_path):
                         "--json", str(js), "--", stripped, "4"],
                        capture_output=True, text=True, timeout=60, env=client_env(url, cache))
     assert r.returncode == 0, r.stderr
-    assert time.time() - t0 < 20
+    assert time.time() - t0 < 45, "a local server must not slow the run down"
     assert "debuginfod: debuginfo of 'annot'" in r.stderr, r.stderr
     assert os.path.exists(cache / bid / "debuginfo"), "nothing in the debuginfod cache"
     counts = {}
