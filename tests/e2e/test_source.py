@@ -272,9 +272,14 @@ def test_unreachable_server_costs_timeout_once(tmp_path):
     names = set(re.findall(r"\[annot\+0x([0-9a-f]+)\]", text))
     assert f"{work:x}" in names, f"work() not one frame [annot+0x{work:x}]: {sorted(names)}"
     assert {int(a, 16) for a in names} <= set(funcs), f"{sorted(names)} are not all function starts"
-    # 1 s of profiling; 2 s for annot's build-id; libc and ld.so have their
-    # debug files in /usr/lib/debug (libc6-dbg) and are never asked for
-    assert took < 1 + 2 * 2 + 4, f"took {took:.1f} s: the time-out was paid more than once"
+    # every query that waits is reported once: annot's, and no other (libc and
+    # ld.so have their debug files in /usr/lib/debug from libc6-dbg)
+    waits = [l for l in r.stderr.splitlines() if "debuginfod:" in l]
+    assert len(waits) == 1 and "debuginfo of 'annot': not found" in waits[0], r.stderr
+    secs = float(re.search(r"\(([\d.]+) s\)", waits[0]).group(1))
+    assert 1.5 <= secs <= 4, f"the 2 s time-out took {secs} s"
+    # 1 s of profiling and one 2 s time-out; the rest is start-up on a busy machine
+    assert took < 30, f"took {took:.1f} s"
 
 
 # ---- the TUI's Source view, driven in tmux as a person would ----------------
