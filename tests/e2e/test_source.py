@@ -344,11 +344,13 @@ def test_tui_source_view(server, tmp_path):
     name = f"lpsrc{os.getpid()}"
     env = f"DEBUGINFOD_URLS={url} DEBUGINFOD_CACHE_PATH={tmp_path / 'cache'}"
     tmux("new-session", "-d", "-s", name, "-x", str(COLS), "-y", str(ROWS), "sh", "-c",
-         f"env {env} {LIVEPROF} -F 999 -p {target.pid}; echo EXITED $?; sleep 60")
+         f"env {env} {LIVEPROF} -F 999 --debuginfod-timeout 30 -p {target.pid}; "
+         "echo EXITED $?; sleep 60")
     pane = Pane(name)
     try:
+        # a busy machine slows BPF loading and the first fetch: wait as a person would
         pane.wait(lambda s: "?:help" in s[-1] and re.search(r"\swork\s*$", "\n".join(s), re.M),
-                  30, "no samples of 'work' in Top")
+                  60, "no samples of 'work' in Top")
         pane.keys("5")
         rows = pane.wait(lambda s: (lambda r: r if len(r) == 4 and sum(
             r[k][0] for k in r) >= 600 else None)(
