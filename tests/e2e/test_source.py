@@ -351,6 +351,11 @@ def test_tui_source_view(server, tmp_path):
         # a busy machine slows BPF loading and the first fetch: wait as a person would
         pane.wait(lambda s: "?:help" in s[-1] and re.search(r"\swork\s*$", "\n".join(s), re.M),
                   60, "no samples of 'work' in Top")
+        # select work() in Top (the filter leaves it alone on top), then open its source
+        pane.keys("/")
+        pane.type("work")
+        pane.keys("Enter")
+        time.sleep(0.3)
         pane.keys("5")
         rows = pane.wait(lambda s: (lambda r: r if len(r) == 4 and sum(
             r[k][0] for k in r) >= 600 else None)(
@@ -368,6 +373,8 @@ def test_tui_source_view(server, tmp_path):
         assert "L" in rows["LINE_A_FOR"][1] and "L" in rows["LINE_B_FOR"][1], scr
         assert "[inlined: step]" in rows["LINE_B_BODY"][3], scr
 
+        pane.keys("Escape")  # clear Top's filter, then search the source
+        time.sleep(0.3)
         pane.keys("/")
         pane.type("LINE_A_BODY")
         pane.keys("Enter")
