@@ -34,14 +34,16 @@ PYTHON   := /usr/bin/python3
 # Debian packages needed to build and to test. `make deps` is idempotent.
 DEB_BUILD := clang llvm libbpf-dev libelf-dev libdw-dev zlib1g-dev libjansson-dev \
 	libncurses-dev libmicrohttpd-dev bpftool pkg-config make gcc
+DEB_BUILD += libdebuginfod-dev
 DEB_TEST  := python3 python3-pytest python3-pytest-xdist tmux chromium elfutils linux-perf bpftrace \
 	golang-go ruby xz-utils libclang-rt-14-dev procps libc6-dbg prometheus nodejs valgrind
+DEB_TEST  += debuginfod
 DEPS_STAMP := $(OUT)/.deps-ok
 
 CFLAGS_COMMON := -g -O2 -Wall -Wextra -Werror -std=gnu11 -D_GNU_SOURCE \
 	-I$(OUT) -I. -MMD -MP
 CFLAGS  ?=
-LDLIBS  := -lbpf -ldw -lelf -ljansson -lncursesw -lmicrohttpd -lz -lpthread -lm
+LDLIBS  := -lbpf -ldw -ldebuginfod -lelf -ljansson -lncursesw -lmicrohttpd -lz -lpthread -lm
 
 BPF_SRCS  := $(wildcard bpf/*.bpf.c)
 BPF_OBJS  := $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.bpf.o,$(BPF_SRCS))
@@ -91,7 +93,8 @@ $(DEPS_STAMP):
 	$(Q)if ! command -v $(CLANG) >/dev/null || ! command -v $(BPFTOOL) >/dev/null || \
 	     ! test -f /usr/include/bpf/libbpf.h || ! test -f /usr/include/elfutils/libdw.h || \
 	     ! test -f /usr/include/jansson.h || ! test -f /usr/include/gelf.h || \
-	     ! test -f /usr/include/ncursesw/curses.h || ! test -f /usr/include/microhttpd.h; then \
+	     ! test -f /usr/include/ncursesw/curses.h || ! test -f /usr/include/microhttpd.h || \
+	     ! test -f /usr/include/elfutils/debuginfod.h; then \
 		$(MAKE) --no-print-directory deps; \
 	fi
 	$(Q)touch $@

@@ -28,5 +28,18 @@ const char *dwarf_aux__die_name(Dwarf_Die *die);
  */
 int dwarf_aux__phys_scopes(Dwarf *dbg, Dwarf_Addr addr, Dwarf_Die **out);
 
+/**
+ * dwarf_aux__split_unit - the split unit of a skeleton CU (split DWARF)
+ * @dw: the Dwarf @unit was read from
+ * @unit: a CU DIE; replaced by its split unit (in a .dwo that libdw found
+ *        through DW_AT_dwo_name under the compilation directory) if any
+ *
+ * A -gsplit-dwarf binary keeps the line table in the skeleton and every
+ * other DIE in the .dwo.
+ *
+ * Return: the Dwarf that @unit now belongs to (@dw when unchanged).
+ */
+Dwarf *dwarf_aux__split_unit(Dwarf *dw, Dwarf_Die *unit);
+
 
 #endif

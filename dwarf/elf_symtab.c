@@ -16,7 +16,9 @@
 #include <unistd.h>
 
 #include "elf_symtab.h"
+#include "dwarf/debuginfo.h"
 #include "dwarf/elf_plt.h"
+#include "dwarf/probe_prove.h"
 #include "sym_dwarf.h"
 #include "user/util/util.h"
 
@@ -167,9 +169,24 @@ int elf_symtab__open_path(const char *path, struct elf_symtab **out)
 	if (fd < 0)
 		return -errno;
 	err = elf_symtab__open_fd(fd, out);
-	if (err)
+	if (err) {
 		close(fd);
-	return err;
+		return err;
+	}
+	/* without a path .gnu_debuglink cannot be followed: not fatal */
+	elf_symtab__set_path(*out, path);
+	return 0;
+}
+
+int elf_symtab__set_path(struct elf_symtab *t, const char *path)
+{
+	char *p = path ? strdup(path) : NULL;
+
+	if (path && !p)
+		return -ENOMEM;
+	free(t->path);
+	t->path = p;
+	return 0;
 }
 
 int elf_symtab__open_mem(void *image, size_t size, struct elf_symtab **out)
@@ -183,6 +200,7 @@ void elf_symtab__free(struct elf_symtab *t)
 	if (!t)
 		return;
 	sym_dwarf__release(t);
+	probe_prover__free(t->fdes);
 	if (t->dwarf)
 		dwarf_end(t->dwarf);
 	if (t->dbg_elf)
@@ -194,6 +212,7 @@ void elf_symtab__free(struct elf_symtab *t)
 	if (t->fd >= 0)
 		close(t->fd);
 	free(t->image);
+	free(t->path);
 	free(t->loads);
 	free(t->syms);
 	free(t->names);
@@ -282,29 +301,19 @@ static uint64_t section_end(Elf *elf, uint32_t shndx, uint64_t addr)
 	return sh.sh_addr + sh.sh_size;
 }
 
-/**
- * elf_symtab__debug_elf - the separate debug file of @t, by build-id
- *
- * Distributions ship .symtab and DWARF of stripped binaries in
- * /usr/lib/debug/.build-id/xx/yyyy.debug (Debian's *-dbg packages).
- * Opened once; owned by @t.
- *
- * Return: the debug file's Elf, or NULL if there is none.
- */
 Elf *elf_symtab__debug_elf(struct elf_symtab *t)
 {
-	char path[sizeof(t->build_id) + 64];
-
 	if (t->dbg_elf || t->dbg_fd >= 0 || t->dbg_tried)
 		return t->dbg_elf;
 	t->dbg_tried = true;
-	if (strlen(t->build_id) < 4)
+	/* a memory image (the vdso) has no debug file anywhere */
+	if (t->fd < 0)
 		return NULL;
-	snprintf(path, sizeof(path), "/usr/lib/debug/.build-id/%.2s/%s.debug", t->build_id,
-		 t->build_id + 2);
-	t->dbg_fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (t->dbg_fd < 0)
+	t->dbg_fd = debuginfo__find_debug(t->elf, t->path, NULL, 0, &t->dbg_how);
+	if (t->dbg_fd < 0) {
+		t->dbg_fd = -1;
 		return NULL;
+	}
 	t->dbg_elf = elf_begin(t->dbg_fd, ELF_C_READ, NULL);
 	if (t->dbg_elf && elf_kind(t->dbg_elf) != ELF_K_ELF) {
 		elf_end(t->dbg_elf);

@@ -14,6 +14,8 @@
 
 #define ELF_BUILD_ID_MAX 64 /* bytes; GNU ld writes 20 */
 
+struct probe_prover;
+
 struct elf_sym {
 	uint64_t addr; /* ELF vaddr */
 	uint64_t size; /* 0 only if nothing sensible bounds it: matches addr exactly */
@@ -26,7 +28,8 @@ struct elf_load {
 };
 
 struct elf_symtab {
-	int fd; /* -1 for a memory image */
+	int fd;	    /* -1 for a memory image */
+	char *path; /* where the file is, for .gnu_debuglink; NULL if unknown */
 	Elf *elf;
 	void *image;				 /* owned memory image, NULL for a file */
 	char build_id[2 * ELF_BUILD_ID_MAX + 1]; /* hex, "" if none */
@@ -45,9 +48,14 @@ struct elf_symtab {
 	Dwarf *dwarf;
 	int dbg_fd; /* separate debug file, -1 if none */
 	bool dbg_tried;
+	const char *dbg_how; /* where it came from: "build-id", "debuglink", "debuginfod" */
 	Elf *dbg_elf;
 	struct sym_cu_index *cu_idx; /* per-CU function ranges, sorted by CU offset */
 	size_t ncu_idx, cu_idx_cap;
+
+	/* .eh_frame's FDEs, read on the first address no symbol covers (elf_fde.c) */
+	bool fdes_tried;
+	struct probe_prover *fdes;
 };
 
 /**
@@ -82,7 +90,34 @@ int elf_symtab__open_mem(void *image, size_t size, struct elf_symtab **out);
  */
 void elf_symtab__free(struct elf_symtab *t);
 
+/**
+ * elf_symtab__debug_elf - the separate debug file of @t
+ *
+ * Looked for once, in /usr/lib/debug/.build-id, through .gnu_debuglink
+ * (t->path's directory, its .debug/, /usr/lib/debug + that directory), then
+ * on the debuginfod servers of DEBUGINFOD_URLS (dwarf/debuginfo.h).
+ *
+ * Return: the debug file's Elf (owned by @t), or NULL if there is none.
+ */
 Elf *elf_symtab__debug_elf(struct elf_symtab *t);
+
+/**
+ * elf_symtab__fde_range - the bounds of the function holding @vaddr, from
+ * the .eh_frame FDE that covers it
+ *
+ * For code no symbol names (stripped binaries): the compiler emits one FDE
+ * per function, so its range groups the function's addresses.
+ *
+ * Return: 0 with [@start, @end), or -ENOENT when no FDE covers @vaddr.
+ */
+int elf_symtab__fde_range(struct elf_symtab *t, uint64_t vaddr, uint64_t *start, uint64_t *end);
+
+/**
+ * elf_symtab__set_path - tell @t where its file is (copied), for .gnu_debuglink
+ *
+ * Return: 0, or -ENOMEM.
+ */
+int elf_symtab__set_path(struct elf_symtab *t, const char *path);
 
 /**
  * elf_symtab__offset_to_vaddr - translate a file offset into an ELF vaddr

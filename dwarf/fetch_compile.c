@@ -21,6 +21,7 @@
 #include <gelf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/known-dwarf.h>
+#include "dwarf/debuginfo.h"
 #include "dwarf/dwarf_aux.h"
 #include "dwarf/fetch_compile.h"
 #include "dwarf/fetch_internal.h"
@@ -198,6 +199,28 @@ static int compile_steps(struct fc *c, const struct probe_expr *e, Dwarf_Die *ty
 	return ret;
 }
 
+/*
+ * A bare `ret` without DWARF: the return value is in rax whatever the
+ * type (bpftrace's retval works on stripped code the same way), so it is
+ * read as an unsigned 64-bit integer. Anything more needs the type.
+ */
+static int compile_bare_retval(struct fc *c, const struct probe_expr *e, struct fetch_type *ty)
+{
+	int ret;
+
+	if (!e->is_ret || e->n_steps || e->n_deref)
+		return -ENODATA;
+	ret = fetch_emit(c, FETCH_OP_RETVAL, 0, 0);
+	if (!ret)
+		ret = fetch_emit(c, FETCH_OP_END, 0, 0);
+	ty->kind = FETCH_UINT;
+	ty->size = 8;
+	ty->is_signed = false;
+	snprintf(ty->name, sizeof(ty->name), "unsigned long (rax, no DWARF)");
+	c->prog->is_signed = false;
+	return ret;
+}
+
 static int compile(struct fc *c, const struct probe_expr *e, struct fetch_type *ty)
 {
 	Dwarf_Die *scopes = NULL, *func, type;
@@ -230,6 +253,7 @@ int fetch_compile(const char *binary_path, uint64_t probe_vaddr, const struct pr
 	struct fetch_type local = {0};
 	struct fetch_type *ty = type_out ? type_out : &local;
 	struct fc c = {0};
+	struct debuginfo_file dbgfile = {.fd = -1};
 	int fd, ret;
 
 	memset(out, 0, sizeof(*out));
@@ -251,8 +275,16 @@ int fetch_compile(const char *binary_path, uint64_t probe_vaddr, const struct pr
 		ret = -ENOEXEC;
 		goto out;
 	}
-	c.dbg = dwarf_begin_elf(c.elf, DWARF_C_READ, NULL);
+	/* a stripped binary's DWARF may be in a debug file or on debuginfod */
+	c.dbg = debuginfo__dwarf_begin(c.elf, binary_path, &dbgfile);
 	if (!c.dbg) {
+		c.prog = out;
+		c.what = e->text;
+		c.err = err;
+		c.errlen = errlen;
+		ret = compile_bare_retval(&c, e, ty);
+		if (ret != -ENODATA)
+			goto out;
 		lp_errf(err, errlen, "'%s' has no DWARF; build with -g to read '%s'", binary_path,
 			e->text);
 		ret = -ENODATA;
@@ -272,6 +304,7 @@ out:
 	fetch_type_free(&local);
 	if (c.dbg)
 		dwarf_end(c.dbg);
+	debuginfo__file_close(&dbgfile);
 	if (c.elf)
 		elf_end(c.elf);
 	close(fd);

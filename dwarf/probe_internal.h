@@ -10,6 +10,7 @@
 #include <gelf.h>
 #include <elfutils/libdw.h>
 
+#include "dwarf/debuginfo.h"
 #include "dwarf/probe_resolve.h"
 
 #define MAX_DIE_DEPTH	  64	     /* nesting we follow in hostile DWARF */
@@ -34,7 +35,8 @@ struct ctx {
 	int fd;
 	Elf *elf;
 	Dwarf *dbg;
-	struct probe_prover *prover; /* made on first use by probe_check_*() */
+	struct debuginfo_file dbgfile; /* the separate debug file dbg was read from */
+	struct probe_prover *prover;   /* made on first use by probe_check_*() */
 	char *err;
 	size_t errlen;
 };

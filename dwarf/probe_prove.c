@@ -124,6 +124,17 @@ static const struct range *covering(const struct range *v, size_t n, uint64_t a)
 	return NULL;
 }
 
+int probe_prover__fde(const struct probe_prover *p, uint64_t vaddr, uint64_t *start, uint64_t *end)
+{
+	const struct range *r = covering(p->fdes, p->n_fdes, vaddr);
+
+	if (!r)
+		return -ENOENT;
+	*start = r->start;
+	*end = r->end;
+	return 0;
+}
+
 /* Does a function symbol start at @a? */
 static bool symbol_starts(const struct probe_prover *p, uint64_t a)
 {

@@ -61,6 +61,13 @@ int probe_prover__new(Elf *elf, Dwarf *dbg, struct probe_prover **out);
 void probe_prover__free(struct probe_prover *p);
 
 /**
+ * probe_prover__fde - the .eh_frame FDE (one function) that covers @vaddr
+ *
+ * Return: 0 with [@start, @end), or -ENOENT.
+ */
+int probe_prover__fde(const struct probe_prover *p, uint64_t vaddr, uint64_t *start, uint64_t *end);
+
+/**
  * probe_prove_boundary - is @vaddr the start of an instruction
  * @p: the prover
  * @vaddr: link-time address

@@ -248,6 +248,7 @@ static int ctx_open(struct ctx *c, const char *path, char *err, size_t errlen)
 	int ret;
 
 	memset(c, 0, sizeof(*c));
+	c->dbgfile.fd = -1;
 	c->path = path;
 	c->err = err;
 	c->errlen = errlen;
@@ -268,8 +269,9 @@ static int ctx_open(struct ctx *c, const char *path, char *err, size_t errlen)
 		c->fd = -1;
 		return -ENOEXEC;
 	}
-	/* no DWARF is a normal case for function probes */
-	c->dbg = dwarf_begin_elf(c->elf, DWARF_C_READ, NULL);
+	/* no DWARF is a normal case for function probes; a stripped file's
+	 * may be in a debug file or on a debuginfod server */
+	c->dbg = debuginfo__dwarf_begin(c->elf, path, &c->dbgfile);
 	return 0;
 }
 
@@ -278,6 +280,7 @@ static void ctx_close(struct ctx *c)
 	probe_check_end(c);
 	if (c->dbg)
 		dwarf_end(c->dbg);
+	debuginfo__file_close(&c->dbgfile);
 	if (c->elf)
 		elf_end(c->elf);
 	if (c->fd >= 0)
@@ -429,6 +432,9 @@ static int find_func(struct ctx *c, const struct probe_spec *spec, uint64_t *ent
 	int ret;
 
 	ret = probe_symtab_load(c->elf, &st);
+	/* a stripped file's local functions are in its debug file's .symtab */
+	if (!ret && c->dbgfile.elf)
+		ret = probe_symtab_load(c->dbgfile.elf, &st);
 	for (size_t i = 0; !ret && i < st.n; i++) {
 		const struct fsym *s = &st.syms[i];
 

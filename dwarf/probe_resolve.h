@@ -192,6 +192,33 @@ int probe_return_sites(Elf *elf, uint64_t vaddr, uint64_t size, uint64_t **out, 
  */
 int x86_insn_length(const uint8_t *p, size_t avail);
 
+/* What x86_insn_info() tells of one instruction's control flow. */
+enum x86_flow {
+	X86_FLOW_NONE = 0, /* falls through */
+	X86_FLOW_JCC,	   /* conditional jump, rel8/rel32 (and loop/jrcxz) */
+	X86_FLOW_JMP,	   /* unconditional relative jump */
+	X86_FLOW_JMP_IND,  /* indirect jump (switch tables, tail calls through a pointer) */
+	X86_FLOW_CALL,	   /* relative call */
+	X86_FLOW_CALL_IND, /* indirect call */
+	X86_FLOW_RET,
+};
+
+struct x86_insn {
+	int len;
+	enum x86_flow flow;
+	int64_t rel; /* for relative jumps and calls: target = address + len + rel */
+};
+
+/**
+ * x86_insn_info - length and control flow of one x86-64 instruction
+ * @p: instruction bytes
+ * @avail: bytes readable at @p
+ * @out: filled on success
+ *
+ * Return: the length (1..15), or -1 as for x86_insn_length().
+ */
+int x86_insn_info(const uint8_t *p, size_t avail, struct x86_insn *out);
+
 /**
  * elf_is_go - is this a Go binary
  * @elf: the open file

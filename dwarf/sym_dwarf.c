@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "dwarf/dwarf_aux.h"
 #include "sym_dwarf.h"
 
 #define MAX_CU_SCAN 1000000 /* bound the fallback walk over a corrupt unit list */
@@ -157,10 +158,13 @@ static int fn_cmp(const void *a, const void *b)
 	return x->lo < y->lo ? -1 : x->lo > y->lo;
 }
 
-/* The index of the CU @cu, built on first use; NULL on allocation failure. */
-static struct sym_cu_index *cu_index(struct elf_symtab *t, Dwarf_Die *cu)
+/*
+ * The index of the CU @cu, built on first use; NULL on allocation failure.
+ * @off keys it: the skeleton's offset for split DWARF, whose DIEs (@cu)
+ * live in another file with offsets of their own.
+ */
+static struct sym_cu_index *cu_index(struct elf_symtab *t, Dwarf_Off off, Dwarf_Die *cu)
 {
-	Dwarf_Off off = dwarf_dieoffset(cu);
 	size_t lo = 0, hi = t->ncu_idx;
 	struct collect c = {0};
 	struct sym_cu_index *ix;
@@ -236,10 +240,10 @@ static void descend(Dwarf_Die *die, uint64_t pc, Dwarf_Die *chain, int *n, int d
 }
 
 /* Fill @chain innermost first, ending with the subprogram; 0 if not found. */
-static int chain_indexed(struct elf_symtab *t, Dwarf *dw, Dwarf_Die *cu, uint64_t pc,
+static int chain_indexed(struct elf_symtab *t, Dwarf *dw, Dwarf_Off key, Dwarf_Die *cu, uint64_t pc,
 			 Dwarf_Die *chain)
 {
-	struct sym_cu_index *ix = cu_index(t, cu);
+	struct sym_cu_index *ix = cu_index(t, key, cu);
 	Dwarf_Die outer[MAX_CHAIN];
 	size_t lo = 0, hi;
 	int n = 0, k;
@@ -300,7 +304,8 @@ static int chain_getscopes(Dwarf_Die *cu, uint64_t pc, Dwarf_Die *chain)
 
 int sym_dwarf__frames(struct elf_symtab *t, uint64_t vaddr, struct sym_line_frame *out, int max)
 {
-	Dwarf_Die cu, chain[MAX_CHAIN];
+	Dwarf_Die cu, unit, chain[MAX_CHAIN];
+	Dwarf *udw;
 	Dwarf_Files *files = NULL;
 	size_t nfiles = 0;
 	const char *file = NULL;
@@ -320,10 +325,12 @@ int sym_dwarf__frames(struct elf_symtab *t, uint64_t vaddr, struct sym_line_fram
 			line = 0;
 	}
 
-	nchain = chain_indexed(t, dw, &cu, vaddr, chain);
+	unit = cu;
+	udw = dwarf_aux__split_unit(dw, &unit);
+	nchain = chain_indexed(t, udw, dwarf_dieoffset(&cu), &unit, vaddr, chain);
 	if (nchain <= 0)
-		nchain = chain_getscopes(&cu, vaddr, chain);
-	if (nchain > 0 && dwarf_getsrcfiles(&cu, &files, &nfiles))
+		nchain = chain_getscopes(&unit, vaddr, chain);
+	if (nchain > 0 && dwarf_getsrcfiles(&unit, &files, &nfiles))
 		files = NULL;
 
 	for (i = 0; i < nchain; i++) {

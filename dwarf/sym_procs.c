@@ -75,6 +75,11 @@ static const char *intern(struct symbolizer *s, const char *str)
 	return s->strs[i];
 }
 
+const char *sym_intern(struct symbolizer *s, const char *str)
+{
+	return intern(s, str);
+}
+
 void sym_proc_free(struct sym_proc *p)
 {
 	free(p->maps);
@@ -229,6 +234,9 @@ static struct elf_symtab *open_file_map(struct symbolizer *s, int pid, const str
 		close(fd);
 		return NULL;
 	}
+	/* the path as the target sees it: .gnu_debuglink is relative to it */
+	if (!e->deleted)
+		elf_symtab__set_path(et, e->path);
 	return obj_register(s, et, dev, e->inode);
 }
 

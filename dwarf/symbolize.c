@@ -12,6 +12,7 @@
  * before symbolizer__free(). That is also why files stay open: a process
  * that exits can still be symbolized in the mappings we already know.
  */
+#include <inttypes.h>
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -102,6 +103,26 @@ static int cache_grow(struct symbolizer *s)
 	return 0;
 }
 
+/*
+ * "[bin+0xSTART]" for code no symbol or DWARF names: one frame per
+ * function (its .eh_frame FDE), not one per address; NULL without an FDE.
+ */
+static const char *fde_name(struct symbolizer *s, struct elf_symtab *et, uint64_t off)
+{
+	const char *base = et->path ? strrchr(et->path, '/') : NULL;
+	uint64_t lo, hi;
+	char name[300];
+
+	if (et->fd < 0 || elf_symtab__fde_range(et, off, &lo, &hi))
+		return NULL;
+	snprintf(name, sizeof(name), "[%.200s+0x%" PRIx64 "]",
+		 base	    ? base + 1
+		 : et->path ? et->path
+			    : "unknown",
+		 lo);
+	return sym_intern(s, name);
+}
+
 /* Symbolize @off of @et from scratch and remember it. */
 static struct rentry *cache_fill(struct symbolizer *s, struct elf_symtab *et, uint64_t off)
 {
@@ -126,6 +147,8 @@ static struct rentry *cache_fill(struct symbolizer *s, struct elf_symtab *et, ui
 	/* the symbol table names the real function, as on the fast path (clones keep .isra) */
 	if (sym)
 		lf[n - 1].func = sym->name;
+	else if (!lf[n - 1].func)
+		lf[n - 1].func = fde_name(s, et, off);
 
 	for (i = cache_slot(s, et, off); s->cache[i].et; i = (i + 1) & (s->cache_cap - 1))
 		;

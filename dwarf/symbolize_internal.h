@@ -80,6 +80,13 @@ struct symbolizer {
 };
 
 /**
+ * sym_intern - @str copied once into the symbolizer's string set
+ *
+ * Return: the interned copy (lives as long as @s), or NULL without memory.
+ */
+const char *sym_intern(struct symbolizer *s, const char *str);
+
+/**
  * sym_proc_free - free the mapping table of @p and @p itself
  */
 void sym_proc_free(struct sym_proc *p);

@@ -288,6 +288,63 @@ int x86_insn_length(const uint8_t *p, size_t avail)
 	return x86_decode(p, avail, &op, &map);
 }
 
+/* The relative operand sits in the last @n bytes of the instruction. */
+static int64_t rel_at_end(const uint8_t *p, int len, int n)
+{
+	if (n == 1)
+		return (int8_t)p[len - 1];
+	return (int32_t)((uint32_t)p[len - 4] | (uint32_t)p[len - 3] << 8 |
+			 (uint32_t)p[len - 2] << 16 | (uint32_t)p[len - 1] << 24);
+}
+
+/* The opcode byte's position: after legacy prefixes and REX. */
+static size_t opcode_pos(const uint8_t *p, int len)
+{
+	size_t i = 0;
+
+	while ((int)i < len && is_legacy_prefix(p[i]))
+		i++;
+	if ((int)i < len && (p[i] & 0xf0) == 0x40)
+		i++;
+	return i;
+}
+
+int x86_insn_info(const uint8_t *p, size_t avail, struct x86_insn *out)
+{
+	uint8_t op;
+	int map, len;
+
+	memset(out, 0, sizeof(*out));
+	if (!p || (len = x86_decode(p, avail, &op, &map)) <= 0)
+		return -1;
+	out->len = len;
+	if (map == 0) {
+		size_t at = opcode_pos(p, len);
+		uint8_t reg = (int)at + 1 < len ? (p[at + 1] >> 3) & 7 : 0;
+
+		if ((op >= 0x70 && op <= 0x7f) || (op >= 0xe0 && op <= 0xe3)) {
+			out->flow = X86_FLOW_JCC;
+			out->rel = rel_at_end(p, len, 1);
+		} else if (op == 0xeb || op == 0xe9) {
+			out->flow = X86_FLOW_JMP;
+			out->rel = rel_at_end(p, len, op == 0xeb ? 1 : 4);
+		} else if (op == 0xe8) {
+			out->flow = X86_FLOW_CALL;
+			out->rel = rel_at_end(p, len, 4);
+		} else if (op == 0xc3 || op == 0xc2) {
+			out->flow = X86_FLOW_RET;
+		} else if (op == 0xff && (reg == 2 || reg == 3)) {
+			out->flow = X86_FLOW_CALL_IND;
+		} else if (op == 0xff && (reg == 4 || reg == 5)) {
+			out->flow = X86_FLOW_JMP_IND;
+		}
+	} else if (map == 1 && op >= 0x80 && op <= 0x8f) {
+		out->flow = X86_FLOW_JCC;
+		out->rel = rel_at_end(p, len, 4);
+	}
+	return len;
+}
+
 int probe_return_sites(Elf *elf, uint64_t vaddr, uint64_t size, uint64_t **out, size_t *n_out)
 {
 	uint64_t off, end_off;

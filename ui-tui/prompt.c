@@ -304,6 +304,8 @@ int find_key(struct tui *t, int ch)
 			tree_layout(t);
 			tree_select_match(t, false);
 		}
+		if (t->view == VIEW_SOURCE)
+			source_find(t, false);
 		return H_RELAYOUT | H_REDRAW;
 	case KEY_UP:
 		history_move(p, -1);

@@ -15,7 +15,7 @@
 
 #define MSG_SHOW_NS (8 * 1000000000ULL)
 
-static const char *const view_names[VIEW_NR] = {"Top", "Tree", "Latency", "Split"};
+static const char *const view_names[VIEW_NR] = {"Top", "Tree", "Latency", "Split", "Source"};
 
 static void draw_status(struct tui *t)
 {
@@ -72,6 +72,8 @@ static const char *help_bar(const struct tui *t)
 	case VIEW_SPLIT:
 		return "?:help v:ranks/diff/slow/fast Up/Down:scroll w:window :split FUNC pNN "
 		       "q:quit";
+	case VIEW_SOURCE:
+		return "?:help Enter:probe line w:split on line d:disasm /:search n:next q:quit";
 	default:
 		return "";
 	}
@@ -83,6 +85,8 @@ static void draw_help(struct tui *t)
 		"liveprof keys",
 		"",
 		"1 2 3 4 / Tab   Top, Tree, Latency, Split views",
+		"5               Source of the selected function: Enter probes a line, w splits",
+		"                on the calls that ran it, d disassembly (L loop B branch I inline)",
 		"Up Down PgUp PgDn Home End   move",
 		"/ n Esc         search (Top filters, Tree highlights), next, clear",
 		"s               Top: sort by self, cum, name",
@@ -168,6 +172,9 @@ void draw(struct tui *t)
 		break;
 	case VIEW_SPLIT:
 		draw_split(t, y0, h);
+		break;
+	case VIEW_SOURCE:
+		draw_source(t, y0, h);
 		break;
 	default:
 		break;

@@ -152,7 +152,11 @@ static bool inlined_name(const char *name)
 	return n > m && !strcmp(name + n - m, " " TUI_INLINED_MARK);
 }
 
-static const char *selected_function(struct tui *t)
+/**
+ * selected_function - the function under the cursor in Top or Tree, or NULL
+ * @t: the UI state
+ */
+const char *selected_function(struct tui *t)
 {
 	if (t->view == VIEW_TOP && t->n_top_rows) {
 		const char *name = t->m.funcs.r[t->top_rows[t->top_sel]].name;
@@ -222,6 +226,9 @@ static int handle_key(struct tui *t, int ch)
 	case VIEW_SPLIT:
 		r = split_key(t, ch);
 		break;
+	case VIEW_SOURCE:
+		r = source_key(t, ch);
+		break;
 	default:
 		break;
 	}
@@ -250,6 +257,8 @@ static int handle_key(struct tui *t, int ch)
 	case '4':
 		t->view = (enum view)(ch - '1');
 		return H_REDRAW;
+	case '5':
+		return source_open(t);
 	case TK_TAB:
 		t->view = (t->view + 1) % VIEW_NR;
 		return H_REDRAW;
@@ -422,6 +431,7 @@ static int curses_start(struct tui *t)
 static void tui_free(struct tui *t)
 {
 	model_free(&t->m);
+	source_free(t);
 	pathset_free(&t->expand);
 	free(t->top_rows);
 	free(t->tree_rows);

@@ -47,6 +47,7 @@ enum view {
 	VIEW_TREE,
 	VIEW_LATENCY,
 	VIEW_SPLIT,
+	VIEW_SOURCE,
 	VIEW_NR,
 };
 
@@ -124,6 +125,8 @@ struct tui {
 	uint64_t last_key_ns;
 	bool rebuild_due; /* a tick passed while the user was typing */
 
+	struct src_view *src; /* Source view state (view_source.c), made on first use */
+
 	int err_pipe, saved_stderr;
 	char err_buf[1024];
 	size_t err_len;
@@ -145,6 +148,7 @@ int relayout(struct tui *t);
 void rebuild(struct tui *t);
 bool move_key(int ch, int *sel, int n);
 int offer(struct tui *t, const char *cmd, const char *suffix);
+const char *selected_function(struct tui *t);
 
 /* screen.c */
 void draw(struct tui *t);
@@ -172,6 +176,13 @@ int tree_key(struct tui *t, int ch);
 /* view_latency.c */
 void draw_latency(struct tui *t, int y0, int h);
 int latency_key(struct tui *t, int ch);
+
+/* view_source.c */
+int source_open(struct tui *t);
+void source_free(struct tui *t);
+void source_find(struct tui *t, bool next);
+void draw_source(struct tui *t, int y0, int h);
+int source_key(struct tui *t, int ch);
 
 /* view_split.c */
 int diff_layout(struct tui *t);

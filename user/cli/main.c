@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <linux/capability.h>
 
+#include "dwarf/debuginfo.h"
 #include "user/session/daemon.h"
 #include "user/synth/emit.h"
 #include "user/util/exit_codes.h"
@@ -101,7 +102,9 @@ static int check_outputs(const struct options *o)
 			continue;
 		}
 		if (report__format_of(p) < 0) {
-			lp_err("unknown output format '%s' (use .folded, .txt, .svg or .pb.gz)", p);
+			lp_err("unknown output format '%s' (use .folded, .txt, .svg, .pb.gz or "
+			       ".annotate)",
+			       p);
 			return EXIT_USAGE;
 		}
 		err = atomic_file__check_writable(p);
@@ -457,5 +460,6 @@ int main(int argc, char **argv)
 	if (r)
 		return EXIT_USAGE;
 	lp_verbose = o.verbose;
+	debuginfo__configure(o.source_path, (int)o.debuginfod_tmo_s);
 	return run(&o);
 }

@@ -44,6 +44,9 @@ enum {
 	OPT_MAX_FRAMES,
 	OPT_UNWIND_ROWS,
 	OPT_UNWIND_CHECK,
+	OPT_ANNOTATE,
+	OPT_SOURCE_PATH,
+	OPT_DEBUGINFOD_TIMEOUT,
 };
 
 static const struct option long_opts[] = {
@@ -83,6 +86,9 @@ static const struct option long_opts[] = {
 	{"max-frames", required_argument, NULL, OPT_MAX_FRAMES},
 	{"unwind-rows", required_argument, NULL, OPT_UNWIND_ROWS},
 	{"unwind-check", no_argument, NULL, OPT_UNWIND_CHECK},
+	{"annotate", required_argument, NULL, OPT_ANNOTATE},
+	{"source-path", required_argument, NULL, OPT_SOURCE_PATH},
+	{"debuginfod-timeout", required_argument, NULL, OPT_DEBUGINFOD_TIMEOUT},
 	{NULL, 0, NULL, 0},
 };
 
@@ -131,6 +137,11 @@ void options_usage(FILE *f)
 	      "Output:\n"
 	      "  -o, --output FILE     by extension: .folded/.txt, .svg, .pb.gz; DIR/ with "
 	      "--split\n"
+	      "                        annotate.txt or *.annotate: samples per source line\n"
+	      "      --annotate FUNC   print FUNC's samples per source line and instruction\n"
+	      "      --source-path DIR also look for source files under DIR\n"
+	      "      --debuginfod-timeout SEC  bound on one debuginfod query (default 10;\n"
+	      "                        debuginfod is asked when DEBUGINFOD_URLS is set)\n"
 	      "      --json FILE       machine-readable summary\n"
 	      "      --top N           rows of the top table at exit (default 20, 0 = none)\n"
 	      "      --no-tui          batch mode even on a terminal\n"
@@ -340,6 +351,17 @@ static int apply_option(struct options *o, int c, char **argv)
 		break;
 	case OPT_UNWIND_CHECK:
 		o->unwind_check = true;
+		break;
+	case OPT_ANNOTATE:
+		o->annotate_func = optarg;
+		break;
+	case OPT_SOURCE_PATH:
+		o->source_path = optarg;
+		break;
+	case OPT_DEBUGINFOD_TIMEOUT:
+		if (parse_whole(optarg, "time-out", 1, 3600, &v))
+			return -EINVAL;
+		o->debuginfod_tmo_s = (unsigned int)v;
 		break;
 	case OPT_STACK_SIZE:
 		if (parse_whole(optarg, "stack size", 1, 64, &v))

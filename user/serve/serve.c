@@ -174,6 +174,8 @@ static enum MHD_Result route_get(struct request *r)
 		return serve_metrics__get(r);
 	if (!strcmp(u, "/api/state"))
 		return serve_ui__state(r);
+	if (!strcmp(u, "/source"))
+		return serve_source__get(r);
 	if (!strncmp(u, "/debug/pprof/", 13))
 		return serve__error(r, 404, "unknown profile '%s'", u + 13);
 	return serve_ui__asset(r, u);

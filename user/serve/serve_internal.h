@@ -105,6 +105,8 @@ uint64_t serve__unix_ns(uint64_t mono_ns);
 enum MHD_Result serve_pprof__profile(struct request *r);
 enum MHD_Result serve_pprof__index(struct request *r);
 enum MHD_Result serve_metrics__get(struct request *r);
+/* serve_source.c: GET /source?function=F, per-line samples as text */
+enum MHD_Result serve_source__get(struct request *r);
 /* @which: "heap", "allocs" or "delta_heap" */
 enum MHD_Result serve_heap__get(struct request *r, const char *which);
 /** serve_heap__free - free delta_heap's state */

@@ -66,6 +66,10 @@ struct options {
 	/* memory */
 	bool alloc;		   /* --alloc: allocator probes */
 	uint64_t alloc_rate_bytes; /* --alloc-rate: mean bytes between samples */
+	/* sources and debug info (issue 18) */
+	const char *annotate_func;     /* --annotate FUNC: print its per-line samples at exit */
+	const char *source_path;       /* --source-path DIR */
+	unsigned int debuginfod_tmo_s; /* --debuginfod-timeout SEC, 0: default */
 };
 
 /**

@@ -21,6 +21,7 @@
 #include "user/session/ruby_procs.h"
 #include "user/session/split.h"
 #include "user/session/traces.h"
+#include "user/profile/annotate.h"
 #include "user/profile/writers.h"
 #include "user/util/util.h"
 #include "user/session/unwind_tables.h"
@@ -34,6 +35,13 @@ static bool ends_with(const char *s, const char *suffix)
 
 int report__format_of(const char *path)
 {
+	const char *base = strrchr(path, '/');
+
+	/* before ".txt": annotate.txt is the per-line report, not folded stacks */
+	base = base ? base + 1 : path;
+	if (!strcmp(base, "annotate.txt") || ends_with(path, ".annotate") ||
+	    ends_with(path, ".annotate.txt"))
+		return OUT_ANNOTATE;
 	if (ends_with(path, ".folded") || ends_with(path, ".txt"))
 		return OUT_FOLDED;
 	if (ends_with(path, ".svg"))
@@ -144,6 +152,9 @@ static int write_one(struct daemon *d, struct profile *p, const char *path, int 
 	if (fmt == OUT_FOLDED)
 		err = d->core.opts->offcpu ? write_folded_weighted(p, af.fp)
 					   : write_folded(p, af.fp);
+	else if (fmt == OUT_ANNOTATE)
+		err = write_annotate(p, af.fp,
+				     &(struct annotate_opts){.func = d->core.opts->annotate_func});
 	else
 		err = write_svg(p, af.fp, so);
 	if (err) {
@@ -478,6 +489,10 @@ int report__finish(struct daemon *d, FILE *f)
 	if (d->core.opts->top_rows > 0 && p->total_count) {
 		fputc('\n', f);
 		write_top(p, f, d->core.opts->top_rows);
+	}
+	if (d->core.opts->annotate_func && p->total_count) {
+		fputc('\n', f);
+		write_annotate(p, f, &(struct annotate_opts){.func = d->core.opts->annotate_func});
 	}
 	if (d->traces)
 		traces__print(d->traces, f, true);

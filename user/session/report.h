@@ -17,6 +17,7 @@ enum output_format {
 	OUT_FOLDED,
 	OUT_SVG,
 	OUT_PPROF,
+	OUT_ANNOTATE, /* annotate.txt, *.annotate, *.annotate.txt */
 };
 
 /** report__format_of - output format from a file name, or -1 */
