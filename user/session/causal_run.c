@@ -58,10 +58,16 @@ static int self_shares(const struct profile *p, struct fn_share **out, uint64_t 
 		const struct frame *f;
 		int k;
 
+		int d;
+
 		*total += s->count;
-		if (!s->depth)
+		/* An inlined leaf (a helper inlined into its caller) counts for
+		 * the function it was inlined into: only that one has an entry. */
+		for (d = (int)s->depth - 1; d > 0 && p->frames[s->frames[d]].inlined; d--)
+			;
+		if (d < 0 || !s->depth)
 			continue;
-		f = &p->frames[s->frames[s->depth - 1]];
+		f = &p->frames[s->frames[d]];
 		if (!probeable_name(f))
 			continue;
 		for (k = 0; k < n && strcmp(v[k].name, f->name); k++)
