@@ -58,7 +58,7 @@ static void causal_usage(FILE *f)
 		"  --auto N               how many functions auto picks (default 5)\n"
 		"  -d, --duration SEC     the whole run (default 30)\n"
 		"  --sample SEC           the CPU profile taken first (default 2)\n"
-		"  --window SEC           one control or delayed window (default 0.25)\n"
+		"  --window SEC           one control or delayed window (default 0.1)\n"
 		"  --delay PCT            delay per call, %% of the function's mean duration (default "
 		"25)\n"
 		"  --ci HALF              a candidate is done once its 95%% interval is +-HALF (default "
@@ -296,7 +296,7 @@ static int causal_status(int err)
 int cmd_causal(int argc, char **argv)
 {
 	struct causal_args a = {.o = {.auto_n = 5, .duration_s = 30, .sample_s = 2,
-				      .window_s = 0.25, .delay_pct = 25, .target_half = 0.1,
+				      .window_s = 0.1, .delay_pct = 25, .target_half = 0.1,
 				      .max_overhead_pct = 30, .no_progress_s = 3}};
 	struct sigaction sa = {.sa_handler = on_signal};
 	struct causal_run *r = NULL;

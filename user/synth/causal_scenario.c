@@ -9,7 +9,7 @@
  *           encode (150 units), waits 60 us for "I/O", then item_done.
  *           The consumer is the bottleneck; parse uses more CPU and blocks
  *           on the full queue a third of the time.
- * spin:     a poller thread runs spin_poll (200 units, then yields) forever
+ * spin:     a poller thread runs spin_poll (200 units) back to back, forever,
  *           and gates nothing; the worker runs compute (150 units), waits
  *           50 us, then item_done.
  * lock:     4 threads run prepare (20 units) and wait 100 us, then take one
@@ -135,8 +135,8 @@ static const char spin_body[] =
 	"__attribute__((noinline)) void spin_poll(void)\n{\n"
 	"\tvolatile int frame = 0;\n\n\t(void)frame;\n\tburn(SPIN_UNITS);\n"
 	"\tif (flag)\n\t\tsink++;\n}\n\n"
-	"static void *poller(void *arg)\n{\n\tfor (;;) {\n\t\tspin_poll();\n"
-	"\t\tsched_yield();\n\t}\n\treturn arg;\n}\n\n"
+	"static void *poller(void *arg)\n{\n\tfor (;;)\n\t\tspin_poll();\n"
+	"\treturn arg;\n}\n\n"
 	"static void *worker(void *arg)\n{\n\tfor (;;) {\n\t\tcompute();\n"
 	"\t\tio_wait(IO_US);\n\t\titem_done();\n\t}\n\treturn arg;\n}\n\n"
 	"static void start(void)\n{\n\tpthread_t t;\n\n"
