@@ -20,6 +20,7 @@
 #include "user/util/atomic_file.h"
 #include "user/util/exit_codes.h"
 #include "user/util/log.h"
+#include "user/util/util.h"
 
 #define MAX_CANDS CAUSAL_MAX_CAND
 
@@ -261,15 +262,21 @@ static int write_outputs(const struct causal_args *a, const struct causal_run *r
 static int open_daemon(struct daemon *d, struct options *po, const struct causal_args *a)
 {
 	char pid[16], ovh[32];
+	/* Frame-pointer stacks and no interpreter frames: the CPU shares need
+	 * only the leaf functions, and the BPF unwinder's programs take
+	 * seconds to verify on a busy machine. */
 	char *argv[] = {"liveprof", "-p", pid, "--no-tui", "-F", "199", "--max-overhead", ovh,
-			"--top", "0", NULL};
+			"--top", "0", "--call-graph", "fp", "--no-interp", NULL};
 	int rc;
 
 	snprintf(pid, sizeof(pid), "%d", a->pid);
 	snprintf(ovh, sizeof(ovh), "%g", a->o.max_overhead_pct);
-	if (options_parse(10, argv, po))
+	if (options_parse((int)(sizeof(argv) / sizeof(argv[0])) - 1, argv, po))
 		return EXIT_USAGE;
 	po->verbose = a->o.verbose;
+	/* What a sample costs a traced call matters to latencies measured while
+	 * sampling; the experiments run after sampling has stopped. */
+	po->no_sample_calib = true;
 	rc = daemon__open(d, po, true);
 	if (!rc && daemon__add_target(d, a->pid)) {
 		lp_err("cannot follow process '%d'", a->pid);
@@ -303,6 +310,7 @@ int cmd_causal(int argc, char **argv)
 	struct options po;
 	struct daemon d;
 	char err[768];
+	uint64_t t0;
 	int rc;
 
 	rc = parse_args(argc, argv, &a);
@@ -317,7 +325,11 @@ int cmd_causal(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	memset(&d, 0, sizeof(d));
 	r = calloc(1, sizeof(*r));
+	t0 = lp_now_ns();
 	rc = r ? open_daemon(&d, &po, &a) : EXIT_RUNTIME;
+	if (a.o.verbose)
+		lp_info("causal: BPF loaded and calibrated in %.1f s",
+			(double)(lp_now_ns() - t0) / 1e9);
 	if (!rc) {
 		int e = causal__run(&d, &a.o, r, &causal_stop, err, sizeof(err));
 
@@ -327,7 +339,10 @@ int cmd_causal(int argc, char **argv)
 		if (e && r->n_cand)
 			lp_err("%s", err);
 	}
+	t0 = lp_now_ns();
 	daemon__close(&d);
+	if (a.o.verbose)
+		lp_info("causal: detached in %.1f s", (double)(lp_now_ns() - t0) / 1e9);
 out:
 	free(r);
 	free(a.cand_buf);

@@ -231,12 +231,12 @@ static bool cand_done(struct causal_ctx *x, struct causal_cand *c, uint64_t unti
 }
 
 /* Trace @c (unless it is the point itself), run its pairs, untrace it. */
-static int experiment(struct causal_ctx *x, struct causal_cand *c, uint64_t until)
+static int experiment(struct causal_ctx *x, struct causal_cand *c, int left)
 {
 	struct cand_acc a = {0};
 	bool added = false;
 	char msg[512];
-	uint64_t t0 = lp_now_ns();
+	uint64_t t0 = lp_now_ns(), until, now;
 	int err = 0, i;
 
 	if (daemon__find_trace(x->d, c->function) < 0) {
@@ -246,6 +246,11 @@ static int experiment(struct causal_ctx *x, struct causal_cand *c, uint64_t unti
 		}
 		added = true;
 	}
+	lp_info("causal: experiments on '%s'", c->function);
+	/* Its share of the time left, counted once it is attached: resolving
+	 * and attaching can take a while on a loaded machine. */
+	now = lp_now_ns();
+	until = now + (x->deadline > now ? x->deadline - now : 0) / (uint64_t)left;
 	i = daemon__find_trace(x->d, c->function);
 	if (i >= 0 && traces__info(x->d->traces, i)->kind != TRACE_FUNC)
 		snprintf(c->skipped, sizeof(c->skipped), "not a function: no entry to delay");
@@ -272,13 +277,11 @@ int causal_run_candidates(struct causal_ctx *x)
 	struct causal_run *r = x->r;
 
 	for (int k = 0; k < r->n_cand; k++) {
-		uint64_t now = lp_now_ns();
-		uint64_t left = x->deadline > now ? x->deadline - now : 0;
 		int err;
 
 		if (r->cand[k].skipped[0])
 			continue;
-		err = experiment(x, &r->cand[k], now + left / (uint64_t)(r->n_cand - k));
+		err = experiment(x, &r->cand[k], r->n_cand - k);
 		if (err == -ESRCH) {
 			r->target_exited = true;
 			return 0;

@@ -93,6 +93,9 @@ static const char common_head[] =
 	"#include <stdio.h>\n#include <stdlib.h>\n#include <sys/prctl.h>\n#include <time.h>\n\n"
 	"#define ITERS_PER_UNIT 2000 /* about 1 us where it was written */\n"
 	"static volatile unsigned long sink;\n"
+	"/* 1: the variant's work (see the header); './prog SECONDS alternate' flips\n"
+	" * it at every progress line, for paired comparisons in one process. */\n"
+	"static volatile int fast_mode = 1;\n"
 	"static atomic_ulong items;\n\n"
 	"static void burn(long units)\n{\n"
 	"\tfor (long i = 0; i < units * ITERS_PER_UNIT; i++)\n\t\tsink += i;\n}\n\n"
@@ -155,29 +158,43 @@ static const char lock_body[] =
 static const char common_main[] =
 	"\nint main(int argc, char **argv)\n{\n"
 	"\tdouble seconds = argc > 1 ? atof(argv[1]) : DEFAULT_SECONDS;\n"
+	"\tint alternate = argc > 2 && argv[2][0] == 'a';\n"
 	"\tstruct timespec t0, now, tick = {0, 250000000};\n\n"
 	"\t/* Sleeps as asked, not 50 us later: the waits are part of the model. */\n"
 	"\tprctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);\n"
 	"\tsetvbuf(stdout, NULL, _IOLBF, 0);\n"
+	"\tfast_mode = !alternate;\n"
 	"\tclock_gettime(CLOCK_MONOTONIC, &t0);\n\tstart();\n"
 	"\tfor (;;) {\n\t\tdouble t;\n\n\t\tnanosleep(&tick, NULL);\n"
 	"\t\tclock_gettime(CLOCK_MONOTONIC, &now);\n"
 	"\t\tt = (now.tv_sec - t0.tv_sec) + (now.tv_nsec - t0.tv_nsec) / 1e9;\n"
-	"\t\tprintf(\"progress %.6f %lu\\n\", t, (unsigned long)atomic_load(&items));\n"
+	"\t\t/* the items so far, and the mode of the quarter second that ended */\n"
+	"\t\tprintf(\"progress %.6f %lu %d\\n\", t, (unsigned long)atomic_load(&items),\n"
+	"\t\t       fast_mode);\n"
+	"\t\tif (alternate)\n\t\t\tfast_mode = !fast_mode;\n"
 	"\t\tif (seconds > 0 && t >= seconds)\n\t\t\treturn 0;\n\t}\n}\n";
 
-/* The work of @fn: its model value, less @pct % when it is the one sped up. */
-static long units(const char *fn, long model, const char *func, double pct)
+/*
+ * The work of @fn as a C expression: its model value, and in fast mode
+ * @pct % less when it is the function sped up.
+ */
+static const char *units(char *buf, size_t len, const char *fn, long model, const char *func,
+			 double pct)
 {
-	if (strcmp(fn, func))
-		return model;
-	return (long)(model * (1 - pct / 100.0) + 0.5);
+	long fast = strcmp(fn, func) ? model : (long)(model * (1 - pct / 100.0) + 0.5);
+
+	if (fast == model)
+		snprintf(buf, len, "%ld", model);
+	else
+		snprintf(buf, len, "(fast_mode ? %ld : %ld)", fast, model);
+	return buf;
 }
 
 int causal_scenario_write_c(FILE *f, const struct causal_scenario *sc, const char *func,
 			    double pct, double seconds)
 {
 	const char *body = lock_body;
+	char a[64], b[64];
 
 	fprintf(f, "/*\n * Emitted by liveprof emit --scenario %s%s", CAUSAL_SCENARIO_PREFIX,
 		sc->name);
@@ -189,21 +206,25 @@ int causal_scenario_write_c(FILE *f, const struct causal_scenario *sc, const cha
 	if (func[0] && pct > 0)
 		fprintf(f, " * This variant: %s does %g%% less work.\n", func, pct);
 	fprintf(f, " * Build: cc -O2 -g -fno-omit-frame-pointer -pthread -o prog prog.c\n"
-		   " * Run:   ./prog [SECONDS] (prints 'progress SECONDS ITEMS' 4 times a "
-		   "second)\n */\n");
+		   " * Run:   ./prog [SECONDS [alternate]]: prints 'progress SECONDS ITEMS FAST'\n"
+		   " *        4 times a second; with 'alternate', the variant's speedup is on\n"
+		   " *        in every other quarter second (FAST says which)\n */\n");
 	fprintf(f, "#define DEFAULT_SECONDS %g\n", seconds);
 	if (!strcmp(sc->name, "pipeline")) {
-		fprintf(f, "#define PARSE_UNITS %ld\n#define ENCODE_UNITS %ld\n#define IO_US 60\n",
-			units("parse", 200, func, pct), units("encode", 150, func, pct));
+		fprintf(f, "#define PARSE_UNITS %s\n#define ENCODE_UNITS %s\n#define IO_US 60\n",
+			units(a, sizeof(a), "parse", 200, func, pct),
+			units(b, sizeof(b), "encode", 150, func, pct));
 		body = pipeline_body;
 	} else if (!strcmp(sc->name, "spin")) {
-		fprintf(f, "#define SPIN_UNITS %ld\n#define COMPUTE_UNITS %ld\n#define IO_US 50\n",
-			units("spin_poll", 200, func, pct), units("compute", 150, func, pct));
+		fprintf(f, "#define SPIN_UNITS %s\n#define COMPUTE_UNITS %s\n#define IO_US 50\n",
+			units(a, sizeof(a), "spin_poll", 200, func, pct),
+			units(b, sizeof(b), "compute", 150, func, pct));
 		body = spin_body;
 	} else {
-		fprintf(f, "#define PREPARE_UNITS %ld\n#define CRITICAL_UNITS %ld\n"
+		fprintf(f, "#define PREPARE_UNITS %s\n#define CRITICAL_UNITS %s\n"
 			   "#define IO_US 100\n",
-			units("prepare", 20, func, pct), units("critical", 100, func, pct));
+			units(a, sizeof(a), "prepare", 20, func, pct),
+			units(b, sizeof(b), "critical", 100, func, pct));
 	}
 	fputs(common_head, f);
 	fputs(body, f);

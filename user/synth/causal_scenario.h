@@ -47,7 +47,9 @@ int causal_scenario_parse(const char *spec, const struct causal_scenario **sc, c
  * made @pct % smaller (a real speedup; none when @func is "" or @pct is 0)
  * @seconds: the default run time (the program's first argument overrides it)
  *
- * The program prints "progress SECONDS ITEMS" every 0.25 s on stdout.
+ * The program prints "progress SECONDS ITEMS FAST" every 0.25 s on stdout;
+ * run as "./prog SECONDS alternate" it turns the speedup on in every other
+ * quarter second, for paired real measurements in one process.
  * Return: 0, or -EIO on a write error.
  */
 int causal_scenario_write_c(FILE *f, const struct causal_scenario *sc, const char *func,

@@ -540,7 +540,7 @@ int cmd_validate(int argc, char **argv)
 		.tolerance = 0.05,
 		.seed = 1,
 		.speedup = 30,
-		.real_seconds = 3,
+		.real_seconds = 4.5,
 	};
 	char tmpl[] = "/tmp/liveprof-validate.XXXXXX";
 	const char *dir;

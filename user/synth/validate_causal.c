@@ -7,11 +7,11 @@
  *    work; build both (-O2, as a user would).
  * 2. Predict: run the scenario, run `liveprof causal` on it with the
  *    gating and the non-gating function as candidates.
- * 3. Measure: run the scenario and two variants (the gating function, then
- *    the other, made PCT% faster) in turns, each printing its progress four
- *    times a second; a real program speedup is 1 - rate(base)/rate(variant),
- *    its standard error from the spread of the half-second rates (a normal
- *    approximation over the blocks).
+ * 3. Measure: run each variant (the gating function, then the other, made
+ *    PCT% faster) with its speedup on in every other quarter second; each
+ *    (off, on) pair of quarters gives a real program speedup
+ *    1 - rate(off)/rate(on); their mean and its standard error (the spread
+ *    over the pairs) are the real speedup.
  * 4. Compare: the prediction is impact x PCT; its standard error is the
  *    interval's half-width / 1.96 x PCT. They agree when they differ by at
  *    most 3 combined standard errors (a two-sided test at about 0.3%).
@@ -38,9 +38,7 @@
 #include "user/util/exit_codes.h"
 #include "user/util/log.h"
 
-#define REAL_ROUNDS 2	/* base, gating variant, idle variant: twice */
 #define WARMUP_S   0.5	/* of each real run, not counted */
-#define BLOCK_S	   0.5	/* rates are taken over blocks this long */
 #define Z_AGREE	   3.0	/* combined standard errors that still agree */
 #define NEAR_ZERO  0.1	/* an impact within +-this is "near zero" */
 #define MAX_BLOCKS 256
@@ -52,7 +50,7 @@
  * on both the prediction and the real runs (it would weigh alike on both,
  * but adds noise). Threads inherit it.
  */
-static pid_t spawn_prog(const char *prog, const char *secs, int out_fd)
+static pid_t spawn_prog(const char *prog, const char *secs, const char *mode, int out_fd)
 {
 	pid_t pid;
 
@@ -67,14 +65,15 @@ static pid_t spawn_prog(const char *prog, const char *secs, int out_fd)
 			(void)0; /* not root: the default priority, more noise */
 		if (fd >= 0)
 			dup2(fd, STDOUT_FILENO);
-		execl(prog, prog, secs, (char *)NULL);
+		execl(prog, prog, secs, mode, (char *)NULL);
 		_exit(127);
 	}
 	return pid;
 }
 
-struct rate_acc {
-	double r[MAX_BLOCKS];
+/* Paired quarter seconds of one variant run: base (slow) then fast. */
+struct pair_acc {
+	double speedup[MAX_BLOCKS]; /* % per pair */
 	int n;
 };
 
@@ -107,11 +106,15 @@ static int write_prog(const struct causal_scenario *sc, const char *func, double
 	return err;
 }
 
-/* Run @prog for @seconds with its stdout in a pipe; add its block rates. */
-static int measure_run(const char *prog, double seconds, struct rate_acc *acc)
+/*
+ * Run variant @prog for @seconds in alternate mode (its speedup on in every
+ * other quarter second) and add one real speedup per (base, fast) pair of
+ * consecutive quarters: drift slower than half a second cancels in a pair.
+ */
+static int measure_run(const char *prog, double seconds, struct pair_acc *acc)
 {
 	char secs[32], line[128];
-	double t0 = -1, n0 = 0;
+	double t0 = -1, n0 = 0, base_rate = -1;
 	int fd[2];
 	pid_t pid;
 	FILE *f;
@@ -119,26 +122,29 @@ static int measure_run(const char *prog, double seconds, struct rate_acc *acc)
 	snprintf(secs, sizeof(secs), "%g", seconds);
 	if (pipe2(fd, O_CLOEXEC))
 		return -errno;
-	pid = spawn_prog(prog, secs, fd[1]);
+	pid = spawn_prog(prog, secs, "alternate", fd[1]);
+	close(fd[1]);
 	if (pid < 0) {
 		close(fd[0]);
-		close(fd[1]);
 		return (int)pid;
 	}
-	close(fd[1]);
 	f = fdopen(fd[0], "r");
 	while (f && fgets(line, sizeof(line), f)) {
-		double t, n;
+		double t, n, rate;
+		int fast;
 
-		if (sscanf(line, "progress %lf %lf", &t, &n) != 2 || t < WARMUP_S)
+		if (sscanf(line, "progress %lf %lf %d", &t, &n, &fast) != 3)
 			continue;
-		if (t0 < 0) {
-			t0 = t;
-			n0 = n;
-		} else if (t - t0 >= BLOCK_S - 0.05 && acc->n < MAX_BLOCKS) {
-			acc->r[acc->n++] = (n - n0) / (t - t0);
-			t0 = t;
-			n0 = n;
+		rate = t0 >= 0 && t > t0 ? (n - n0) / (t - t0) : -1;
+		t0 = t;
+		n0 = n;
+		if (t < WARMUP_S || rate <= 0)
+			continue;
+		if (!fast) {
+			base_rate = rate;
+		} else if (base_rate > 0 && acc->n < MAX_BLOCKS) {
+			acc->speedup[acc->n++] = 100 * (1 - base_rate / rate);
+			base_rate = -1;
 		}
 	}
 	if (f)
@@ -148,24 +154,12 @@ static int measure_run(const char *prog, double seconds, struct rate_acc *acc)
 	return validate_wait(pid) ? -EIO : 0;
 }
 
-static void mean_se(const struct rate_acc *a, double *mean, double *se)
-{
-	double s = 0, ss = 0;
-
-	for (int i = 0; i < a->n; i++)
-		s += a->r[i];
-	*mean = a->n ? s / a->n : NAN;
-	for (int i = 0; i < a->n; i++)
-		ss += (a->r[i] - *mean) * (a->r[i] - *mean);
-	*se = a->n > 1 ? sqrt(ss / (a->n - 1) / a->n) : NAN;
-}
-
 /* Run `liveprof causal` on @prog; the JSON it wrote is in @out (owned). */
 static int predict(const struct vopts *vo, const struct causal_scenario *sc, const char *prog,
 		   const char *dir, json_t **out)
 {
 	char pidbuf[16], dur[32], json[4200], cands[160], seed[32];
-	pid_t pid = spawn_prog(prog, "0", -1), lp;
+	pid_t pid = spawn_prog(prog, "0", NULL, -1), lp;
 	int rc;
 
 	if (pid < 0)
@@ -214,40 +208,40 @@ static double jnum(json_t *c, const char *k)
 /* A real speedup (%) of a variant against the base, with its standard error. */
 struct real_speedup {
 	double pct, se;
+	int pairs;
 };
 
-static int speedup_of(const struct rate_acc *a, const struct rate_acc *b,
-		      struct real_speedup *out)
+static int real_of(const struct pair_acc *a, struct real_speedup *out)
 {
-	double ma, sa, mb, sb;
+	double s = 0, ss = 0, m;
 
-	mean_se(a, &ma, &sa);
-	mean_se(b, &mb, &sb);
-	if (!(ma > 0) || !(mb > 0) || isnan(sa) || isnan(sb))
+	if (a->n < 3)
 		return -ENODATA;
-	/* 1 - A/B: the share of time per item the variant saves. */
-	out->pct = 100 * (1 - ma / mb);
-	out->se = 100 * (ma / mb) * sqrt(sa * sa / (ma * ma) + sb * sb / (mb * mb));
+	for (int i = 0; i < a->n; i++)
+		s += a->speedup[i];
+	m = s / a->n;
+	for (int i = 0; i < a->n; i++)
+		ss += (a->speedup[i] - m) * (a->speedup[i] - m);
+	out->pct = m;
+	out->se = sqrt(ss / (a->n - 1) / a->n);
+	out->pairs = a->n;
 	return 0;
 }
 
-/*
- * The base and both variants in turns (base, gating, idle, twice), so that
- * a load that changes over the run weighs on each alike.
- */
-static int measure_real(char *const progs[3], double seconds, struct real_speedup *gating,
+/* Each variant alone, in alternate mode: the gating one, then the other. */
+static int measure_real(char *const progs[2], double seconds, struct real_speedup *gating,
 			struct real_speedup *idle)
 {
-	struct rate_acc acc[3] = {0};
+	struct pair_acc acc[2] = {0};
 	int err;
 
-	for (int i = 0; i < 3 * REAL_ROUNDS; i++) {
-		err = measure_run(progs[i % 3], seconds, &acc[i % 3]);
+	for (int i = 0; i < 2; i++) {
+		err = measure_run(progs[i], seconds, &acc[i]);
 		if (err)
 			return err;
 	}
-	err = speedup_of(&acc[0], &acc[1], gating);
-	return err ? err : speedup_of(&acc[0], &acc[2], idle);
+	err = real_of(&acc[0], gating);
+	return err ? err : real_of(&acc[1], idle);
 }
 
 /*
@@ -296,7 +290,7 @@ int validate_causal(const struct vopts *vo, const char *dir)
 {
 	const struct causal_scenario *sc;
 	char func[64], err[256], base[4200], fast[4200], idle[4200];
-	char *progs[3] = {base, fast, idle};
+	char *progs[2] = {fast, idle};
 	struct real_speedup rg, ri;
 	json_t *pred = NULL, *g, *i;
 	enum vverdict vg, vi;
