@@ -24,7 +24,7 @@
 #include "user/util/log.h"
 #include "user/util/util.h"
 
-#define MIN_PAIRS      4    /* before the interval may end a candidate */
+#define MIN_PAIRS      6    /* the fewest with a 95% interval of the median */
 #define MIN_CALLS      20   /* candidate calls per window to be measurable */
 #define MIN_FRAC       0.02 /* smaller delays drown in noise */
 #define SETTLE_SHARE   0.25 /* of a window, waited after a delay change */
@@ -282,12 +282,16 @@ int causal_run_candidates(struct causal_ctx *x)
 		if (r->cand[k].skipped[0])
 			continue;
 		err = experiment(x, &r->cand[k], r->n_cand - k);
-		if (err == -ESRCH) {
+		if (err == -ESRCH)
 			r->target_exited = true;
-			return 0;
-		}
-		if (err == -EINTR) {
+		if (err == -EINTR)
 			r->interrupted = true;
+		if (err == -ESRCH || err == -EINTR) {
+			for (int j = k + 1; j < r->n_cand; j++)
+				if (!r->cand[j].skipped[0])
+					snprintf(r->cand[j].skipped, sizeof(r->cand[j].skipped),
+						 "not measured: %s first",
+						 err == -ESRCH ? "the target exited" : "interrupted");
 			return 0;
 		}
 		if (err)

@@ -70,15 +70,15 @@ void causal__print(const struct causal_run *r, FILE *f)
 			fprintf(f, "  skipped: %s\n", c->skipped);
 			continue;
 		}
-		if (c->est.n >= 2)
-			fprintf(f, " %+8.3f   [%+7.3f, %+7.3f] %6d %8.1f%%  %s\n", c->est.mean,
+		if (!isnan(c->est.lo))
+			fprintf(f, " %+8.3f   [%+7.3f, %+7.3f] %6d %8.1f%%  %s\n", c->est.median,
 				c->est.lo, c->est.hi, c->n_pairs, 100 * c->delay_ns / c->mean_ns,
 				causal_verdict_name(c->verdict));
 		else
 			fprintf(f, " %8s %20s %6d %9s  inconclusive\n", "-", "-", c->n_pairs, "-");
 	}
-	fprintf(f, "impact: %% the program speeds up (%s) per 1%% the function speeds up;\n"
-		   "verdict 'no effect' when the 95%% interval lies within +-%.2f\n",
+	fprintf(f, "impact: %% the program speeds up (%s) per 1%% the function speeds up\n"
+		   "(median of the pairs, 95%% sign-test interval; 'no effect' within +-%.2f)\n",
 		r->latency ? "lower mean latency" : "less time per progress point", r->small);
 }
 
@@ -95,9 +95,10 @@ static json_t *cand_json(const struct causal_cand *c)
 	if (!o)
 		return NULL;
 	json_object_set_new(o, "function", json_string(c->function));
-	json_object_set_new(o, "impact", num(c->n_pairs ? c->est.mean : NAN));
-	json_object_set_new(o, "ci_low", num(c->est.n >= 2 ? c->est.lo : NAN));
-	json_object_set_new(o, "ci_high", num(c->est.n >= 2 ? c->est.hi : NAN));
+	json_object_set_new(o, "impact", num(c->n_pairs ? c->est.median : NAN));
+	json_object_set_new(o, "ci_low", num(c->est.lo));
+	json_object_set_new(o, "ci_high", num(c->est.hi));
+	json_object_set_new(o, "mean_impact", num(c->n_pairs ? c->est.mean : NAN));
 	json_object_set_new(o, "experiments", json_integer(c->n_pairs));
 	json_object_set_new(o, "cpu_share", num(c->cpu_share >= 0 ? c->cpu_share : NAN));
 	json_object_set_new(o, "verdict", json_string(c->skipped[0] ? "skipped"
@@ -201,8 +202,8 @@ static void panel_axes(FILE *f, const struct panel *p, const struct causal_cand 
 /* The fitted line and its 95% band, solid where measured (x < 0). */
 static void panel_data(FILE *f, const struct panel *p, const struct causal_cand *c)
 {
-	double lo = c->est.n >= 2 ? c->est.lo : c->est.mean;
-	double hi = c->est.n >= 2 ? c->est.hi : c->est.mean, fx, fy;
+	double lo = !isnan(c->est.lo) ? c->est.lo : c->est.median;
+	double hi = !isnan(c->est.hi) ? c->est.hi : c->est.median, fx, fy;
 
 	fprintf(f, "<polygon fill='#4a90d9' fill-opacity='0.25' points='%.1f,%.1f %.1f,%.1f "
 		   "%.1f,%.1f %.1f,%.1f %.1f,%.1f'/>\n",
@@ -210,11 +211,11 @@ static void panel_data(FILE *f, const struct panel *p, const struct causal_cand 
 		py(p, X_RANGE * hi), px(p, X_RANGE), py(p, X_RANGE * lo), px(p, -X_RANGE),
 		py(p, -X_RANGE * hi));
 	fprintf(f, "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='#1f5fa8' "
-		   "stroke-width='2'/>\n", px(p, -X_RANGE), py(p, -X_RANGE * c->est.mean), px(p, 0),
+		   "stroke-width='2'/>\n", px(p, -X_RANGE), py(p, -X_RANGE * c->est.median), px(p, 0),
 		py(p, 0));
 	fprintf(f, "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='#1f5fa8' "
 		   "stroke-width='2' stroke-dasharray='5,4'/>\n", px(p, 0), py(p, 0),
-		px(p, X_RANGE), py(p, X_RANGE * c->est.mean));
+		px(p, X_RANGE), py(p, X_RANGE * c->est.median));
 	/* The measured mean point: the delay as a negative speedup. */
 	fx = -100 * c->frac_sum / c->n_pairs;
 	fy = -100 * c->rel_sum / c->n_pairs;
@@ -223,7 +224,7 @@ static void panel_data(FILE *f, const struct panel *p, const struct causal_cand 
 			   "%.1f%% delay, %.2f%% program slowdown over %d pairs</title></circle>\n",
 			px(p, fx), py(p, fy), -fx, -fy, c->n_pairs);
 	fprintf(f, "<text x='%.1f' y='%.1f' font-size='11'>impact %+.2f [%+.2f, %+.2f]</text>\n",
-		p->x0 + 4, p->y0 + 14, c->est.mean, lo, hi);
+		p->x0 + 4, p->y0 + 14, c->est.median, lo, hi);
 }
 
 static void write_panels(FILE *f, const struct causal_run *r, int n, double ymax)
@@ -254,7 +255,7 @@ static void write_svg(FILE *f, const struct causal_run *r)
 
 	for (int i = 0; i < r->n_cand; i++) {
 		const struct causal_cand *c = &r->cand[i];
-		double m = c->est.n >= 2 ? fmax(fabs(c->est.lo), fabs(c->est.hi)) : fabs(c->est.mean);
+		double m = !isnan(c->est.lo) ? fmax(fabs(c->est.lo), fabs(c->est.hi)) : fabs(c->est.median);
 
 		if (c->skipped[0] || !c->n_pairs)
 			continue;

@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdlib.h>
 
 #include "user/session/causal_stats.h"
 
@@ -41,42 +42,77 @@ double causal_period(double calls, double span_ns)
 	return calls > 0 && span_ns > 0 ? span_ns / calls : NAN;
 }
 
-int causal_estimate(const double *x, int n, struct causal_est *out)
+static int dbl_cmp(const void *a, const void *b)
 {
-	double sum = 0, ss = 0, half;
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * The order statistic that bounds a 95% interval of the median: the largest
+ * k with P(Bin(n, 1/2) <= k - 1) <= 0.025, 0 when even [min, max] is short
+ * of 95% (n < 6).
+ */
+static int median_rank(int n)
+{
+	double p = pow(0.5, n), cum = 0;
 	int k = 0;
 
+	for (int j = 0; j < n; j++) {
+		cum += p;
+		if (cum > 0.025)
+			break;
+		k = j + 1;
+		p = p * (n - j) / (j + 1);
+	}
+	return k;
+}
+
+int causal_estimate(const double *x, int n, struct causal_est *out)
+{
+	double *v, sum = 0, ss = 0;
+	int k = 0, r;
+
 	out->n = 0;
-	out->mean = out->sd = out->lo = out->hi = NAN;
+	out->mean = out->sd = out->lo = out->hi = out->median = NAN;
 	if (n < 1)
 		return -EINVAL;
-	for (int i = 0; i < n; i++) {
-		if (isnan(x[i]))
-			continue;
-		sum += x[i];
-		k++;
-	}
-	out->n = k;
-	if (!k)
-		return 0;
-	out->mean = sum / k;
-	if (k < 2) {
-		out->lo = out->hi = out->mean;
-		return 0;
-	}
+	v = malloc(sizeof(*v) * (size_t)n);
+	if (!v)
+		return -ENOMEM;
 	for (int i = 0; i < n; i++)
 		if (!isnan(x[i]))
-			ss += (x[i] - out->mean) * (x[i] - out->mean);
-	out->sd = sqrt(ss / (k - 1));
-	half = causal_t95(k - 1) * out->sd / sqrt((double)k);
-	out->lo = out->mean - half;
-	out->hi = out->mean + half;
+			v[k++] = x[i];
+	out->n = k;
+	if (!k) {
+		free(v);
+		return 0;
+	}
+	qsort(v, k, sizeof(*v), dbl_cmp);
+	for (int i = 0; i < k; i++)
+		sum += v[i];
+	out->mean = sum / k;
+	for (int i = 0; i < k; i++)
+		ss += (v[i] - out->mean) * (v[i] - out->mean);
+	out->sd = k > 1 ? sqrt(ss / (k - 1)) : NAN;
+	out->median = k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
+	/* A window starved by other load makes one pair's impact huge: the
+	 * median, with the distribution-free interval of the sign test (order
+	 * statistics k and n-k+1), is not moved by a few of those. It needs
+	 * only that the pairs are independent, with the same median. */
+	r = median_rank(k);
+	if (r) {
+		out->lo = v[r - 1];
+		out->hi = v[k - r];
+	}
+	free(v);
 	return 0;
 }
 
 enum causal_verdict causal_verdict(const struct causal_est *e, double small)
 {
-	if (e->n < 3 || isnan(e->lo))
+	if (e->n < 6 || isnan(e->lo))
 		return CAUSAL_INCONCLUSIVE;
 	if (e->lo > small)
 		return CAUSAL_HELPS;

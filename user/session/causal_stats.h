@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * causal_stats.h - the statistics of causal experiments: one estimate of
- * the impact per pair of windows (control, delayed), and a Student-t
- * interval over the pairs. Pure functions, unit-tested (test_causal_stats).
+ * the impact per pair of windows (control, delayed), their median and its
+ * sign-test interval. Pure functions, unit-tested (test_causal_stats).
  */
 #ifndef LP_SESSION_CAUSAL_STATS_H
 #define LP_SESSION_CAUSAL_STATS_H
@@ -12,8 +12,9 @@
 /* An estimate over n paired experiments. */
 struct causal_est {
 	int n;
-	double mean, sd; /* of the per-pair impacts */
-	double lo, hi;	 /* 95% confidence interval of the mean (lo = hi = mean if n < 2) */
+	double median;	 /* of the per-pair impacts: the estimate */
+	double mean, sd; /* of the per-pair impacts, for reference */
+	double lo, hi;	 /* 95% interval of the median (NAN if n < 6) */
 };
 
 /**
@@ -39,13 +40,15 @@ double causal_t95(int df);
 double causal_pair_impact(double ctrl, double delayed, double frac);
 
 /**
- * causal_estimate - mean and 95% t-interval of @n values @x
+ * causal_estimate - the median of @n values @x and its 95% interval
  *
- * The pairs are independent (their order is randomized and each pair has
- * its own control), so the t-interval of their mean is the interval of the
- * impact; drift slower than a pair cancels within each pair.
+ * The sign test's interval: order statistics k and n-k+1, k from the
+ * binomial(n, 1/2) distribution, exact for any continuous distribution of
+ * independent pairs. The pairs are independent (each has its own control,
+ * in a random order), so drift slower than a pair cancels within each pair,
+ * and a window starved by other load moves the interval by one rank at most.
  *
- * Return: 0, or -EINVAL when @n < 1. NAN values are skipped.
+ * Return: 0, -EINVAL when @n < 1, -ENOMEM. NAN values are skipped.
  */
 int causal_estimate(const double *x, int n, struct causal_est *out);
 
@@ -59,7 +62,7 @@ double causal_period(double calls, double span_ns);
 
 /* What an estimate says (see causal_verdict). */
 enum causal_verdict {
-	CAUSAL_INCONCLUSIVE = 0, /* too few pairs, or an interval too wide to decide */
+	CAUSAL_INCONCLUSIVE = 0, /* too few pairs (< 6), or an interval too wide to decide */
 	CAUSAL_HELPS,		 /* the interval is above @small */
 	CAUSAL_HURTS,		 /* below -@small (a speedup slows the program) */
 	CAUSAL_NO_EFFECT,	 /* the interval lies within [-@small, @small] */
