@@ -28,9 +28,9 @@
 
 /* Written by user space (bpf_session__set_causal_delay), read per hit. */
 __u64 causal_delay_ns[LP_MAX_PROBES];
-__u64 causal_epoch = 0;		/* bumped with every delay change: old debts lapse */
-__u64 causal_delayed_hits = 0;	/* hits that waited, to check delays happen */
-__u64 causal_yielded_hits = 0;	/* of those, cut short for the scheduler */
+__u64 causal_epoch = 0;	       /* bumped with every delay change: old debts lapse */
+__u64 causal_delayed_hits = 0; /* hits that waited, to check delays happen */
+__u64 causal_yielded_hits = 0; /* of those, cut short for the scheduler */
 
 struct causal_debt {
 	__u64 epoch;

@@ -126,11 +126,13 @@ UNIT_TEST(scenario_specs)
 	double pct;
 
 	CHECK_EQ_INT(causal_scenario_parse("causal-pipeline", &sc, func, sizeof(func), &pct, err,
-					   sizeof(err)), 0);
+					   sizeof(err)),
+		     0);
 	CHECK_STR(sc->gating, "encode");
 	CHECK_STR(func, "");
-	CHECK_EQ_INT(causal_scenario_parse("causal-lock:critical=30", &sc, func, sizeof(func),
-					   &pct, err, sizeof(err)), 0);
+	CHECK_EQ_INT(causal_scenario_parse("causal-lock:critical=30", &sc, func, sizeof(func), &pct,
+					   err, sizeof(err)),
+		     0);
 	CHECK_STR(func, "critical");
 	CHECK(pct == 30);
 	CHECK(causal_scenario_parse("causal-lock:main=30", &sc, func, sizeof(func), &pct, err,

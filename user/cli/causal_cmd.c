@@ -47,32 +47,39 @@ static void causal_usage(FILE *f)
 		"                       [--candidates auto|F1,F2,...] [-d SEC] [--json FILE] [-o "
 		"FILE.svg]\n"
 		"\n"
-		"Which function, if it were faster, would make the program faster? Each candidate's\n"
-		"calls are delayed in some windows and not in others (random order); the change in\n"
+		"Which function, if it were faster, would make the program faster? Each "
+		"candidate's\n"
+		"calls are delayed in some windows and not in others (random order); the change "
+		"in\n"
 		"the progress point per unit of delay predicts the effect of a speedup.\n"
 		"\n"
 		"  -p, --pid PID          the process\n"
 		"  --progress SPEC        throughput point: calls per second of a --trace spec\n"
 		"  --latency SPEC         latency point: the mean latency of a traced function\n"
 		"                         (the metric when given)\n"
-		"  --candidates LIST      auto (default: the top functions by CPU share) or F1,F2,...\n"
+		"  --candidates LIST      auto (default: the top functions by CPU share) or "
+		"F1,F2,...\n"
 		"  --auto N               how many functions auto picks (default 5)\n"
 		"  -d, --duration SEC     the whole run (default 30)\n"
 		"  --sample SEC           the CPU profile taken first (default 2)\n"
 		"  --window SEC           one control or delayed window (default 0.1)\n"
-		"  --delay PCT            delay per call, %% of the function's mean duration (default "
+		"  --delay PCT            delay per call, %% of the function's mean duration "
+		"(default "
 		"25)\n"
-		"  --ci HALF              a candidate is done once its 95%% interval is +-HALF (default "
+		"  --ci HALF              a candidate is done once its 95%% interval is +-HALF "
+		"(default "
 		"0.1)\n"
 		"  --max-overhead PCT     injected delay at most PCT%% of one CPU (default 30)\n"
 		"  --seed N               the windows' order (default: from the clock)\n"
-		"  --json FILE            {\"causal\": [{function, impact, ci_low, ci_high, experiments,\n"
+		"  --json FILE            {\"causal\": [{function, impact, ci_low, ci_high, "
+		"experiments,\n"
 		"                         cpu_share, verdict, ...}]}\n"
 		"  -o, --output FILE      the plot, an SVG (coz style)\n"
 		"  -v, --verbose          print every pair of windows\n"
 		"\n"
 		"impact: %% the program speeds up per 1%% the function speeds up.\n"
-		"Exit status: 0 done (also partial, after the target exited or Ctrl-C), 2 bad usage,\n"
+		"Exit status: 0 done (also partial, after the target exited or Ctrl-C), 2 bad "
+		"usage,\n"
 		"3 no such process, 4 privileges, 6 BPF, 7 output, 8 a spec cannot be traced,\n"
 		"11 the progress point never fired.\n");
 }
@@ -139,29 +146,58 @@ static int parse_opt(struct causal_args *a, int c, const char *arg)
 		ok = parse_num(arg, "pid", 1, 4194304, &v);
 		a->pid = (int)v;
 		break;
-	case OPT_PROGRESS: a->o.progress = arg; break;
-	case OPT_LATENCY: a->o.latency = arg; break;
-	case OPT_CANDS: ok = split_candidates(a, arg); break;
+	case OPT_PROGRESS:
+		a->o.progress = arg;
+		break;
+	case OPT_LATENCY:
+		a->o.latency = arg;
+		break;
+	case OPT_CANDS:
+		ok = split_candidates(a, arg);
+		break;
 	case OPT_AUTO:
 		ok = parse_num(arg, "--auto", 1, MAX_CANDS, &v);
 		a->o.auto_n = (int)v;
 		break;
-	case 'd': ok = parse_num(arg, "duration", 1, 86400, &a->o.duration_s); break;
-	case OPT_SAMPLE: ok = parse_num(arg, "--sample", 0.2, 600, &a->o.sample_s); break;
-	case OPT_WINDOW: ok = parse_num(arg, "--window", 0.02, 60, &a->o.window_s); break;
-	case OPT_DELAY: ok = parse_num(arg, "--delay", 1, 100, &a->o.delay_pct); break;
-	case OPT_CI: ok = parse_num(arg, "--ci", 0.001, 100, &a->o.target_half); break;
-	case OPT_OVH: ok = parse_num(arg, "--max-overhead", 0.1, 100, &a->o.max_overhead_pct); break;
+	case 'd':
+		ok = parse_num(arg, "duration", 1, 86400, &a->o.duration_s);
+		break;
+	case OPT_SAMPLE:
+		ok = parse_num(arg, "--sample", 0.2, 600, &a->o.sample_s);
+		break;
+	case OPT_WINDOW:
+		ok = parse_num(arg, "--window", 0.02, 60, &a->o.window_s);
+		break;
+	case OPT_DELAY:
+		ok = parse_num(arg, "--delay", 1, 100, &a->o.delay_pct);
+		break;
+	case OPT_CI:
+		ok = parse_num(arg, "--ci", 0.001, 100, &a->o.target_half);
+		break;
+	case OPT_OVH:
+		ok = parse_num(arg, "--max-overhead", 0.1, 100, &a->o.max_overhead_pct);
+		break;
 	case OPT_SEED:
 		ok = parse_num(arg, "--seed", 1, 1e15, &v);
 		a->o.seed = (uint64_t)v;
 		break;
-	case OPT_JSON: a->json = arg; break;
-	case 'o': a->svg = arg; break;
-	case 'v': a->o.verbose = true; break;
-	case 'h': causal_usage(stdout); return EXIT_OK;
-	case ':': lp_err("causal: option '%s' needs an argument", arg); return EXIT_USAGE;
-	default: lp_err("causal: unknown option '%s' (see liveprof causal --help)", arg);
+	case OPT_JSON:
+		a->json = arg;
+		break;
+	case 'o':
+		a->svg = arg;
+		break;
+	case 'v':
+		a->o.verbose = true;
+		break;
+	case 'h':
+		causal_usage(stdout);
+		return EXIT_OK;
+	case ':':
+		lp_err("causal: option '%s' needs an argument", arg);
+		return EXIT_USAGE;
+	default:
+		lp_err("causal: unknown option '%s' (see liveprof causal --help)", arg);
 		return EXIT_USAGE;
 	}
 	return ok ? -1 : EXIT_USAGE;
@@ -265,8 +301,9 @@ static int open_daemon(struct daemon *d, struct options *po, const struct causal
 	/* Frame-pointer stacks and no interpreter frames: the CPU shares need
 	 * only the leaf functions, and the BPF unwinder's programs take
 	 * seconds to verify on a busy machine. */
-	char *argv[] = {"liveprof", "-p", pid, "--no-tui", "-F", "199", "--max-overhead", ovh,
-			"--top", "0", "--call-graph", "fp", "--no-interp", NULL};
+	char *argv[] = {"liveprof",	  "-p", pid,	 "--no-tui", "-F",	     "199",
+			"--max-overhead", ovh,	"--top", "0",	     "--call-graph", "fp",
+			"--no-interp",	  NULL};
 	int rc;
 
 	snprintf(pid, sizeof(pid), "%d", a->pid);
@@ -290,21 +327,31 @@ static int open_daemon(struct daemon *d, struct options *po, const struct causal
 static int causal_status(int err)
 {
 	switch (err) {
-	case -ENODATA: return EXIT_NO_PROGRESS;
-	case -ESRCH: return EXIT_NO_TARGET;
+	case -ENODATA:
+		return EXIT_NO_PROGRESS;
+	case -ESRCH:
+		return EXIT_NO_TARGET;
 	case -ENOENT:
 	case -EINVAL:
-	case -EEXIST: return EXIT_PROBE;
-	case -EINTR: return EXIT_OK;
-	default: return EXIT_RUNTIME;
+	case -EEXIST:
+		return EXIT_PROBE;
+	case -EINTR:
+		return EXIT_OK;
+	default:
+		return EXIT_RUNTIME;
 	}
 }
 
 int cmd_causal(int argc, char **argv)
 {
-	struct causal_args a = {.o = {.auto_n = 5, .duration_s = 30, .sample_s = 2,
-				      .window_s = 0.1, .delay_pct = 25, .target_half = 0.1,
-				      .max_overhead_pct = 30, .no_progress_s = 3}};
+	struct causal_args a = {.o = {.auto_n = 5,
+				      .duration_s = 30,
+				      .sample_s = 2,
+				      .window_s = 0.1,
+				      .delay_pct = 25,
+				      .target_half = 0.1,
+				      .max_overhead_pct = 30,
+				      .no_progress_s = 3}};
 	struct sigaction sa = {.sa_handler = on_signal};
 	struct causal_run *r = NULL;
 	struct options po;

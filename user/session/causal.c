@@ -24,15 +24,15 @@
 #include "user/util/log.h"
 #include "user/util/util.h"
 
-#define MIN_PAIRS      6    /* the fewest with a 95% interval of the median */
-#define MIN_CALLS      20   /* candidate calls per window to be measurable */
-#define MIN_FRAC       0.02 /* smaller delays drown in noise */
-#define SETTLE_SHARE   0.25 /* of a window, waited after a delay change */
+#define MIN_PAIRS    6	  /* the fewest with a 95% interval of the median */
+#define MIN_CALLS    20	  /* candidate calls per window to be measurable */
+#define MIN_FRAC     0.02 /* smaller delays drown in noise */
+#define SETTLE_SHARE 0.25 /* of a window, waited after a delay change */
 
 /* A window's readings, as differences of running totals. */
 struct causal_win {
-	double cost;	       /* progress cost: ns per point, or mean latency */
-	double cand_calls;     /* calls of the candidate */
+	double cost;	   /* progress cost: ns per point, or mean latency */
+	double cand_calls; /* calls of the candidate */
 	double cand_timed, cand_sum_ns;
 	double span_ns;
 };
@@ -64,8 +64,8 @@ int causal_wait(struct causal_ctx *x, uint64_t ns)
 			return -ESRCH;
 		if (now >= end)
 			return 0;
-		err = daemon__poll(x->d, (int)((end - now) / 1000000 > 50 ? 50
-									  : (end - now) / 1000000 + 1));
+		err = daemon__poll(
+			x->d, (int)((end - now) / 1000000 > 50 ? 50 : (end - now) / 1000000 + 1));
 		if (err && err != -EINTR)
 			return err;
 	}
@@ -177,8 +177,8 @@ static int calibrate(struct causal_ctx *x, struct causal_cand *c, struct cand_ac
 	add_control(c, &w, &a->timed, &a->sum, &a->calls, &a->span);
 	if (w.cand_calls < MIN_CALLS || !(c->mean_ns > 0)) {
 		snprintf(c->skipped, sizeof(c->skipped),
-			 "called %.0f times in %.2f s: too rarely for a delay to show", w.cand_calls,
-			 w.span_ns / 1e9);
+			 "called %.0f times in %.2f s: too rarely for a delay to show",
+			 w.cand_calls, w.span_ns / 1e9);
 		return 0;
 	}
 	c->delay_ns = (double)choose_delay(x, c);
@@ -203,8 +203,8 @@ static int run_pair(struct causal_ctx *x, struct causal_cand *c, struct cand_acc
 	add_control(c, &ctl, &a->timed, &a->sum, &a->calls, &a->span);
 	/* The pair's own control duration: under a load that changes with
 	 * time, the candidate's calls and the progress point stretch together. */
-	frac = c->delay_ns / (ctl.cand_timed >= MIN_CALLS ? ctl.cand_sum_ns / ctl.cand_timed
-							   : c->mean_ns);
+	frac = c->delay_ns /
+	       (ctl.cand_timed >= MIN_CALLS ? ctl.cand_sum_ns / ctl.cand_timed : c->mean_ns);
 	imp = causal_pair_impact(ctl.cost, del.cost, frac);
 	if (isnan(imp))
 		return 0; /* no progress in a window: nothing to compare */
@@ -291,7 +291,8 @@ int causal_run_candidates(struct causal_ctx *x)
 				if (!r->cand[j].skipped[0])
 					snprintf(r->cand[j].skipped, sizeof(r->cand[j].skipped),
 						 "not measured: %s first",
-						 err == -ESRCH ? "the target exited" : "interrupted");
+						 err == -ESRCH ? "the target exited"
+							       : "interrupted");
 			return 0;
 		}
 		if (err)

@@ -26,8 +26,8 @@ struct daemon;
 #define CAUSAL_NAME_MAX	 128
 
 struct causal_opts {
-	const char *progress; /* throughput point: a --trace spec, or NULL */
-	const char *latency;  /* latency point (the metric when given), or NULL */
+	const char *progress;	       /* throughput point: a --trace spec, or NULL */
+	const char *latency;	       /* latency point (the metric when given), or NULL */
 	const char *const *candidates; /* functions; NULL: auto */
 	int n_candidates;
 	int auto_n;		 /* auto: this many top functions by CPU share */
@@ -45,11 +45,11 @@ struct causal_opts {
 /* One candidate: what was measured, or why it was skipped. */
 struct causal_cand {
 	char function[CAUSAL_NAME_MAX];
-	double cpu_share;	 /* % of the target's samples in it (self), -1 unknown */
-	char skipped[256];	 /* empty: measured; else the reason */
-	double mean_ns;		 /* its mean duration in control windows */
-	double calls_per_s;	 /* its call rate in control windows */
-	double delay_ns;	 /* injected per call */
+	double cpu_share;   /* % of the target's samples in it (self), -1 unknown */
+	char skipped[256];  /* empty: measured; else the reason */
+	double mean_ns;	    /* its mean duration in control windows */
+	double calls_per_s; /* its call rate in control windows */
+	double delay_ns;    /* injected per call */
 	double impacts[CAUSAL_MAX_PAIRS];
 	int n_pairs;
 	double frac_sum, rel_sum; /* sums over pairs: delay fraction, cost change */

@@ -77,8 +77,9 @@ void causal__print(const struct causal_run *r, FILE *f)
 		else
 			fprintf(f, " %8s %20s %6d %9s  inconclusive\n", "-", "-", c->n_pairs, "-");
 	}
-	fprintf(f, "impact: %% the program speeds up (%s) per 1%% the function speeds up\n"
-		   "(median of the pairs, 95%% sign-test interval; 'no effect' within +-%.2f)\n",
+	fprintf(f,
+		"impact: %% the program speeds up (%s) per 1%% the function speeds up\n"
+		"(median of the pairs, 95%% sign-test interval; 'no effect' within +-%.2f)\n",
 		r->latency ? "lower mean latency" : "less time per progress point", r->small);
 }
 
@@ -101,8 +102,9 @@ static json_t *cand_json(const struct causal_cand *c)
 	json_object_set_new(o, "mean_impact", num(c->n_pairs ? c->est.mean : NAN));
 	json_object_set_new(o, "experiments", json_integer(c->n_pairs));
 	json_object_set_new(o, "cpu_share", num(c->cpu_share >= 0 ? c->cpu_share : NAN));
-	json_object_set_new(o, "verdict", json_string(c->skipped[0] ? "skipped"
-							    : causal_verdict_name(c->verdict)));
+	json_object_set_new(
+		o, "verdict",
+		json_string(c->skipped[0] ? "skipped" : causal_verdict_name(c->verdict)));
 	if (c->skipped[0])
 		json_object_set_new(o, "skipped", json_string(c->skipped));
 	json_object_set_new(o, "mean_us", num(c->mean_ns > 0 ? c->mean_ns / 1e3 : NAN));
@@ -149,11 +151,21 @@ static void svg_text(FILE *f, const char *s)
 {
 	for (; *s; s++) {
 		switch (*s) {
-		case '<': fputs("&lt;", f); break;
-		case '>': fputs("&gt;", f); break;
-		case '&': fputs("&amp;", f); break;
-		case '"': fputs("&quot;", f); break;
-		case '\'': fputs("&apos;", f); break;
+		case '<':
+			fputs("&lt;", f);
+			break;
+		case '>':
+			fputs("&gt;", f);
+			break;
+		case '&':
+			fputs("&amp;", f);
+			break;
+		case '"':
+			fputs("&quot;", f);
+			break;
+		case '\'':
+			fputs("&apos;", f);
+			break;
 		default:
 			if ((unsigned char)*s >= 0x20)
 				fputc(*s, f);
@@ -178,24 +190,29 @@ static double py(const struct panel *p, double y)
 
 static void panel_axes(FILE *f, const struct panel *p, const struct causal_cand *c)
 {
-	fprintf(f, "<rect x='%.1f' y='%.1f' width='%.1f' height='%.1f' fill='#fafafa' "
-		   "stroke='#999'/>\n", p->x0, p->y0, p->w, p->h);
+	fprintf(f,
+		"<rect x='%.1f' y='%.1f' width='%.1f' height='%.1f' fill='#fafafa' "
+		"stroke='#999'/>\n",
+		p->x0, p->y0, p->w, p->h);
 	fprintf(f, "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='#bbb'/>\n",
 		px(p, -X_RANGE), py(p, 0), px(p, X_RANGE), py(p, 0));
 	fprintf(f, "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='#bbb'/>\n", px(p, 0),
 		p->y0, px(p, 0), p->y0 + p->h);
-	fprintf(f, "<text x='%.1f' y='%.1f' font-size='13' font-weight='bold'>", p->x0,
-		p->y0 - 8);
+	fprintf(f, "<text x='%.1f' y='%.1f' font-size='13' font-weight='bold'>", p->x0, p->y0 - 8);
 	svg_text(f, c->function);
 	fprintf(f, " (cpu %.1f%%)</text>\n", c->cpu_share);
 	for (int t = -40; t <= 40; t += 20)
-		fprintf(f, "<text x='%.1f' y='%.1f' font-size='10' text-anchor='middle'>%d%%"
-			   "</text>\n", px(p, t), p->y0 + p->h + 13, t);
-	fprintf(f, "<text x='%.1f' y='%.1f' font-size='10' text-anchor='end'>%+.0f%%</text>\n"
-		   "<text x='%.1f' y='%.1f' font-size='10' text-anchor='end'>%+.0f%%</text>\n",
+		fprintf(f,
+			"<text x='%.1f' y='%.1f' font-size='10' text-anchor='middle'>%d%%"
+			"</text>\n",
+			px(p, t), p->y0 + p->h + 13, t);
+	fprintf(f,
+		"<text x='%.1f' y='%.1f' font-size='10' text-anchor='end'>%+.0f%%</text>\n"
+		"<text x='%.1f' y='%.1f' font-size='10' text-anchor='end'>%+.0f%%</text>\n",
 		p->x0 - 3, p->y0 + 9, p->ymax, p->x0 - 3, p->y0 + p->h, -p->ymax);
-	fprintf(f, "<text x='%.1f' y='%.1f' font-size='10' text-anchor='middle'>function "
-		   "speedup (negative: the injected delay)</text>\n",
+	fprintf(f,
+		"<text x='%.1f' y='%.1f' font-size='10' text-anchor='middle'>function "
+		"speedup (negative: the injected delay)</text>\n",
 		p->x0 + p->w / 2, p->y0 + p->h + 27);
 }
 
@@ -205,23 +222,27 @@ static void panel_data(FILE *f, const struct panel *p, const struct causal_cand 
 	double lo = !isnan(c->est.lo) ? c->est.lo : c->est.median;
 	double hi = !isnan(c->est.hi) ? c->est.hi : c->est.median, fx, fy;
 
-	fprintf(f, "<polygon fill='#4a90d9' fill-opacity='0.25' points='%.1f,%.1f %.1f,%.1f "
-		   "%.1f,%.1f %.1f,%.1f %.1f,%.1f'/>\n",
+	fprintf(f,
+		"<polygon fill='#4a90d9' fill-opacity='0.25' points='%.1f,%.1f %.1f,%.1f "
+		"%.1f,%.1f %.1f,%.1f %.1f,%.1f'/>\n",
 		px(p, -X_RANGE), py(p, -X_RANGE * lo), px(p, 0), py(p, 0), px(p, X_RANGE),
 		py(p, X_RANGE * hi), px(p, X_RANGE), py(p, X_RANGE * lo), px(p, -X_RANGE),
 		py(p, -X_RANGE * hi));
-	fprintf(f, "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='#1f5fa8' "
-		   "stroke-width='2'/>\n", px(p, -X_RANGE), py(p, -X_RANGE * c->est.median), px(p, 0),
-		py(p, 0));
-	fprintf(f, "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='#1f5fa8' "
-		   "stroke-width='2' stroke-dasharray='5,4'/>\n", px(p, 0), py(p, 0),
-		px(p, X_RANGE), py(p, X_RANGE * c->est.median));
+	fprintf(f,
+		"<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='#1f5fa8' "
+		"stroke-width='2'/>\n",
+		px(p, -X_RANGE), py(p, -X_RANGE * c->est.median), px(p, 0), py(p, 0));
+	fprintf(f,
+		"<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='#1f5fa8' "
+		"stroke-width='2' stroke-dasharray='5,4'/>\n",
+		px(p, 0), py(p, 0), px(p, X_RANGE), py(p, X_RANGE * c->est.median));
 	/* The measured mean point: the delay as a negative speedup. */
 	fx = -100 * c->frac_sum / c->n_pairs;
 	fy = -100 * c->rel_sum / c->n_pairs;
 	if (fabs(fy) <= p->ymax && fabs(fx) <= X_RANGE)
-		fprintf(f, "<circle cx='%.1f' cy='%.1f' r='4' fill='#c0392b'><title>measured: "
-			   "%.1f%% delay, %.2f%% program slowdown over %d pairs</title></circle>\n",
+		fprintf(f,
+			"<circle cx='%.1f' cy='%.1f' r='4' fill='#c0392b'><title>measured: "
+			"%.1f%% delay, %.2f%% program slowdown over %d pairs</title></circle>\n",
 			px(p, fx), py(p, fy), -fx, -fy, c->n_pairs);
 	fprintf(f, "<text x='%.1f' y='%.1f' font-size='11'>impact %+.2f [%+.2f, %+.2f]</text>\n",
 		p->x0 + 4, p->y0 + 14, c->est.median, lo, hi);
@@ -233,8 +254,8 @@ static void write_panels(FILE *f, const struct causal_run *r, int n, double ymax
 
 	for (int i = 0; i < r->n_cand; i++) {
 		const struct causal_cand *c = &r->cand[i];
-		struct panel p = {.w = PANEL_W - 2 * PANEL_M, .h = PANEL_H - 2 * PANEL_M,
-				  .ymax = ymax};
+		struct panel p = {
+			.w = PANEL_W - 2 * PANEL_M, .h = PANEL_H - 2 * PANEL_M, .ymax = ymax};
 
 		if (c->skipped[0] || !c->n_pairs)
 			continue;
@@ -255,7 +276,8 @@ static void write_svg(FILE *f, const struct causal_run *r)
 
 	for (int i = 0; i < r->n_cand; i++) {
 		const struct causal_cand *c = &r->cand[i];
-		double m = !isnan(c->est.lo) ? fmax(fabs(c->est.lo), fabs(c->est.hi)) : fabs(c->est.median);
+		double m = !isnan(c->est.lo) ? fmax(fabs(c->est.lo), fabs(c->est.hi))
+					     : fabs(c->est.median);
 
 		if (c->skipped[0] || !c->n_pairs)
 			continue;
@@ -265,8 +287,9 @@ static void write_svg(FILE *f, const struct causal_run *r)
 	}
 	cols = n < PANELS_X ? (n ? n : 1) : PANELS_X;
 	rows = n ? (n + PANELS_X - 1) / PANELS_X : 1;
-	fprintf(f, "<?xml version='1.0' encoding='UTF-8'?>\n<svg xmlns='http://www.w3.org/2000/"
-		   "svg' width='%d' height='%d' font-family='sans-serif'>\n",
+	fprintf(f,
+		"<?xml version='1.0' encoding='UTF-8'?>\n<svg xmlns='http://www.w3.org/2000/"
+		"svg' width='%d' height='%d' font-family='sans-serif'>\n",
 		cols * PANEL_W + 20, rows * PANEL_H + 50);
 	fprintf(f, "<text x='10' y='20' font-size='14'>causal profile: predicted program "
 		   "speedup (%%) vs function speedup; progress point '");

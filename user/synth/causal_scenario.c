@@ -79,8 +79,8 @@ int causal_scenario_parse(const char *spec, const struct causal_scenario **sc, c
 		return -EINVAL;
 	}
 	if (strcmp(func, (*sc)->gating) && strcmp(func, (*sc)->idle)) {
-		snprintf(err, errlen, "causal scenario '%s': FUNC is %s or %s", spec,
-			 (*sc)->gating, (*sc)->idle);
+		snprintf(err, errlen, "causal scenario '%s': FUNC is %s or %s", spec, (*sc)->gating,
+			 (*sc)->idle);
 		return -EINVAL;
 	}
 	return 0;
@@ -131,20 +131,19 @@ static const char pipeline_body[] =
 	"\tpthread_create(&t, NULL, producer, NULL);\n"
 	"\tpthread_create(&t, NULL, consumer, NULL);\n}\n";
 
-static const char spin_body[] =
-	"FUNC(compute, COMPUTE_UNITS)\n\n"
-	"static volatile int flag;\n\n"
-	"/* Polls a flag nobody sets: burns CPU, gates nothing. */\n"
-	"__attribute__((noinline)) void spin_poll(void)\n{\n"
-	"\tvolatile int frame = 0;\n\n\t(void)frame;\n\tburn(SPIN_UNITS);\n"
-	"\tif (flag)\n\t\tsink++;\n}\n\n"
-	"static void *poller(void *arg)\n{\n\tfor (;;)\n\t\tspin_poll();\n"
-	"\treturn arg;\n}\n\n"
-	"static void *worker(void *arg)\n{\n\tfor (;;) {\n\t\tcompute();\n"
-	"\t\tio_wait(IO_US);\n\t\titem_done();\n\t}\n\treturn arg;\n}\n\n"
-	"static void start(void)\n{\n\tpthread_t t;\n\n"
-	"\tpthread_create(&t, NULL, poller, NULL);\n"
-	"\tpthread_create(&t, NULL, worker, NULL);\n}\n";
+static const char spin_body[] = "FUNC(compute, COMPUTE_UNITS)\n\n"
+				"static volatile int flag;\n\n"
+				"/* Polls a flag nobody sets: burns CPU, gates nothing. */\n"
+				"__attribute__((noinline)) void spin_poll(void)\n{\n"
+				"\tvolatile int frame = 0;\n\n\t(void)frame;\n\tburn(SPIN_UNITS);\n"
+				"\tif (flag)\n\t\tsink++;\n}\n\n"
+				"static void *poller(void *arg)\n{\n\tfor (;;)\n\t\tspin_poll();\n"
+				"\treturn arg;\n}\n\n"
+				"static void *worker(void *arg)\n{\n\tfor (;;) {\n\t\tcompute();\n"
+				"\t\tio_wait(IO_US);\n\t\titem_done();\n\t}\n\treturn arg;\n}\n\n"
+				"static void start(void)\n{\n\tpthread_t t;\n\n"
+				"\tpthread_create(&t, NULL, poller, NULL);\n"
+				"\tpthread_create(&t, NULL, worker, NULL);\n}\n";
 
 static const char lock_body[] =
 	"FUNC(prepare, PREPARE_UNITS)\nFUNC(critical, CRITICAL_UNITS)\n\n"
@@ -190,8 +189,8 @@ static const char *units(char *buf, size_t len, const char *fn, long model, cons
 	return buf;
 }
 
-int causal_scenario_write_c(FILE *f, const struct causal_scenario *sc, const char *func,
-			    double pct, double seconds)
+int causal_scenario_write_c(FILE *f, const struct causal_scenario *sc, const char *func, double pct,
+			    double seconds)
 {
 	const char *body = lock_body;
 	char a[64], b[64];
@@ -200,9 +199,10 @@ int causal_scenario_write_c(FILE *f, const struct causal_scenario *sc, const cha
 		sc->name);
 	if (func[0] && pct > 0)
 		fprintf(f, ":%s=%g", func, pct);
-	fprintf(f, "\n * %s.\n * Progress point: %s. Gating: %s (impact about %.2f); not "
-		   "gating: %s.\n", sc->what, sc->progress, sc->gating, sc->gating_impact,
-		sc->idle);
+	fprintf(f,
+		"\n * %s.\n * Progress point: %s. Gating: %s (impact about %.2f); not "
+		"gating: %s.\n",
+		sc->what, sc->progress, sc->gating, sc->gating_impact, sc->idle);
 	if (func[0] && pct > 0)
 		fprintf(f, " * This variant: %s does %g%% less work.\n", func, pct);
 	fprintf(f, " * Build: cc -O2 -g -fno-omit-frame-pointer -pthread -o prog prog.c\n"
@@ -221,8 +221,9 @@ int causal_scenario_write_c(FILE *f, const struct causal_scenario *sc, const cha
 			units(b, sizeof(b), "compute", 150, func, pct));
 		body = spin_body;
 	} else {
-		fprintf(f, "#define PREPARE_UNITS %s\n#define CRITICAL_UNITS %s\n"
-			   "#define IO_US 100\n",
+		fprintf(f,
+			"#define PREPARE_UNITS %s\n#define CRITICAL_UNITS %s\n"
+			"#define IO_US 100\n",
 			units(a, sizeof(a), "prepare", 20, func, pct),
 			units(b, sizeof(b), "critical", 100, func, pct));
 	}

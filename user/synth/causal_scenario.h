@@ -15,12 +15,12 @@
 #define CAUSAL_SCENARIO_PREFIX "causal-"
 
 struct causal_scenario {
-	const char *name;	/* "pipeline", "spin", "lock" */
-	const char *what;	/* one line for the header and --help */
-	const char *gating;	/* the function whose speedup speeds the program up */
-	const char *idle;	/* the function whose speedup does nothing */
-	const char *progress;	/* the progress point */
-	double gating_impact;	/* expected impact of @gating, from the model (approx.) */
+	const char *name;     /* "pipeline", "spin", "lock" */
+	const char *what;     /* one line for the header and --help */
+	const char *gating;   /* the function whose speedup speeds the program up */
+	const char *idle;     /* the function whose speedup does nothing */
+	const char *progress; /* the progress point */
+	double gating_impact; /* expected impact of @gating, from the model (approx.) */
 };
 
 /**
@@ -52,7 +52,7 @@ int causal_scenario_parse(const char *spec, const struct causal_scenario **sc, c
  * quarter second, for paired real measurements in one process.
  * Return: 0, or -EIO on a write error.
  */
-int causal_scenario_write_c(FILE *f, const struct causal_scenario *sc, const char *func,
-			    double pct, double seconds);
+int causal_scenario_write_c(FILE *f, const struct causal_scenario *sc, const char *func, double pct,
+			    double seconds);
 
 #endif

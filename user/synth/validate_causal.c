@@ -38,9 +38,9 @@
 #include "user/util/exit_codes.h"
 #include "user/util/log.h"
 
-#define WARMUP_S   0.5	/* of each real run, not counted */
-#define Z_AGREE	   3.0	/* combined standard errors that still agree */
-#define NEAR_ZERO  0.1	/* an impact within +-this is "near zero" */
+#define WARMUP_S   0.5 /* of each real run, not counted */
+#define Z_AGREE	   3.0 /* combined standard errors that still agree */
+#define NEAR_ZERO  0.1 /* an impact within +-this is "near zero" */
 #define MAX_BLOCKS 256
 #define NICE	   (-15) /* the programs' priority: other load must not decide */
 
@@ -97,7 +97,7 @@ static int write_prog(const struct causal_scenario *sc, const char *func, double
 	err = atomic_file__commit(&af);
 	if (!err) {
 		char *argv[] = {"cc", "-O2", "-g", "-fno-omit-frame-pointer", "-pthread", src,
-				"-o", prog, NULL};
+				"-o", prog,  NULL};
 
 		err = validate_wait(validate_spawn(argv, NULL, false)) ? -EINVAL : 0;
 		if (err)
@@ -171,9 +171,23 @@ static int predict(const struct vopts *vo, const struct causal_scenario *sc, con
 	snprintf(cands, sizeof(cands), "%s,%s", sc->gating, sc->idle);
 	snprintf(seed, sizeof(seed), "%llu", (unsigned long long)vo->seed);
 	{
-		char *argv[] = {(char *)vo->liveprof, "causal", "-p", pidbuf, "--progress",
-				(char *)sc->progress, "--candidates", cands, "-d", dur,
-				"--sample", "1", "--seed", seed, "--json", json, NULL};
+		char *argv[] = {(char *)vo->liveprof,
+				"causal",
+				"-p",
+				pidbuf,
+				"--progress",
+				(char *)sc->progress,
+				"--candidates",
+				cands,
+				"-d",
+				dur,
+				"--sample",
+				"1",
+				"--seed",
+				seed,
+				"--json",
+				json,
+				NULL};
 
 		lp = validate_spawn(argv, NULL, false);
 		rc = lp < 0 ? (int)lp : validate_wait(lp);
@@ -192,9 +206,9 @@ static json_t *cand_of(json_t *root, const char *fn)
 	json_t *arr = json_object_get(root, "causal"), *c;
 	size_t i;
 
-	json_array_foreach(arr, i, c)
-		if (!strcmp(json_string_value(json_object_get(c, "function")) ?: "", fn))
-			return c;
+	json_array_foreach(arr, i,
+			   c) if (!strcmp(json_string_value(json_object_get(c, "function")) ?: "",
+					  fn)) return c;
 	return NULL;
 }
 
@@ -268,7 +282,9 @@ static enum vverdict check_cand(const char *role, json_t *c, double pct,
 	       "predicted=%.2f real=%.2f se_real=%.2f tolerance=%.2f verdict=%s\n",
 	       role, json_string_value(json_object_get(c, "function")), imp, lo, hi,
 	       near0 ? "yes" : "no", pct, pred, real->pct, real->se, tol,
-	       v == VERDICT_PASS ? "PASS" : v == VERDICT_FAIL ? "FAIL" : "INCONCLUSIVE");
+	       v == VERDICT_PASS   ? "PASS"
+	       : v == VERDICT_FAIL ? "FAIL"
+				   : "INCONCLUSIVE");
 	return v;
 }
 
