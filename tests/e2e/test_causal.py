@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
 """End-to-end tests of `liveprof causal` (issue 17), on real BPF and emitted
-programs (`liveprof emit --scenario causal-spin`).
+programs (`liveprof emit --scenario causal-spin`, `causal-lock`).
 
-The scenario: a worker thread runs compute() (150 work units), waits 50 us
+causal-spin: a worker thread runs compute() (150 work units), waits 50 us
 and calls item_done() (the progress point); a poller thread runs
 spin_poll() back to back, burns the most CPU and gates nothing.
 
@@ -11,9 +11,10 @@ quiet machine to 30 s on a loaded one, so the three runs below start
 together (module fixture) and each test waits for its own; the file stays
 within its 90 s on both.
 
-- test_validate_spin: `validate --causal spin` predicts with liveprof
-  causal, then measures the real speedups of emitted variants (compute, then
-  spin_poll, with 30% less work) in paired quarter seconds. Its verdict:
+- test_validate_lock: `validate --causal lock` (4 threads: prepare, then
+  critical under one mutex) predicts with liveprof causal, then measures the
+  real speedups of emitted variants (critical, then prepare, with 30% less
+  work) in paired quarter seconds. Its verdict:
   FAIL when a prediction and its real speedup differ by more than 3 combined
   standard errors (a 0.3% chance per check if both are right), PASS when they
   agree and the check has power, INCONCLUSIVE (exit 10, a skip here that
@@ -56,7 +57,7 @@ def build_spin(d):
 
 def run_validate():
     t0 = time.monotonic()
-    r = subprocess.run([LIVEPROF, "validate", "--causal", "spin", "--seconds", "10"],
+    r = subprocess.run([LIVEPROF, "validate", "--causal", "lock", "--seconds", "10"],
                        capture_output=True, text=True, timeout=240)
     return r, time.monotonic() - t0
 
@@ -167,11 +168,11 @@ def test_partial_report_and_skips(runs):
     assert "compute" in texts
 
 
-def test_validate_spin(runs):
+def test_validate_lock(runs):
     r, secs = runs["validate"].result()
     checks = [l for l in r.stdout.splitlines() if l.startswith("causal-check")]
     assert len(checks) == 2, r.stdout + r.stderr
-    assert "function=compute" in checks[0] and "function=spin_poll" in checks[1]
+    assert "function=critical" in checks[0] and "function=prepare" in checks[1]
     assert r.returncode != EXIT_FAIL, r.stdout + r.stderr
     if r.returncode == EXIT_INCONCLUSIVE:
         pytest.skip("inconclusive (too noisy here to decide): " + " | ".join(checks))

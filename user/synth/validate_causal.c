@@ -190,6 +190,10 @@ static int predict(const struct vopts *vo, const struct causal_scenario *sc, con
 				NULL};
 
 		lp = validate_spawn(argv, NULL, false);
+		/* At the target's priority: below it, the verifier waits for
+		 * the CPU the target's threads take (minutes on a busy machine). */
+		if (lp > 0)
+			setpriority(PRIO_PROCESS, (id_t)lp, NICE);
 		rc = lp < 0 ? (int)lp : validate_wait(lp);
 	}
 	validate_stop(pid);
