@@ -291,10 +291,11 @@ static void write_svg(FILE *f, const struct causal_run *r)
 		"<?xml version='1.0' encoding='UTF-8'?>\n<svg xmlns='http://www.w3.org/2000/"
 		"svg' width='%d' height='%d' font-family='sans-serif'>\n",
 		cols * PANEL_W + 20, rows * PANEL_H + 50);
-	fprintf(f, "<text x='10' y='20' font-size='14'>causal profile: predicted program "
-		   "speedup (%%) vs function speedup; progress point '");
+	fprintf(f, "<text x='10' y='20' font-size='14'>causal profile: progress point '");
 	svg_text(f, r->point);
-	fprintf(f, "' (%s), 95%% intervals</text>\n", r->latency ? "latency" : "throughput");
+	fprintf(f, "' (%s)</text>\n<text x='10' y='38' font-size='11'>predicted program "
+		   "speedup (%%) against function speedup; band: 95%% interval</text>\n",
+		r->latency ? "mean latency" : "throughput");
 	write_panels(f, r, n, ymax);
 	fputs("</svg>\n", f);
 }
