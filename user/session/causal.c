@@ -24,11 +24,11 @@
 #include "user/util/log.h"
 #include "user/util/util.h"
 
-#define MIN_PAIRS    6	  /* the fewest with a 95% interval of the median */
-#define MIN_CALLS     20 /* candidate calls in calibration to be measurable */
-#define CALIB_WINDOWS 10 /* control windows at most, to see them */
-#define MIN_FRAC     0.02 /* smaller delays drown in noise */
-#define SETTLE_SHARE 0.25 /* of a window, waited after a delay change */
+#define MIN_PAIRS     6	   /* the fewest with a 95% interval of the median */
+#define MIN_CALLS     20   /* candidate calls in calibration to be measurable */
+#define CALIB_WINDOWS 10   /* control windows at most, to see them */
+#define MIN_FRAC      0.02 /* smaller delays drown in noise */
+#define SETTLE_SHARE  0.25 /* of a window, waited after a delay change */
 
 /* A window's readings, as differences of running totals. */
 struct causal_win {

@@ -69,6 +69,8 @@ struct causal_run {
 	bool target_exited;  /* the target ended the run */
 	bool interrupted;    /* a signal ended it */
 	double elapsed_s;
+	uint64_t delayed_hits; /* probe hits that waited (BPF's count) */
+	uint64_t yielded_hits; /* of those, cut short for the scheduler */
 };
 
 /**

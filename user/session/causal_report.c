@@ -143,6 +143,8 @@ json_t *causal__json(const struct causal_run *r)
 	json_object_set_new(root, "elapsed_s", json_real(r->elapsed_s));
 	json_object_set_new(root, "target_exited", json_boolean(r->target_exited));
 	json_object_set_new(root, "interrupted", json_boolean(r->interrupted));
+	json_object_set_new(root, "delayed_hits", json_integer((json_int_t)r->delayed_hits));
+	json_object_set_new(root, "yielded_hits", json_integer((json_int_t)r->yielded_hits));
 	return root;
 }
 
@@ -293,8 +295,9 @@ static void write_svg(FILE *f, const struct causal_run *r)
 		cols * PANEL_W + 20, rows * PANEL_H + 50);
 	fprintf(f, "<text x='10' y='20' font-size='14'>causal profile: progress point '");
 	svg_text(f, r->point);
-	fprintf(f, "' (%s)</text>\n<text x='10' y='38' font-size='11'>predicted program "
-		   "speedup (%%) against function speedup; band: 95%% interval</text>\n",
+	fprintf(f,
+		"' (%s)</text>\n<text x='10' y='38' font-size='11'>predicted program "
+		"speedup (%%) against function speedup; band: 95%% interval</text>\n",
 		r->latency ? "mean latency" : "throughput");
 	write_panels(f, r, n, ymax);
 	fputs("</svg>\n", f);

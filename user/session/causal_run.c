@@ -226,6 +226,8 @@ int causal__run(struct daemon *d, const struct causal_opts *o, struct causal_run
 	if (ret)
 		snprintf(err, errlen, "causal experiments: %s", strerror(-ret));
 	r->elapsed_s = (double)(lp_now_ns() - t0) / 1e9;
+	r->delayed_hits = bpf_session__causal_hits(d->core.bpf);
+	r->yielded_hits = bpf_session__causal_yields(d->core.bpf);
 	causal__sort(r);
 	return ret;
 }
