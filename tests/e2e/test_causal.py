@@ -7,9 +7,9 @@ and calls item_done() (the progress point); a poller thread runs
 spin_poll() back to back, burns the most CPU and gates nothing.
 
 Each liveprof run loads the whole BPF object, which takes from 3 s on a
-quiet machine to 30 s on a loaded one, so the three runs below start
-together (module fixture) and each test waits for its own; the file stays
-within its 90 s on both.
+quiet machine to 30 s or more on a loaded one, so the three runs below start
+together (module fixture), at nice -10, and each test waits for its own; the
+file stays within its 90 s on both.
 
 - test_validate_lock: `validate --causal lock` (4 threads: prepare, then
   critical under one mutex) predicts with liveprof causal, then measures the
@@ -42,6 +42,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 LIVEPROF = os.path.join(ROOT, "liveprof")
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_NO_TARGET = 0, 1, 2, 3
 EXIT_INCONCLUSIVE, EXIT_NO_PROGRESS = 10, 11
+# Other test files and jobs may keep this 2-core machine loaded: at nice 0,
+# loading liveprof's BPF object took up to 60 s there. Targets and liveprof
+# run at nice -10 (validate raises its own to -15), as root may.
+NICE = ["nice", "-n", "-10"]
 
 
 def build_spin(d):
@@ -64,9 +68,9 @@ def run_validate():
 
 def run_partial(prog, d):
     """liveprof causal on a target killed 4 s into the second candidate."""
-    target = subprocess.Popen([prog, "0"], stdout=subprocess.DEVNULL)
+    target = subprocess.Popen(NICE + [prog, "0"], stdout=subprocess.DEVNULL)
     js, svg = os.path.join(d, "partial.json"), os.path.join(d, "partial.svg")
-    lp = subprocess.Popen([LIVEPROF, "causal", "-p", str(target.pid), "--progress",
+    lp = subprocess.Popen(NICE + [LIVEPROF, "causal", "-p", str(target.pid), "--progress",
                            "item_done", "--candidates", "no_such_function,compute,spin_poll",
                            "-d", "120", "--json", js, "-o", svg],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -88,10 +92,10 @@ def run_partial(prog, d):
 
 
 def run_never(prog):
-    target = subprocess.Popen([prog, "0"], stdout=subprocess.DEVNULL)
+    target = subprocess.Popen(NICE + [prog, "0"], stdout=subprocess.DEVNULL)
     try:
         t0 = time.monotonic()
-        r = subprocess.run([LIVEPROF, "causal", "-p", str(target.pid), "--progress", "main",
+        r = subprocess.run(NICE + [LIVEPROF, "causal", "-p", str(target.pid), "--progress", "main",
                             "--candidates", "compute", "-d", "20"],
                            capture_output=True, text=True, timeout=120)
         alive = target.poll() is None
@@ -159,11 +163,14 @@ def test_partial_report_and_skips(runs):
     comp = by["compute"]
     # 4 s at 0.25 s a pair, less its calibration window and attaching.
     assert comp["experiments"] >= 4, comp
-    assert comp["ci_low"] <= comp["impact"] <= comp["ci_high"]
     assert 0 < comp["cpu_share"] < 100 and 0 < comp["mean_us"]
-    # compute gates every item: an interval wholly below 0.1 would say
-    # it does not matter, which is false (the model says ~0.7).
-    assert comp["ci_high"] > 0.1, comp
+    if comp["experiments"] >= 6:  # fewer have no interval (null)
+        assert comp["ci_low"] <= comp["impact"] <= comp["ci_high"]
+        # compute gates every item: an interval wholly below 0.1 would say
+        # it does not matter, which is false (measured 0.6-1.0 here).
+        assert comp["ci_high"] > 0.1, comp
+    else:
+        assert comp["ci_low"] is None and comp["verdict"] == "inconclusive"
     assert "skipped" in out and "target exited" in out
     # The plot: well-formed, with a panel naming compute.
     tree = ET.parse(svg)
