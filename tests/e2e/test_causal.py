@@ -39,7 +39,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-LIVEPROF = os.path.join(ROOT, "liveprof")
+LIVEPROF = os.environ.get("LIVEPROF", os.path.join(ROOT, "liveprof"))
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_NO_TARGET = 0, 1, 2, 3
 EXIT_INCONCLUSIVE, EXIT_NO_PROGRESS = 10, 11
 # Other test files and jobs may keep this 2-core machine loaded: at nice 0,
