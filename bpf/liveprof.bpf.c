@@ -14,6 +14,7 @@
 #include "cost.bpf.h"
 #include "unwind.bpf.h"
 #include "returns.bpf.h"
+#include "interp.bpf.h"
 #include "python.bpf.h"
 #include "ruby.bpf.h"
 #include "sampler.bpf.h"

@@ -17,11 +17,12 @@ struct offcpu_stash {
 	__u64 start_ns;
 	__s64 ustack_bytes; /* from bpf_get_stack, < 0 on failure */
 	__s64 kstack_bytes;
-	__u32 uflags; /* LP_SF_KUNWIND etc. of the CFI walk */
-	__u32 reserved;
+	__u32 uflags;	 /* LP_SF_KUNWIND etc. of the CFI walk */
+	__s32 interp_res; /* of the interpreter walk (interp.bpf.h) */
 	__u64 ip, sp, bp;
 	__u64 ustack[LP_MAX_USTACK];
 	__u64 kstack[LP_MAX_KSTACK];
+	struct lp_interp_stack interp; /* read at the switch-out, while current */
 };
 
 struct {
@@ -113,6 +114,13 @@ static __always_inline void stash_switch_out(void *ctx, struct task_struct *prev
 	else
 		s->ustack_bytes =
 			bpf_get_stack(ctx, s->ustack, sizeof(s->ustack), BPF_F_USER_STACK);
+	s->interp_res = LP_INTERP_NONE;
+	if (interp_frames) {
+		/* each leaves a process of the other kind alone */
+		s->interp_res = lp_py_walk(&s->interp, tgid, tid);
+		if (s->interp_res == LP_INTERP_NONE)
+			s->interp_res = lp_rb_walk(&s->interp, tgid, tid);
+	}
 }
 
 static __always_inline void emit_switch_in(struct task_struct *next, __u32 tgid, __u32 tid,
@@ -155,6 +163,10 @@ static __always_inline void emit_switch_in(struct task_struct *next, __u32 tgid,
 		__builtin_memcpy(s->kstack, st->kstack, sizeof(s->kstack));
 		s->n_kstack = st->kstack_bytes / sizeof(__u64);
 		s->flags |= LP_SF_KSTACK;
+	}
+	if (st->interp_res != LP_INTERP_NONE) {
+		__builtin_memcpy(s->interp, st->interp.f, sizeof(s->interp));
+		lp_interp_to_sample(s, st->interp_res);
 	}
 	tag_calls(s, next, false);
 	bpf_ringbuf_submit(s, rb_flags());

@@ -86,7 +86,7 @@ static __always_inline __u64 py_thread_state(const struct lp_py_cfg *cfg, struct
 
 struct py_walk {
 	const struct lp_py_cfg *cfg;
-	struct lp_sample *s;
+	struct lp_interp_stack *s;
 	__u64 frame;
 	__u32 n;
 	__u32 faults;
@@ -96,7 +96,7 @@ struct py_walk {
 static long py_walk_step(__u32 i, struct py_walk *w)
 {
 	const struct lp_py_cfg *cfg = w->cfg;
-	struct lp_sample *s = w->s;
+	struct lp_interp_stack *s = w->s;
 	__u64 code, instr, f = w->frame;
 	__u8 owner = 0, entry = 0;
 	__u32 k;
@@ -115,7 +115,7 @@ static long py_walk_step(__u32 i, struct py_walk *w)
 		 * (the last one recorded) is where the C frame starts */
 		k = w->n - 1;
 		if (w->n && k < LP_MAX_PYFRAMES)
-			s->interp[k].instr |= LP_PYF_ENTRY;
+			s->f[k].instr |= LP_PYF_ENTRY;
 		return 0;
 	}
 	if (cfg->minor == 11 &&
@@ -125,29 +125,31 @@ static long py_walk_step(__u32 i, struct py_walk *w)
 	if (k >= LP_MAX_PYFRAMES)
 		return 1;
 	/* code units are 2-byte aligned: bit 0 carries the entry mark */
-	s->interp[k].code = code;
-	s->interp[k].instr = (instr & ~(__u64)LP_PYF_ENTRY) | (entry ? LP_PYF_ENTRY : 0);
+	s->f[k].code = code;
+	s->f[k].instr = (instr & ~(__u64)LP_PYF_ENTRY) | (entry ? LP_PYF_ENTRY : 0);
 	w->n = k + 1;
 	return 0;
 }
 
 /*
- * Record the current thread's Python frames into s->interp, innermost
- * first. A global function: the verifier checks it once, not per caller.
+ * Record the current thread's Python frames into @s, innermost first.
+ * A global function: the verifier checks it once, not per caller.
+ * Return: LP_INTERP_NONE if @tgid is not a CPython process, else the
+ * frames written with LP_INTERP_FAULT and LP_INTERP_TRUNC.
  */
-__noinline int lp_py_frames(struct lp_sample *s, __u32 tgid, __u32 tid)
+__noinline int lp_py_walk(struct lp_interp_stack *s, __u32 tgid, __u32 tid)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct py_walk w = {};
 	const struct lp_py_cfg *cfg;
 	__u64 ts, cf;
+	int r;
 
 	if (!s)
-		return 0;
-	s->n_interp = 0;
+		return LP_INTERP_NONE;
 	cfg = bpf_map_lookup_elem(&py_procs, &tgid);
 	if (!cfg)
-		return 0;
+		return LP_INTERP_NONE;
 	ts = py_thread_state(cfg, task, tid);
 	if (!ts)
 		return 0;
@@ -160,12 +162,12 @@ __noinline int lp_py_frames(struct lp_sample *s, __u32 tgid, __u32 tid)
 	w.cfg = cfg;
 	w.s = s;
 	bpf_loop(LP_MAX_PYFRAMES * 2, py_walk_step, &w, 0);
-	s->n_interp = w.n;
+	r = w.n;
 	if (w.faults)
-		s->flags |= LP_SF_INTERP_FAULT;
+		r |= LP_INTERP_FAULT;
 	if (w.frame && w.n >= LP_MAX_PYFRAMES)
-		s->flags |= LP_SF_INTERP_TRUNC;
-	return 0;
+		r |= LP_INTERP_TRUNC;
+	return r;
 }
 
 #endif /* LP_PYTHON_BPF_H */

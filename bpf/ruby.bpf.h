@@ -104,7 +104,7 @@ static __always_inline __u64 rb_thread_of(const struct lp_rb_cfg *cfg, struct ta
 
 struct rb_walk {
 	const struct lp_rb_cfg *cfg;
-	struct lp_sample *s;
+	struct lp_interp_stack *s;
 	__u64 cfp, end; /* the next frame; the end of the VM stack */
 	__u32 n;
 	__u32 faults;
@@ -114,7 +114,7 @@ struct rb_walk {
 static long rb_walk_step(__u32 i, struct rb_walk *w)
 {
 	const struct lp_rb_cfg *cfg = w->cfg;
-	struct lp_sample *s = w->s;
+	struct lp_interp_stack *s = w->s;
 	__u64 cfp = w->cfp, pc, iseq, ep, flags = 0;
 	__u32 k;
 
@@ -135,32 +135,33 @@ static long rb_walk_step(__u32 i, struct rb_walk *w)
 	k = w->n;
 	if (k >= LP_MAX_PYFRAMES)
 		return 1;
-	s->interp[k].code = iseq;
-	s->interp[k].instr = pc & ~LP_PYF_ENTRY;
+	s->f[k].code = iseq;
+	s->f[k].instr = pc & ~LP_PYF_ENTRY;
 	if (flags & LP_RB_FRAME_FINISH)
-		s->interp[k].instr |= LP_PYF_ENTRY;
+		s->f[k].instr |= LP_PYF_ENTRY;
 	w->n = k + 1;
 	return 0;
 }
 
 /*
- * Record the current thread's Ruby frames into s->interp, innermost first,
- * if @tgid is a CRuby process; leave @s alone otherwise. A global
- * function: the verifier checks it once, not per caller.
+ * Record the current thread's Ruby frames into @s, innermost first. A
+ * global function: the verifier checks it once, not per caller.
+ * Return: LP_INTERP_NONE if @tgid is not a CRuby process, else the
+ * frames written with LP_INTERP_FAULT and LP_INTERP_TRUNC.
  */
-__noinline int lp_rb_frames(struct lp_sample *s, __u32 tgid, __u32 tid)
+__noinline int lp_rb_walk(struct lp_interp_stack *s, __u32 tgid, __u32 tid)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct rb_walk w = {};
 	const struct lp_rb_cfg *cfg;
 	__u64 th, ec, stack, size;
+	int r;
 
 	if (!s)
-		return 0;
+		return LP_INTERP_NONE;
 	cfg = bpf_map_lookup_elem(&rb_procs, &tgid);
 	if (!cfg)
-		return 0;
-	s->n_interp = 0;
+		return LP_INTERP_NONE;
 	th = rb_thread_of(cfg, task, tid);
 	ec = th ? rb_read_ptr(th + cfg->thread_ec) : 0;
 	if (!ec)
@@ -168,21 +169,19 @@ __noinline int lp_rb_frames(struct lp_sample *s, __u32 tgid, __u32 tid)
 	stack = rb_read_ptr(ec + cfg->ec_vm_stack);
 	size = rb_read_ptr(ec + cfg->ec_vm_stack_size);
 	w.cfp = rb_read_ptr(ec + cfg->ec_cfp);
-	if (!stack || !w.cfp || w.cfp < stack) {
-		s->flags |= LP_SF_INTERP_FAULT;
-		return 0;
-	}
+	if (!stack || !w.cfp || w.cfp < stack)
+		return LP_INTERP_FAULT;
 	w.end = stack + size * 8;
 	w.cfg = cfg;
 	w.s = s;
 	bpf_loop(LP_RB_MAX_CFPS, rb_walk_step, &w, 0);
-	s->n_interp = w.n;
+	r = w.n;
 	if (w.faults)
-		s->flags |= LP_SF_INTERP_FAULT;
+		r |= LP_INTERP_FAULT;
 	/* not at the toplevel frame, and no read failed: out of room */
 	if (!w.faults && w.cfp + 2 * cfg->cfp_size < w.end)
-		s->flags |= LP_SF_INTERP_TRUNC;
-	return 0;
+		r |= LP_INTERP_TRUNC;
+	return r;
 }
 
 #endif /* LP_RUBY_BPF_H */

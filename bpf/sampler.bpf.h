@@ -116,8 +116,8 @@ static __always_inline void fill_sample(void *ctx, struct lp_sample *s, __u32 tg
 	s->n_interp = 0;
 	if (interp_frames) {
 		/* each leaves a process of the other kind alone */
-		lp_py_frames(s, tgid, tid);
-		lp_rb_frames(s, tgid, tid);
+		lp_interp_to_sample(s, lp_py_walk((struct lp_interp_stack *)s->interp, tgid, tid));
+		lp_interp_to_sample(s, lp_rb_walk((struct lp_interp_stack *)s->interp, tgid, tid));
 	}
 
 	s->n_kstack = 0;

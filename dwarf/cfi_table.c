@@ -23,6 +23,7 @@
 #include <elfutils/libdw.h>
 
 #include "dwarf/cfi_internal.h"
+#include "dwarf/elf_section.h"
 #include "user/util/util.h"
 
 #define CFI_MAX_ROWS (8u << 20) /* 96 MiB of rows: more is a hostile file */
@@ -307,26 +308,6 @@ static int build_rows(struct builder *b, Dwarf_CFI *cfi)
 	return 0;
 }
 
-static Elf_Scn *find_section(Elf *elf, const char *name)
-{
-	size_t shstrndx;
-	Elf_Scn *scn = NULL;
-
-	if (elf_getshdrstrndx(elf, &shstrndx))
-		return NULL;
-	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		const char *n;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS)
-			continue;
-		n = elf_strptr(elf, shstrndx, sh.sh_name);
-		if (n && !strcmp(n, name))
-			return scn;
-	}
-	return NULL;
-}
-
 static void read_loads(Elf *elf, struct cfi_table *t)
 {
 	size_t phnum;
@@ -348,14 +329,14 @@ static void read_loads(Elf *elf, struct cfi_table *t)
 /* The CFI section and libdw's reader of it: .eh_frame first. */
 static int open_cfi(struct builder *b, Dwarf **dw, Dwarf_CFI **cfi)
 {
-	Elf_Scn *scn = find_section(b->elf, ".eh_frame");
+	Elf_Scn *scn = elf_section_by_name(b->elf, ".eh_frame", SHT_PROGBITS, NULL);
 	GElf_Shdr sh;
 
 	*dw = NULL;
 	*cfi = NULL;
 	b->eh_frame = scn != NULL;
 	if (!scn)
-		scn = find_section(b->elf, ".debug_frame");
+		scn = elf_section_by_name(b->elf, ".debug_frame", SHT_PROGBITS, NULL);
 	if (!scn || !gelf_getshdr(scn, &sh))
 		return -ENOENT;
 	b->data = elf_getdata(scn, NULL);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "dwarf/elf_plt.h"
+#include "dwarf/elf_section.h"
 
 #define PLT_ENTRY 16 /* x86-64 stubs, lazy (.plt) and IBT (.plt.sec) alike */
 
@@ -21,32 +22,13 @@ struct plt_sections {
 
 static void find_sections(Elf *elf, struct plt_sections *ps)
 {
-	Elf_Scn *scn = NULL;
-	size_t shstrndx;
-
 	memset(ps, 0, sizeof(*ps));
-	if (elf_getshdrstrndx(elf, &shstrndx))
-		return;
-	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		const char *name;
-
-		if (!gelf_getshdr(scn, &sh))
-			continue;
-		name = elf_strptr(elf, shstrndx, sh.sh_name);
-		if (!name)
-			continue;
-		if (!strcmp(name, ".rela.plt") && sh.sh_type == SHT_RELA) {
-			ps->rela = scn;
-			ps->rela_sh = sh;
-		} else if (!strcmp(name, ".plt.sec") && sh.sh_type == SHT_PROGBITS) {
-			ps->plt_sh = sh;
-			ps->have_plt = ps->sec = true;
-		} else if (!strcmp(name, ".plt") && sh.sh_type == SHT_PROGBITS && !ps->sec) {
-			ps->plt_sh = sh;
-			ps->have_plt = true;
-		}
-	}
+	ps->rela = elf_section_by_name(elf, ".rela.plt", SHT_RELA, &ps->rela_sh);
+	/* IBT builds call through .plt.sec; .plt then holds the lazy-binding stubs */
+	if (elf_section_by_name(elf, ".plt.sec", SHT_PROGBITS, &ps->plt_sh))
+		ps->have_plt = ps->sec = true;
+	else if (elf_section_by_name(elf, ".plt", SHT_PROGBITS, &ps->plt_sh))
+		ps->have_plt = true;
 }
 
 int elf_plt__for_each(Elf *elf, elf_plt_fn fn, void *ctx)

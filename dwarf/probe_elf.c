@@ -16,6 +16,7 @@
 #include <gelf.h>
 #include <elfutils/libdw.h>
 #include "dwarf/dwarf_aux.h"
+#include "dwarf/elf_section.h"
 #include "dwarf/probe_resolve.h"
 #include "dwarf/probe_internal.h"
 
@@ -123,23 +124,10 @@ static bool has_symbol(Elf *elf, const char *want)
 
 bool elf_is_go(Elf *elf)
 {
-	Elf_Scn *scn = NULL;
-	size_t shstrndx;
-
 	if (!elf)
 		return false;
-	if (elf_getshdrstrndx(elf, &shstrndx) == 0) {
-		while ((scn = elf_nextscn(elf, scn))) {
-			GElf_Shdr sh;
-			const char *name;
-
-			if (!gelf_getshdr(scn, &sh))
-				continue;
-			name = elf_strptr(elf, shstrndx, sh.sh_name);
-			if (name &&
-			    (!strcmp(name, ".go.buildinfo") || !strcmp(name, ".note.go.buildid")))
-				return true;
-		}
-	}
+	if (elf_section_by_name(elf, ".go.buildinfo", ELF_SECTION_ANY_TYPE, NULL) ||
+	    elf_section_by_name(elf, ".note.go.buildid", ELF_SECTION_ANY_TYPE, NULL))
+		return true;
 	return has_symbol(elf, "runtime.main");
 }

@@ -95,3 +95,47 @@ def test_no_interp_is_native(run_lp, procs):
     r = profile(run_lp, procs, 200, "--no-interp")
     assert not any(".rb:" in s for s in r.folded), "Ruby frames with --no-interp"
     assert any(VM_LOOP in s for s in r.folded), r
+
+
+THREADS = HERE.parent / "workloads" / "ruby" / "rb_threads.rb"
+
+
+def threads_name(label):
+    for no, text in enumerate(THREADS.read_text().splitlines(), 1):
+        if re.match(rf"\s*def {label}\b", text):
+            return f"{label} ({THREADS.name}:{no})"
+    raise AssertionError(label)
+
+
+def test_threads_and_a_block_through_a_c_method(run_lp, procs):
+    """tests/workloads/ruby/rb_threads.rb: each thread's own frames (its
+    execution context, not another thread's), and a block that Array#each
+    yields to, below the C method's native frames."""
+    target = procs.start([RUBY, "--disable-gems", THREADS, "60"], settle=0.5)
+    r = run_lp(["-p", target.pid, "-F", HZ, "-d", 40],
+               until_cpu=(target.pid, 1.0), timeout=60)
+    assert r.rc == 0, r
+    each, direct, unit = threads_name("via_each"), threads_name("direct"), threads_name("unit")
+    # a block's line is the line its { starts on
+    line = next(no for no, text in enumerate(THREADS.read_text().splitlines(), 1)
+                if ".each {" in text)
+    block = f"block in via_each ({THREADS.name}:{line})"
+    seen = {"each": 0, "direct": 0, "block": 0}
+    for stack, n in r.folded.items():
+        frames = stack.split(";")
+        # one thread never runs the other's method
+        assert not (each in frames and direct in frames), stack
+        if direct in frames:
+            seen["direct"] += n
+            assert "start_thread" in frames[:frames.index(direct)], stack
+        if each in frames:
+            seen["each"] += n
+        if block in frames:
+            seen["block"] += n
+            at, b = frames.index(each), frames.index(block)
+            # the C method's native frames stand between the method and its block
+            between = frames[at + 1:b]
+            assert between and not any(".rb:" in f for f in between), stack
+            if unit in frames:
+                assert frames.index(unit) == b + 1, stack
+    assert seen["each"] and seen["direct"] and seen["block"], seen

@@ -1,7 +1,7 @@
 """The live web UI in a real browser: Debian's chromium driven by puppeteer-core
 (tests/web/drive_ui.js, installed by `make deps`).
 
-Ground truth: handler.c (cpu mode) runs slow_path() only in every 20th call of
+Ground truth: handler.c (cpu mode) runs slow_path() only in every 32nd call of
 handle(), so a split of handle must rank slow_path first, significant.
 """
 

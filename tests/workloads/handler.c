@@ -3,7 +3,9 @@
  * fixed 1 in 32 of them (3.1%) are slow for a known reason, so a p95 split
  * puts its threshold in the tail of the fast calls, well below the slow ones
  * (at exactly 5% it would sit on the edge of the slow population):
- *   cpu   (default): the slow ones also run slow_path(), 50x the work
+ *   cpu   (default): the slow ones also run slow_path(), 50x a fast call's
+ *          mean work (a fast call's work is spread over 50-150 us, so that
+ *          the threshold does not sit on the fast calls; see callwork.h)
  *   lock : the slow ones wait for a mutex held by a background thread
  *          (blocked in lock_wait()), with the same CPU work as fast ones
  *   sleep: the slow ones sleep 2 ms in nap()
@@ -16,9 +18,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "callwork.h"
+
 static volatile unsigned long sink;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int mode; /* 0 cpu, 1 lock, 2 sleep */
+static unsigned int seed = 1;
 
 __attribute__((noinline)) void spin(unsigned long n)
 {
@@ -33,7 +38,7 @@ __attribute__((noinline)) void parse_request(void)
 {
 	volatile int frame = 0;
 
-	spin(20000);
+	spin(fast_work(&seed));
 	frame++;
 }
 
@@ -41,7 +46,7 @@ __attribute__((noinline)) void slow_path(void)
 {
 	volatile int frame = 0;
 
-	spin(1000000); /* 50x parse_request */
+	spin(SLOW_UNITS * WORK_UNIT); /* 50x parse_request's mean */
 	frame++;
 }
 

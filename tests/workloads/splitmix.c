@@ -1,7 +1,7 @@
 /*
  * splitmix.c - split scenarios with known ground truth.
  *   splitmix threads N SEC   N threads run serve(); every 32nd call of each
- *                            thread also runs slow_path() (50x the work)
+ *                            thread also runs slow_path() (50x the mean work)
  *   splitmix recurse SEC     serve_rec(depth 3) recursion; every 32nd top
  *                            call runs slow_path() at the bottom
  *   splitmix nested SEC      serve() calls inner() (also traced); every 32nd
@@ -9,9 +9,11 @@
  *   splitmix size SEC        serve_sized(size): work proportional to size;
  *                            size is 64 for 31 of 32 calls and 4096 for 1
  * The tests split at p95: 1 call in 32 (3.1%) is slow, so the threshold lies
- * in the tail of the fast calls, far below the slow ones (a slow call does
- * 50x the work of a fast one; with threads, calls are 500 us apart so that 8
- * threads need about one CPU and preemption rarely stretches a fast call). With exactly
+ * in the tail of the fast calls, far below the slow ones. A fast call's work
+ * is spread over 50-150 us (callwork.h), so that few fast calls lie within
+ * the sampling correction's uncertainty of the threshold; a slow call does
+ * 5 ms more. With threads, calls are 2 ms apart, so that 8 threads need
+ * about one CPU and preemption rarely stretches a fast call. With exactly
  * 5% slow calls the p95 threshold sat on the edge of the slow population and
  * preempted fast calls pushed slow ones below it.
  * Leaves keep a frame (volatile local) and no call is a tail call.
@@ -22,11 +24,14 @@
 #include <string.h>
 #include <time.h>
 
+#include "callwork.h"
+
 #define SLOW_EVERY 32 /* 1 call in 32 is slow */
 #define IS_SLOW(i) ((i) % SLOW_EVERY == SLOW_EVERY - 1)
 
 static volatile unsigned long sink;
 static double seconds = 5;
+static __thread unsigned int seed;
 
 __attribute__((noinline)) void burn(unsigned long n)
 {
@@ -41,7 +46,7 @@ __attribute__((noinline)) void common_work(void)
 {
 	volatile int frame = 0;
 
-	burn(20000);
+	burn(fast_work(&seed));
 	frame++;
 }
 
@@ -49,7 +54,7 @@ __attribute__((noinline)) void slow_path(void)
 {
 	volatile int frame = 0;
 
-	burn(1000000); /* 50x common_work */
+	burn(SLOW_UNITS * WORK_UNIT); /* 50x common_work's mean */
 	frame++;
 }
 
@@ -124,11 +129,11 @@ static int nthreads = 1;
 
 static void *loop(void *arg)
 {
-	/* 8 threads 500 us apart need about one CPU; one thread can go faster */
-	struct timespec gap = { 0, nthreads > 1 ? 500000 : 50000 };
+	/* 8 threads 2 ms apart need about one CPU; one thread can go faster */
+	struct timespec gap = { 0, nthreads > 1 ? 2000000 : 50000 };
 	double end = now() + seconds;
 
-	(void)arg;
+	seed = (unsigned int)(unsigned long)arg;
 	for (int i = 0; now() < end; i++) {
 		if (!strcmp(mode, "threads"))
 			serve(i);
@@ -163,7 +168,7 @@ int main(int argc, char **argv)
 		threads = 8;
 	nthreads = threads;
 	for (int t = 0; t < threads; t++)
-		pthread_create(&th[t], NULL, loop, NULL);
+		pthread_create(&th[t], NULL, loop, (void *)(unsigned long)(t + 1));
 	for (int t = 0; t < threads; t++)
 		pthread_join(th[t], NULL);
 	return 0;

@@ -23,46 +23,27 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dwarf/elf_symtab.h"
 #include "dwarf/python_runtime.h"
 #include "dwarf/symbolize.h"
 #include "user/profile/py_code.h"
 #include "user/profile/stack_symbols.h"
 #include "user/session/bpf_session.h"
+#include "user/session/interp_procs.h"
 #include "user/session/python_procs.h"
 #include "user/util/log.h"
 #include "user/util/util.h"
 
 struct py_file {
-	char *path;
-	int err; /* of python_runtime_find(): 0 = a CPython we know */
+	struct interp_file base; /* path, err of python_runtime_find() */
 	struct py_runtime rt;
-};
-
-struct py_proc {
-	uint32_t pid; /* 0: free slot */
-	char comm[LP_COMM_LEN];
-	const struct py_file *file; /* NULL: not CPython (or not known) */
-	uint64_t bias;		    /* runtime address - ELF address */
-};
-
-/* Direct-mapped: a colliding frame replaces the one there (names again). */
-#define TAG_SLOTS 8192
-
-struct tag_slot {
-	uint32_t pid; /* 0: empty */
-	uint64_t code, instr, tag;
 };
 
 struct python_procs {
 	bool lines;
-	struct tag_slot *tags;
-	struct py_proc *procs; /* open addressing by pid, a power of 2 */
-	size_t cap, used;
-	struct py_file *files;
-	size_t n_files;
+	struct interp_table table;
+	struct interp_files files;
 	struct py_code_cache *codes;
-	struct python_stats stats;
+	struct interp_stats stats;
 };
 
 struct python_procs *python_procs__new(bool lines)
@@ -72,11 +53,9 @@ struct python_procs *python_procs__new(bool lines)
 	if (!pp)
 		return NULL;
 	pp->lines = lines;
-	pp->cap = 64;
-	pp->procs = calloc(pp->cap, sizeof(*pp->procs));
+	pp->files.size = sizeof(struct py_file);
 	pp->codes = py_code_cache__new();
-	pp->tags = calloc(TAG_SLOTS, sizeof(*pp->tags));
-	if (!pp->procs || !pp->codes || !pp->tags) {
+	if (!pp->codes || interp_table__init(&pp->table)) {
 		python_procs__free(pp);
 		return NULL;
 	}
@@ -87,73 +66,26 @@ void python_procs__free(struct python_procs *pp)
 {
 	if (!pp)
 		return;
-	for (size_t i = 0; i < pp->n_files; i++)
-		free(pp->files[i].path);
-	free(pp->files);
-	free(pp->procs);
-	free(pp->tags);
+	interp_files__free(&pp->files);
+	interp_table__free(&pp->table);
 	py_code_cache__free(pp->codes);
 	free(pp);
-}
-
-/* The slot of @pid: its entry, or the free slot where it would go. */
-static struct py_proc *slot_of(struct py_proc *procs, size_t cap, uint32_t pid)
-{
-	size_t i = lp_mix64(pid) & (cap - 1);
-
-	while (procs[i].pid && procs[i].pid != pid)
-		i = (i + 1) & (cap - 1);
-	return &procs[i];
-}
-
-static int grow(struct python_procs *pp)
-{
-	size_t cap = pp->cap * 2;
-	struct py_proc *procs = calloc(cap, sizeof(*procs));
-
-	if (!procs)
-		return -ENOMEM;
-	for (size_t i = 0; i < pp->cap; i++)
-		if (pp->procs[i].pid)
-			*slot_of(procs, cap, pp->procs[i].pid) = pp->procs[i];
-	free(pp->procs);
-	pp->procs = procs;
-	pp->cap = cap;
-	return 0;
-}
-
-static bool python_name(const char *path)
-{
-	const char *base = strrchr(path, '/');
-
-	base = base ? base + 1 : path;
-	return !strncmp(base, "python3", 7) || !strncmp(base, "libpython3", 10);
 }
 
 /* What python_runtime_find() said of @path, asked once per file. */
 static const struct py_file *file_of(struct python_procs *pp, const char *path)
 {
-	struct py_file *f;
 	char err[256] = "";
+	bool added;
+	struct py_file *f = interp_files__get(&pp->files, path, &added);
 
-	for (size_t i = 0; i < pp->n_files; i++)
-		if (!strcmp(pp->files[i].path, path))
-			return &pp->files[i];
-	f = realloc(pp->files, (pp->n_files + 1) * sizeof(*f));
-	if (!f)
-		return NULL;
-	pp->files = f;
-	f = &pp->files[pp->n_files];
-	memset(f, 0, sizeof(*f));
-	f->path = strdup(path);
-	if (!f->path)
-		return NULL;
-	pp->n_files++;
-	f->err = python_runtime_find(path, &f->rt, err, sizeof(err));
-	if (f->err == -ENOTSUP)
+	if (!f || !added)
+		return f;
+	f->base.err = python_runtime_find(path, &f->rt, err, sizeof(err));
+	if (f->base.err == -ENOTSUP)
 		lp_warn("%s; its Python frames are not shown, only native ones", err);
-	else if (f->err && f->err != -ENOENT)
-		lp_warn("cannot read python binary '%s': %s", path, strerror(-f->err));
+	else if (f->base.err && f->base.err != -ENOENT)
+		lp_warn("cannot read python binary '%s': %s", path, strerror(-f->base.err));
 	return f;
 }
 
@@ -183,25 +115,9 @@ static void fill_cfg(struct lp_py_cfg *c, const struct py_runtime *rt, uint64_t 
 	c->minor = (__u16)rt->minor;
 }
 
-/* Runtime address - ELF address of the file mapped by @m. */
-static int bias_of(const struct sym_mapping *m, uint64_t *bias)
-{
-	struct elf_symtab *st;
-	uint64_t vaddr;
-	int err = elf_symtab__open_path(m->path, &st);
-
-	if (err)
-		return err;
-	err = elf_symtab__offset_to_vaddr(st, m->file_offset, &vaddr);
-	elf_symtab__free(st);
-	if (!err)
-		*bias = m->start - vaddr;
-	return err;
-}
-
 /* Find a known CPython among @pid's executable mappings; configure BPF. */
 static void examine(struct python_procs *pp, struct bpf_session *bpf, struct symbolizer *sym,
-		    struct py_proc *p)
+		    struct interp_proc *p)
 {
 	const struct sym_mapping *maps;
 	int n = symbolizer__mappings(sym, (int)p->pid, &maps);
@@ -211,10 +127,11 @@ static void examine(struct python_procs *pp, struct bpf_session *bpf, struct sym
 	for (int i = 0; i < n; i++) {
 		const struct py_file *f;
 
-		if (!maps[i].path || !python_name(maps[i].path))
+		if (!maps[i].path || !(interp_base_starts(maps[i].path, "python3") ||
+					interp_base_starts(maps[i].path, "libpython3")))
 			continue;
 		f = file_of(pp, maps[i].path);
-		if (!f || f->err || bias_of(&maps[i], &p->bias))
+		if (!f || f->base.err || interp_bias_of(&maps[i], &p->bias))
 			continue;
 		fill_cfg(&cfg, &f->rt, p->bias);
 		if (bpf_session__set_python(bpf, p->pid, &cfg))
@@ -228,25 +145,18 @@ static void examine(struct python_procs *pp, struct bpf_session *bpf, struct sym
 bool python_procs__on_sample(struct python_procs *pp, struct bpf_session *bpf,
 			     struct symbolizer *sym, uint32_t pid, const char *comm)
 {
-	struct py_proc *p;
+	bool look, exec;
+	struct interp_proc *p = interp_table__visit(&pp->table, pid, comm, &look, &exec);
 
-	if ((pp->used + 1) * 2 > pp->cap && grow(pp))
+	if (!p)
 		return false;
-	p = slot_of(pp->procs, pp->cap, pid);
-	if (p->pid == pid && !strncmp(p->comm, comm, LP_COMM_LEN))
+	if (!look)
 		return p->file != NULL;
-	if (!p->pid)
-		pp->used++;
-	else if (p->file) {
-		/* it exec'd: what it ran is gone */
+	if (exec) {
 		pp->stats.procs--;
 		py_code_cache__forget_pid(pp->codes, (pid_t)pid);
-		for (size_t i = 0; i < TAG_SLOTS; i++)
-			if (pp->tags[i].pid == pid)
-				pp->tags[i].pid = 0;
+		interp_table__forget(&pp->table, pid);
 	}
-	p->pid = pid;
-	memcpy(p->comm, comm, LP_COMM_LEN);
 	symbolizer__add_pid(sym, (int)pid);
 	examine(pp, bpf, sym, p);
 	return p->file != NULL;
@@ -255,15 +165,16 @@ bool python_procs__on_sample(struct python_procs *pp, struct bpf_session *bpf,
 /* The stack entry for Python frame @f of process @p, named afresh;
  * *@named is false when its code object could not be read. */
 static uint64_t name_frame(struct python_procs *pp, struct stack_symbols *ss,
-			   const struct py_proc *p, const struct lp_interp_frame *f, uint64_t instr,
-			   bool *named)
+			   const struct interp_proc *p, const struct lp_interp_frame *f,
+			   uint64_t instr, bool *named)
 {
+	const struct py_file *file = p->file;
 	struct py_frame_name nm;
 	char name[PY_NAME_MAX + PY_FILE_MAX + 32];
 	const char *base;
 	struct frame fr = {.name = name, .kind = FRAME_USER, .module = "python"};
 
-	if (py_code_resolve(pp->codes, (pid_t)p->pid, &p->file->rt, f->code, instr, &nm)) {
+	if (py_code_resolve(pp->codes, (pid_t)p->pid, &file->rt, f->code, instr, &nm)) {
 		pp->stats.frames_unnamed++;
 		*named = false;
 		fr.name = "[python: unreadable frame]";
@@ -279,77 +190,56 @@ static uint64_t name_frame(struct python_procs *pp, struct stack_symbols *ss,
 	return stack_symbols__intern_interp(ss, &fr);
 }
 
-/* The stack entry for Python frame @f of process @p, remembered. */
-static uint64_t frame_tag(struct python_procs *pp, struct stack_symbols *ss,
-			  const struct py_proc *p, const struct lp_interp_frame *f)
-{
-	uint64_t instr = pp->lines ? f->instr & ~LP_PYF_ENTRY : 0, tag;
-	bool named;
-	struct tag_slot *t =
-		&pp->tags[lp_mix64(f->code ^ (instr * 0x9e3779b97f4a7c15ULL) ^ p->pid) &
-			  (TAG_SLOTS - 1)];
+/* What the merge of one sample needs. */
+struct merge_ctx {
+	struct python_procs *pp;
+	struct stack_symbols *ss;
+	const struct interp_proc *p;
+};
 
-	pp->stats.frames++;
-	if (t->pid == p->pid && t->code == f->code && t->instr == instr)
+/* The stack entry for Python frame @f of the sampled process, remembered. */
+static uint64_t frame_tag(void *ctx, const struct lp_interp_frame *f)
+{
+	struct merge_ctx *m = ctx;
+	uint64_t instr = m->pp->lines ? f->instr & ~LP_PYF_ENTRY : 0, tag;
+	struct interp_tag *t = interp_tag__slot(&m->pp->table, m->p->pid, f->code, instr);
+	bool named;
+
+	m->pp->stats.frames++;
+	if (t->pid == m->p->pid && t->code == f->code && t->instr == instr)
 		return t->tag;
-	tag = name_frame(pp, ss, p, f, instr, &named);
+	tag = name_frame(m->pp, m->ss, m->p, f, instr, &named);
 	/* an unreadable frame may read next time, and 0 is no memory: neither
 	 * is remembered */
 	if (named && tag)
-		*t = (struct tag_slot){.pid = p->pid, .code = f->code, .instr = instr, .tag = tag};
+		*t = (struct interp_tag){.pid = m->p->pid, .code = f->code, .instr = instr, .tag = tag};
 	return tag;
 }
 
-static bool in_eval(const struct py_proc *p, uint64_t pc)
+/* Whether @pc is in _PyEval_EvalFrameDefault. */
+static bool in_eval(void *ctx, uint64_t pc)
 {
-	uint64_t lo = p->file->rt.eval_lo + p->bias, hi = p->file->rt.eval_hi + p->bias;
+	const struct interp_proc *p = ((struct merge_ctx *)ctx)->p;
+	const struct py_file *f = p->file;
 
-	return p->file->rt.eval_hi && pc >= lo && pc < hi;
+	return f->rt.eval_hi && pc >= f->rt.eval_lo + p->bias && pc < f->rt.eval_hi + p->bias;
 }
 
 unsigned int python_procs__merge(struct python_procs *pp, struct stack_symbols *ss,
 				 const struct lp_sample *s, uint64_t *us, unsigned int n,
 				 unsigned int max)
 {
-	const struct py_proc *p = slot_of(pp->procs, pp->cap, s->pid);
-	unsigned int ni = s->n_interp < LP_MAX_PYFRAMES ? s->n_interp : LP_MAX_PYFRAMES;
-	unsigned int evals = 0, seen = 0, g = 0, out = 0, i;
-	uint64_t merged[512];
+	static const struct interp_merge_ops ops = {.in_loop = in_eval, .frame_tag = frame_tag};
+	struct merge_ctx m = {pp, ss, interp_table__find(&pp->table, s->pid)};
 
 	if (s->flags & LP_SF_INTERP_FAULT)
 		pp->stats.read_faults++;
-	if (p->pid != s->pid || !p->file || !ni)
+	if (m.p->pid != s->pid || !m.p->file)
 		return n;
-	/* a return address points after the call: look at pc - 1 */
-	for (i = 0; i < n; i++)
-		evals += in_eval(p, i ? us[i] - 1 : us[i]);
-	if (!evals) {
-		pp->stats.samples_unmerged++;
-		return n;
-	}
-	for (i = 0; i < n && out < sizeof(merged) / sizeof(merged[0]); i++) {
-		if (!in_eval(p, i ? us[i] - 1 : us[i])) {
-			merged[out++] = us[i];
-			continue;
-		}
-		/* this evaluator call's frames, up to its entry frame; the
-		 * outermost evaluator frame takes whatever is left */
-		seen++;
-		while (g < ni && out < sizeof(merged) / sizeof(merged[0])) {
-			bool entry = s->interp[g].instr & LP_PYF_ENTRY;
-
-			merged[out++] = frame_tag(pp, ss, p, &s->interp[g++]);
-			if (entry && seen < evals)
-				break;
-		}
-	}
-	if (out > max)
-		out = max;
-	memcpy(us, merged, out * sizeof(*us));
-	return out;
+	return interp_merge(&ops, &m, s, us, n, max, &pp->stats.samples_unmerged);
 }
 
-void python_procs__stats(const struct python_procs *pp, struct python_stats *out)
+void python_procs__stats(const struct python_procs *pp, struct interp_stats *out)
 {
 	*out = pp->stats;
 }

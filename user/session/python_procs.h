@@ -12,19 +12,13 @@
 #include <stdint.h>
 
 #include "bpf/liveprof.h"
+#include "user/session/interp_procs.h"
 
 struct python_procs;
 struct bpf_session;
 struct symbolizer;
 struct stack_symbols;
 
-struct python_stats {
-	uint64_t frames;	  /* Python frames merged into stacks */
-	uint64_t frames_unnamed;  /* of those, whose code object could not be read */
-	uint64_t samples_unmerged; /* samples with Python frames but no evaluator frame */
-	uint64_t read_faults;	  /* samples whose frame walk in BPF hit a failed read */
-	int procs;		  /* processes recognized as CPython */
-};
 
 /**
  * python_procs__new - an empty set
@@ -61,6 +55,6 @@ unsigned int python_procs__merge(struct python_procs *pp, struct stack_symbols *
 				 unsigned int max);
 
 /** python_procs__stats - what the merge did so far */
-void python_procs__stats(const struct python_procs *pp, struct python_stats *out);
+void python_procs__stats(const struct python_procs *pp, struct interp_stats *out);
 
 #endif /* LP_SESSION_PYTHON_PROCS_H */

@@ -364,50 +364,37 @@ static int write_json(struct daemon *d, struct profile *p, struct split_result *
 	return err;
 }
 
-/* What the Python frames cost in accuracy: every loss is said. */
-static void print_python(struct daemon *d, FILE *f)
+/* What the interpreter frames cost in accuracy: every loss is said. */
+static void print_interp(FILE *f, const char *lang, const char *loop,
+			 const struct interp_stats *st)
 {
-	struct python_stats ps;
-
-	if (!d->py)
+	if (!st->procs && !st->frames)
 		return;
-	python_procs__stats(d->py, &ps);
-	if (!ps.procs && !ps.frames)
-		return;
-	fprintf(f, "liveprof: python: %d process%s, %" PRIu64 " frames merged", ps.procs,
-		ps.procs == 1 ? "" : "es", ps.frames);
-	if (ps.frames_unnamed)
-		fprintf(f, ", %" PRIu64 " unreadable", ps.frames_unnamed);
-	if (ps.samples_unmerged)
-		fprintf(f, ", %" PRIu64 " samples with no evaluator frame to merge at",
-			ps.samples_unmerged);
-	if (ps.read_faults)
+	fprintf(f, "liveprof: %s: %d process%s, %" PRIu64 " frames merged", lang, st->procs,
+		st->procs == 1 ? "" : "es", st->frames);
+	if (st->frames_unnamed)
+		fprintf(f, ", %" PRIu64 " unreadable", st->frames_unnamed);
+	if (st->samples_unmerged)
+		fprintf(f, ", %" PRIu64 " samples with no %s frame to merge at",
+			st->samples_unmerged, loop);
+	if (st->read_faults)
 		fprintf(f, ", %" PRIu64 " samples whose frame walk hit a failed read",
-			ps.read_faults);
+			st->read_faults);
 	fputc('\n', f);
 }
 
-/* The same for the Ruby frames. */
-static void print_ruby(struct daemon *d, FILE *f)
+static void print_interps(struct daemon *d, FILE *f)
 {
-	struct ruby_stats rs;
+	struct interp_stats st;
 
-	if (!d->rb)
-		return;
-	ruby_procs__stats(d->rb, &rs);
-	if (!rs.procs && !rs.frames)
-		return;
-	fprintf(f, "liveprof: ruby: %d process%s, %" PRIu64 " frames merged", rs.procs,
-		rs.procs == 1 ? "" : "es", rs.frames);
-	if (rs.frames_unnamed)
-		fprintf(f, ", %" PRIu64 " unreadable", rs.frames_unnamed);
-	if (rs.samples_unmerged)
-		fprintf(f, ", %" PRIu64 " samples with no VM loop frame to merge at",
-			rs.samples_unmerged);
-	if (rs.read_faults)
-		fprintf(f, ", %" PRIu64 " samples whose frame walk hit a failed read",
-			rs.read_faults);
-	fputc('\n', f);
+	if (d->py) {
+		python_procs__stats(d->py, &st);
+		print_interp(f, "python", "evaluator", &st);
+	}
+	if (d->rb) {
+		ruby_procs__stats(d->rb, &st);
+		print_interp(f, "ruby", "VM loop", &st);
+	}
 }
 
 static void print_header(struct daemon *d, FILE *f)
@@ -429,8 +416,7 @@ static void print_header(struct daemon *d, FILE *f)
 		fprintf(f, ", %" PRIu64 " traced calls untimed",
 			d->counters[LP_CNT_CALLS_DROPPED] + d->counters[LP_CNT_CALLS_UNWOUND]);
 	fputc('\n', f);
-	print_python(d, f);
-	print_ruby(d, f);
+	print_interps(d, f);
 	if (d->core.child && d->child_exited) {
 		int st = d->child_status;
 

@@ -12,19 +12,13 @@
 #include <stdint.h>
 
 #include "bpf/liveprof.h"
+#include "user/session/interp_procs.h"
 
 struct ruby_procs;
 struct bpf_session;
 struct symbolizer;
 struct stack_symbols;
 
-struct ruby_stats {
-	uint64_t frames;	   /* Ruby frames merged into stacks */
-	uint64_t frames_unnamed;   /* of those, whose iseq could not be read */
-	uint64_t samples_unmerged; /* samples with Ruby frames but no VM loop frame */
-	uint64_t read_faults;	   /* samples whose frame walk in BPF hit a failed read */
-	int procs;		   /* processes recognized as CRuby */
-};
 
 /**
  * ruby_procs__new - an empty set
@@ -63,6 +57,6 @@ unsigned int ruby_procs__merge(struct ruby_procs *rp, struct stack_symbols *ss,
 			       unsigned int n, unsigned int max);
 
 /** ruby_procs__stats - what the merge did so far */
-void ruby_procs__stats(const struct ruby_procs *rp, struct ruby_stats *out);
+void ruby_procs__stats(const struct ruby_procs *rp, struct interp_stats *out);
 
 #endif /* LP_SESSION_RUBY_PROCS_H */

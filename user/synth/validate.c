@@ -35,13 +35,15 @@
 static void validate_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: liveprof validate --from PROFILE [--lang c|go] [--seconds S] [--tolerance "
-		"T]\n"
+		"usage: liveprof validate --from PROFILE [--lang c|go|python|ruby] [--seconds S]\n"
+		"                         [--tolerance T]\n"
 		"       liveprof validate --scenario SPEC [--seconds S]\n"
 		"       liveprof validate --causal pipeline|spin|lock [--speedup PCT] [--seconds S]\n"
 		"\n"
-		"Emit a program from PROFILE (or SPEC), build it (cc or go build), run it,\n"
-		"profile it with liveprof and compare with what the input says.\n"
+		"Emit a program from PROFILE (or SPEC), build it (cc or go build) or hand it\n"
+		"to its interpreter (python3, ruby), run it, profile it with liveprof and\n"
+		"compare with what the input says. A Python or Ruby sample counts for the\n"
+		"deepest frame of the emitted script, as py-spy and rbspy count it.\n"
 		"\n"
 		"  --causal NAME          run liveprof causal on an emitted causal scenario, then\n"
 		"                         compare its prediction with a variant whose gating\n"
@@ -59,9 +61,11 @@ static void validate_usage(FILE *f)
 		"                         handler at 999 Hz unless -F says otherwise; the share\n"
 		"                         of the slow cause's samples in the slow profile and\n"
 		"                         p50/p95/p99 must agree with the program's own timings\n"
-		"  -l, --lang LANG        c (default) or go\n"
+		"  -l, --lang LANG        c (default), go, python or ruby\n"
+		"      --interpreter PATH python or ruby: run the program with PATH (default\n"
+		"                         python3 or ruby in PATH)\n"
 		"  -P, --program PROG     run PROG, a program `liveprof emit --lang LANG` wrote\n"
-		"                         and you built, instead of emitting one from PROFILE:\n"
+		"                         (and you built), instead of emitting one from PROFILE:\n"
 		"                         checks that liveprof measures PROG as PROFILE says\n"
 		"  -S, --seconds S        sampling budget, the upper bound (default 60); the\n"
 		"                         run stops as soon as the samples decide\n"
@@ -81,26 +85,9 @@ static void validate_usage(FILE *f)
 		"(4 and up) when it could not profile.\n");
 }
 
-/* The profile index of an emitted function name, or -1. */
-static long lookup_ident(const struct emit_tree *t, const char *lang, const char *frame)
-{
-	size_t i;
-
-	/* Go shows package main's functions as main.NAME. */
-	if (!strcmp(lang, "go")) {
-		if (strncmp(frame, "main.", 5) != 0)
-			return -1;
-		frame += 5;
-	}
-	for (i = 0; i < t->n_names; i++)
-		if (!strcmp(t->names[i].ident, frame))
-			return (long)i;
-	return -1;
-}
-
 /* Add the leaves of the measured profile @path to the cells; 0 or an exit status. */
-static int add_measured(const char *lang, const struct emit_tree *t, struct vcells *vc,
-			const char *path, uint64_t *elsewhere)
+static int add_measured(const struct vopts *vo, const char *src_base, const struct emit_tree *t,
+			struct vcells *vc, const char *path, uint64_t *elsewhere)
 {
 	char err[PROFILE_READ_ERRSZ + 64];
 	struct profile *m = NULL;
@@ -117,13 +104,8 @@ static int add_measured(const char *lang, const struct emit_tree *t, struct vcel
 	}
 	for (i = 0; i < m->n_samples; i++) {
 		const struct profile_sample *s = &m->samples[i];
-		long k;
+		long k = validate_leaf_ident(t, vo, src_base, m, s);
 
-		if (!s->depth || s->frames[s->depth - 1] >= m->n_frames) {
-			*elsewhere += s->count;
-			continue;
-		}
-		k = lookup_ident(t, lang, m->frames[s->frames[s->depth - 1]].name);
 		if (k < 0)
 			*elsewhere += s->count;
 		else
@@ -196,9 +178,10 @@ static void print_verdict(const struct vresult *r, const struct vopts *vo, doubl
 
 /* Sample @pid in looks until one decides or the budget is spent; an exit status. */
 static int sample_and_decide(const struct vopts *vo, const struct emit_tree *t, struct vcells *vc,
-			     const struct vplan *plan, pid_t pid, const char *dir)
+			     const struct vplan *plan, pid_t pid, const char *dir, const char *src)
 {
 	double used = 0, look_s = plan->seconds, freq = plan->freq, rate = 0, t0;
+	const char *src_base = strrchr(src, '/') ? strrchr(src, '/') + 1 : src;
 	uint64_t elsewhere = 0;
 	struct vresult r = {0};
 	char out[4096];
@@ -211,7 +194,7 @@ static int sample_and_decide(const struct vopts *vo, const struct emit_tree *t, 
 		if (ret)
 			return ret;
 		used += look_s;
-		ret = add_measured(vo->lang, t, vc, out, &elsewhere);
+		ret = add_measured(vo, src_base, t, vc, out, &elsewhere);
 		if (ret)
 			return ret;
 		ret = vcells_decide(vc, vo->tolerance, VALIDATE_ALPHA / VALIDATE_MAX_LOOKS,
@@ -289,13 +272,12 @@ static int exited_early(const char *prog, pid_t pid)
 
 /* Emit @t's program for @p into @dir and build it; 0 or an exit status. */
 static int emit_and_build(const struct vopts *vo, const struct profile *p, const char *dir,
-			  char *prog, size_t progsz)
+			  const char *src, char *prog, size_t progsz)
 {
-	char src[4096], err[PROFILE_READ_ERRSZ + 256];
+	char err[PROFILE_READ_ERRSZ + 256];
 	struct emit_opts o = {.utilization = 1, .threads = 1};
 	int ret;
 
-	snprintf(src, sizeof(src), "%s/synthetic.%s", dir, vo->lang);
 	snprintf(prog, progsz, "%s/synthetic", dir);
 	o.source = vo->from;
 	o.out_path = src;
@@ -311,7 +293,7 @@ static int emit_and_build(const struct vopts *vo, const struct profile *p, const
 
 static int validate_profile(const struct vopts *vo, const char *dir)
 {
-	char prog[4096], dur[32], err[PROFILE_READ_ERRSZ + 256];
+	char src[4096], prog[4096], dur[32], err[PROFILE_READ_ERRSZ + 256];
 	struct emit_tree t = {0};
 	struct vcells vc = {0};
 	struct profile *p = NULL;
@@ -332,6 +314,7 @@ static int validate_profile(const struct vopts *vo, const char *dir)
 	ret = emit_tree__build(&t, p);
 	if (!ret)
 		ret = emit_tree__idents(&t, emit_backend_find(vo->lang)->rules);
+	snprintf(src, sizeof(src), "%s/synthetic.%s", dir, vlang_find(vo->lang)->ext);
 	if (ret) {
 		lp_err("validate: cannot build the call tree of '%s': %s", vo->from,
 		       strerror(-ret));
@@ -339,8 +322,8 @@ static int validate_profile(const struct vopts *vo, const char *dir)
 		goto out;
 	}
 	ret = check_functions(vo->from, &t);
-	if (!ret && !vo->program)
-		ret = validate_check_compiler(vo->lang);
+	if (!ret && (!vo->program || vlang_find(vo->lang)->script))
+		ret = validate_check_tool(vo);
 	if (ret)
 		goto out;
 	if (vcells_plan(&vc, &t, vo, &plan)) {
@@ -355,28 +338,24 @@ static int validate_profile(const struct vopts *vo, const char *dir)
 	if (vo->program)
 		snprintf(prog, sizeof(prog), "%s", vo->program);
 	else
-		ret = emit_and_build(vo, p, dir, prog, sizeof(prog));
+		ret = emit_and_build(vo, p, dir, src, prog, sizeof(prog));
 	if (ret)
 		goto out;
 	if (!vo->program)
 		printf("built %zu functions in %.1f s\n", t.n_names, validate_now() - t0);
 	snprintf(dur, sizeof(dur), "%g", vo->seconds + 60);
-	{
-		char *argv[] = {prog, dur, NULL};
-
-		pid = validate_spawn(argv, NULL, true);
-	}
+	pid = validate_start_program(vo, src, prog, dur);
 	if (pid < 0) {
 		lp_err("validate: cannot run '%s': %s", prog, strerror((int)-pid));
 		ret = EXIT_NO_TARGET;
 		goto out;
 	}
-	/* Let calibration finish: it is not part of the profile. */
-	validate_sleep(0.3);
+	/* Let calibration (and an interpreter's start) finish: not part of the profile. */
+	validate_sleep(vlang_find(vo->lang)->script ? 1.0 : 0.3);
 	ret = exited_early(prog, pid);
 	if (ret)
 		goto out; /* reaped */
-	ret = sample_and_decide(vo, &t, &vc, &plan, pid, dir);
+	ret = sample_and_decide(vo, &t, &vc, &plan, pid, dir, vo->program ? vo->program : src);
 	/* Also reaps a program that exited meanwhile (a zombie ignores the signal). */
 	validate_stop(pid);
 out:
@@ -391,6 +370,7 @@ static void cleanup_dir(const char *dir)
 {
 	static const char *const files[] = {
 		"synthetic.c",	     "synthetic.go",
+		"synthetic.py",	     "synthetic.rb",
 		"synthetic",	     "measured1.folded",
 		"measured2.folded",  "measured3.folded",
 		"scenario.c",	     "scenario",
@@ -442,8 +422,16 @@ static int check_args(int argc, char **argv, const struct vopts *vo)
 		lp_err("validate: --program needs --from PROFILE");
 		return EXIT_USAGE;
 	}
-	if (strcmp(vo->lang, "c") && strcmp(vo->lang, "go")) {
-		lp_err("validate: --lang must be c or go, not '%s'", vo->lang);
+	if (!vlang_find(vo->lang)) {
+		lp_err("validate: --lang must be c, go, python or ruby, not '%s'", vo->lang);
+		return EXIT_USAGE;
+	}
+	if (vo->spec && strcmp(vo->lang, "c")) {
+		lp_err("validate: --scenario emits C programs only, not %s", vo->lang);
+		return EXIT_USAGE;
+	}
+	if (vo->interpreter && !vlang_find(vo->lang)->script) {
+		lp_err("validate: --interpreter is for --lang python or ruby");
 		return EXIT_USAGE;
 	}
 	return 0;
@@ -451,7 +439,7 @@ static int check_args(int argc, char **argv, const struct vopts *vo)
 
 static int parse_args(int argc, char **argv, struct vopts *vo)
 {
-	enum { OPT_LIVEPROF = 256, OPT_SEED, OPT_CAUSAL, OPT_SPEEDUP };
+	enum { OPT_LIVEPROF = 256, OPT_SEED, OPT_INTERPRETER, OPT_CAUSAL, OPT_SPEEDUP };
 	static const struct option longopts[] = {
 		{"from", required_argument, NULL, 'f'},
 		{"scenario", required_argument, NULL, 's'},
@@ -463,6 +451,7 @@ static int parse_args(int argc, char **argv, struct vopts *vo)
 		{"program", required_argument, NULL, 'P'},
 		{"seed", required_argument, NULL, OPT_SEED},
 		{"liveprof", required_argument, NULL, OPT_LIVEPROF},
+		{"interpreter", required_argument, NULL, OPT_INTERPRETER},
 		{"causal", required_argument, NULL, OPT_CAUSAL},
 		{"speedup", required_argument, NULL, OPT_SPEEDUP},
 		{"help", no_argument, NULL, 'h'},
@@ -507,6 +496,9 @@ static int parse_args(int argc, char **argv, struct vopts *vo)
 			break;
 		case OPT_LIVEPROF:
 			vo->liveprof = optarg;
+			break;
+		case OPT_INTERPRETER:
+			vo->interpreter = optarg;
 			break;
 		case OPT_CAUSAL:
 			vo->causal = optarg;

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "user/profile/profile.h"
 #include "user/synth/emit_tree.h"
 #include "user/synth/validate_noise.h"
 
@@ -32,6 +33,7 @@ enum vverdict {
 struct vopts {
 	const char *from, *spec, *lang, *liveprof, *keep;
 	const char *program; /* run this instead of emitting one */
+	const char *interpreter; /* python/ruby: run the program with this */
 	double seconds;	     /* sampling budget, the upper bound */
 	bool seconds_given;
 	double tolerance; /* the distance that still counts as right */
@@ -121,17 +123,57 @@ void validate_sleep(double s);
 /** validate_now - CLOCK_MONOTONIC in seconds */
 double validate_now(void);
 
-/**
- * validate_check_compiler - whether the compiler of @lang ("c": cc, "go": go) is in $PATH
- * Return: 0, or EXIT_NO_TARGET after a message that names it.
- */
-int validate_check_compiler(const char *lang);
+/* Languages (validate_lang.c). */
+
+/* A language validate can emit, build or run, and read back. */
+struct vlang {
+	const char *name;      /* --lang */
+	const char *title;     /* for messages */
+	const char *ext;       /* of the emitted source */
+	const char *tool;      /* builds (cc, go) or runs (python3, ruby) it */
+	const char *tool_desc; /* for messages */
+	bool script;	       /* run from source by an interpreter */
+};
+
+/** vlang_find - the language called @name, or NULL */
+const struct vlang *vlang_find(const char *name);
 
 /**
- * validate_build - build the emitted @src into @prog (cc -O0 or go build)
+ * validate_check_tool - whether @vo's compiler or interpreter can be run
+ * Return: 0, or EXIT_NO_TARGET after a message that names it.
+ */
+int validate_check_tool(const struct vopts *vo);
+
+/**
+ * validate_build - build the emitted @src into @prog (cc -O0 or go build;
+ * nothing for an interpreted language)
  * Return: 0, or EXIT_NO_TARGET after a message.
  */
 int validate_build(const char *lang, const char *dir, const char *src, const char *prog);
+
+/**
+ * validate_start_program - start the program under test for @seconds
+ * @src: the emitted source (what an interpreter runs, unless --program)
+ * @prog: the built program (compiled languages)
+ * Return: its pid, or a negative errno.
+ */
+pid_t validate_start_program(const struct vopts *vo, const char *src, const char *prog,
+			     const char *seconds);
+
+/**
+ * validate_leaf_ident - the emitted function a measured sample counts for
+ * @t: the emitted tree, with its identifiers
+ * @src_base: the file name of the emitted source (interpreted languages'
+ *	frames name it)
+ * @m, @s: the measured profile and one of its samples
+ *
+ * Compiled languages: the leaf frame. Interpreted ones: the deepest frame
+ * of the emitted script, whatever evaluator frames run below it.
+ *
+ * Return: the index in @t's names, or -1 when the sample is elsewhere.
+ */
+long validate_leaf_ident(const struct emit_tree *t, const struct vopts *vo, const char *src_base,
+			 const struct profile *m, const struct profile_sample *s);
 
 /**
  * validate_run_liveprof - profile @pid for @seconds at @freq into @out

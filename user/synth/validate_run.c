@@ -71,57 +71,6 @@ double validate_now(void)
 	return (double)lp_now_ns() * 1e-9;
 }
 
-int validate_check_compiler(const char *lang)
-{
-	bool c = !strcmp(lang, "c");
-	char path[4096];
-	const char *cmd = c ? "cc" : "go";
-
-	if (!lp_path_search(cmd, path, sizeof(path)))
-		return 0;
-	lp_err("validate: cannot build the %s program: the %s '%s' is not installed (not in "
-	       "PATH)",
-	       c ? "C" : "Go", c ? "C compiler" : "Go toolchain", cmd);
-	return EXIT_NO_TARGET;
-}
-
-int validate_build(const char *lang, const char *dir, const char *src, const char *prog)
-{
-	char gocache[4096];
-	int ret;
-
-	ret = validate_check_compiler(lang);
-	if (ret)
-		return ret;
-	if (!strcmp(lang, "c")) {
-		/*
-		 * -O0: the emitted file asks for frame pointers and no sibling
-		 * calls itself, every function is noipa and the busy loop is
-		 * always inlined, so the shares do not depend on the level, and
-		 * -O1 takes ~4x longer on a 2,000-function program.
-		 */
-		char *argv[] = {"cc", "-O0", (char *)src, "-o", (char *)prog, "-lpthread", NULL};
-
-		ret = validate_wait(validate_spawn(argv, NULL, false));
-	} else {
-		char *argv[] = {"go", "build", "-o", (char *)prog, (char *)src, NULL};
-		char *env[] = {"GO111MODULE=off", "GOFLAGS=", NULL, NULL};
-
-		/* go needs a writable cache even for one file; HOME may be unset. */
-		if (!getenv("GOCACHE") && !getenv("HOME")) {
-			snprintf(gocache, sizeof(gocache), "GOCACHE=%s/gocache", dir);
-			env[2] = gocache;
-		}
-		ret = validate_wait(validate_spawn(argv, env, false));
-	}
-	if (ret) {
-		lp_err("validate: building '%s' failed (%s %d)", src, ret < 0 ? "error" : "exit",
-		       ret);
-		return EXIT_NO_TARGET;
-	}
-	return 0;
-}
-
 int validate_run_liveprof(const struct vopts *vo, pid_t pid, double freq, double seconds,
 			  const char *out, const char *split, const char *json)
 {

@@ -337,7 +337,8 @@ static int scenario_build(const struct vopts *vo, const struct scenario *sc, con
 		lp_err("validate: cannot write '%s': %s", src, strerror(-ret));
 		return EXIT_OUTPUT;
 	}
-	return validate_build("c", dir, src, prog);
+	ret = validate_check_tool(vo);
+	return ret ? ret : validate_build("c", dir, src, prog);
 }
 
 static int scenario_verdict(int v)

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * interp.bpf.h - what the interpreter walkers (python.bpf.h, ruby.bpf.h)
+ * share: where they write a stack's frames, and how they say what they
+ * found. They write into a struct lp_interp_stack, which is the interp[]
+ * of a sample on CPU and a part of the off-CPU stash at a switch-out (the
+ * frames must be read while the thread is still current), and return one
+ * number: the frames written, and whether a read failed or room ran out.
+ */
+#ifndef LP_INTERP_BPF_H
+#define LP_INTERP_BPF_H
+
+struct lp_interp_stack {
+	struct lp_interp_frame f[LP_MAX_PYFRAMES];
+};
+
+#define LP_INTERP_NONE	(-1)	  /* not a process of this interpreter: stack untouched */
+#define LP_INTERP_FAULT (1 << 16) /* a read of the target's memory failed */
+#define LP_INTERP_TRUNC (1 << 17) /* more frames than LP_MAX_PYFRAMES */
+
+/* The walk's result @r, as a sample says it (n_interp and flags). */
+static __always_inline void lp_interp_to_sample(struct lp_sample *s, int r)
+{
+	if (r == LP_INTERP_NONE)
+		return;
+	s->n_interp = r & 0xffff;
+	if (r & LP_INTERP_FAULT)
+		s->flags |= LP_SF_INTERP_FAULT;
+	if (r & LP_INTERP_TRUNC)
+		s->flags |= LP_SF_INTERP_TRUNC;
+}
+
+#endif /* LP_INTERP_BPF_H */
