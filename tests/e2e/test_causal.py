@@ -13,8 +13,11 @@ file stays within its 90 s on both.
 
 - test_validate_lock: `validate --causal lock` (4 threads: prepare, then
   critical under one mutex) predicts with liveprof causal, then measures the
-  real speedups of emitted variants (critical, then prepare, with 30% less
-  work) in paired quarter seconds. Its verdict:
+  real speedups of emitted variants (critical, then prepare, with 15% less
+  work) in paired quarter seconds. 15%, not 30%: the prediction is a slope
+  at zero, and at 30% the lock's response is already curved enough (real
+  19-20% against 15% predicted, with liveprof at nice -15) for a tight
+  prediction to fail a noise-only tolerance. Its verdict:
   FAIL when a prediction and its real speedup differ by more than 3 combined
   standard errors (a 0.3% chance per check if both are right), PASS when they
   agree and the check has power, INCONCLUSIVE (exit 10, a skip here that
@@ -61,7 +64,8 @@ def build_spin(d):
 
 def run_validate():
     t0 = time.monotonic()
-    r = subprocess.run([LIVEPROF, "validate", "--causal", "lock", "--seconds", "10"],
+    r = subprocess.run([LIVEPROF, "validate", "--causal", "lock", "--seconds", "10",
+                        "--speedup", "15"],
                        capture_output=True, text=True, timeout=240)
     return r, time.monotonic() - t0
 
