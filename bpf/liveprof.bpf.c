@@ -19,6 +19,7 @@
 #include "ruby.bpf.h"
 #include "sampler.bpf.h"
 #include "fetch.bpf.h"
+#include "causal.bpf.h"
 #include "tracer.bpf.h"
 #include "offcpu.bpf.h"
 

@@ -191,6 +191,8 @@ int BPF_KPROBE(lp_func_entry)
 		}
 	}
 	tc->depth = d + 1;
+	/* A causal experiment's delay: outside the call's own latency. */
+	causal_delay(probe_id);
 	/* Last, so the latency excludes our own work above. */
 	fs->ovh0 = tc->overhead_ns;
 	fs->start_ns = bpf_ktime_get_ns();

@@ -30,6 +30,7 @@
 #include "user/serve/serve.h"
 #include "user/session/alloc.h"
 #include "user/util/util.h"
+#include "user/cli/causal_cmd.h"
 
 static volatile sig_atomic_t g_stop;
 
@@ -446,6 +447,8 @@ int main(int argc, char **argv)
 
 	if (argc > 1 && !strcmp(argv[1], "emit"))
 		return cmd_emit(argc - 1, argv + 1);
+	if (argc > 1 && !strcmp(argv[1], "causal"))
+		return cmd_causal(argc - 1, argv + 1);
 	if (argc > 1 && !strcmp(argv[1], "validate"))
 		return cmd_validate(argc - 1, argv + 1);
 	if (argc > 1 && !strcmp(argv[1], "serve")) {

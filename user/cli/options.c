@@ -101,6 +101,7 @@ void options_usage(FILE *f)
 	      "127.0.0.1:6060)\n"
 	      "       liveprof emit ...      (liveprof emit --help)\n"
 	      "       liveprof validate ...  (liveprof validate --help)\n"
+	      "       liveprof causal ...    (liveprof causal --help)\n"
 	      "\n"
 	      "Sampling:\n"
 	      "  -p, --pid PID[,PID]   profile running processes (all threads, also new ones)\n"

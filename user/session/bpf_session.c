@@ -552,6 +552,28 @@ void bpf_session__set_sample_charge(struct bpf_session *s, uint64_t ns, uint64_t
 	__atomic_store_n(&s->skel->bss->sample_irq_ns, ns, __ATOMIC_RELAXED);
 }
 
+int bpf_session__set_causal_delay(struct bpf_session *s, uint32_t id, uint64_t ns)
+{
+	if (id >= LP_MAX_PROBES)
+		return -EINVAL;
+	if (ns > LP_CAUSAL_MAX_DELAY_NS)
+		ns = LP_CAUSAL_MAX_DELAY_NS;
+	/* Debts of the previous setting lapse: a window starts clean. */
+	__atomic_fetch_add(&s->skel->bss->causal_epoch, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->skel->bss->causal_delay_ns[id], ns, __ATOMIC_RELAXED);
+	return 0;
+}
+
+uint64_t bpf_session__causal_hits(struct bpf_session *s)
+{
+	return __atomic_load_n(&s->skel->bss->causal_delayed_hits, __ATOMIC_RELAXED);
+}
+
+uint64_t bpf_session__causal_yields(struct bpf_session *s)
+{
+	return __atomic_load_n(&s->skel->bss->causal_yielded_hits, __ATOMIC_RELAXED);
+}
+
 int bpf_session__nr_cpus(struct bpf_session *s)
 {
 	return s->nr_cpus;

@@ -189,6 +189,18 @@ int bpf_session__by_hist_fd(struct bpf_session *s);
 /** bpf_session__set_paused - pause/resume sampling and tracing in BPF */
 int bpf_session__set_paused(struct bpf_session *s, bool paused, bool offcpu_only_in_calls);
 
+/**
+ * bpf_session__set_causal_delay - busy-wait @ns at each entry of probe @id
+ * (causal experiments; 0 stops it). Clamped to LP_CAUSAL_MAX_DELAY_NS.
+ *
+ * Return: 0, or -EINVAL for an id out of range.
+ */
+int bpf_session__set_causal_delay(struct bpf_session *s, uint32_t id, uint64_t ns);
+/** bpf_session__causal_hits - probe hits that were delayed so far */
+uint64_t bpf_session__causal_hits(struct bpf_session *s);
+/** bpf_session__causal_yields - of those, the ones cut short for the scheduler */
+uint64_t bpf_session__causal_yields(struct bpf_session *s);
+
 /** bpf_session__nr_cpus - number of possible CPUs */
 int bpf_session__nr_cpus(struct bpf_session *s);
 

@@ -79,7 +79,7 @@ int daemon__open(struct daemon *d, struct options *o, bool tracing)
 		return EXIT_RUNTIME;
 	}
 	/* Before any sample can land in a traced call: its cost is charged. */
-	if (bo.tracing && sample_cost__calibrate(bpf, &d->core.sample_cost))
+	if (bo.tracing && !o->no_sample_calib && sample_cost__calibrate(bpf, &d->core.sample_cost))
 		lp_warn("cannot measure what a sample costs; sampled calls' latencies include it");
 	return EXIT_OK;
 }

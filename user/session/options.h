@@ -46,6 +46,7 @@ struct options {
 	double interval_s;
 	double max_overhead_pct;
 	bool raw_latency; /* --raw-latency: do not subtract sampling/probe cost */
+	bool no_sample_calib; /* causal: skip the sample-cost calibration (no sampling then) */
 	/* split */
 	const char *split_spec; /* FUNC[@pNN] */
 	const char *when_spec;

@@ -123,6 +123,28 @@ void traces__print(struct traces *t, FILE *f, bool histograms);
 /** traces__json - the "traces" array of the --json summary */
 json_t *traces__json(struct traces *t);
 
+/* Running totals of a trace since it was attached (causal windows). */
+struct trace_totals {
+	uint64_t calls; /* timed + untimed (line hits for a line) */
+	uint64_t timed; /* calls in the histogram */
+	double sum_ns;	/* their latency, from bucket middles */
+};
+
+/**
+ * traces__totals - read trace index @i's totals from the BPF maps, now
+ *
+ * Return: 0, or -ENOENT for an index out of range.
+ */
+int traces__totals(struct traces *t, int i, struct trace_totals *out);
+
+/**
+ * traces__set_delay - make every entry probe of function trace @i
+ * busy-wait @ns per call (causal experiments; 0 stops it)
+ *
+ * Return: 0, -ENOENT, or -EINVAL for a line trace (no entry to delay).
+ */
+int traces__set_delay(struct traces *t, int i, uint64_t ns);
+
 /** traces__complete - function names starting with @prefix (for the TUI) */
 int traces__complete(struct traces *t, const char *prefix, const char **out, int max);
 

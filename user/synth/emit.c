@@ -19,6 +19,7 @@
 #include "user/util/log.h"
 #include "user/profile/profile_read.h"
 #include "user/synth/scenario.h"
+#include "user/synth/causal_scenario.h"
 
 const struct emit_backend *emit_backend_find(const char *lang)
 {
@@ -191,7 +192,9 @@ static void emit_usage(FILE *f)
 		"Write a program whose profile is known in advance.\n"
 		"\n"
 		"  -f, --from PROFILE     folded stacks (\"a;b;c 42\" per line) or a gzip pprof\n"
-		"  -s, --scenario SPEC    a latency scenario (format below); C only\n"
+		"  -s, --scenario SPEC    a latency scenario (format below); C only; or\n"
+		"                         causal-NAME[:FUNC=PCT] (pipeline, spin, lock; FUNC\n"
+		"                         made PCT%% faster), for liveprof causal\n"
 		"  -o, --output FILE      the program to write ('-' for stdout)\n"
 		"  -l, --lang LANG        c (default), go, python or ruby\n"
 		"  -d, --duration SEC     the program runs that long, then exits (default: "
@@ -377,6 +380,36 @@ static int write_scenario(const struct scenario *sc, const struct emit_opts *o, 
 	return ret;
 }
 
+/* `emit --scenario causal-NAME[:FUNC=PCT]`: returns the exit status. */
+static int emit_causal_scenario(const char *spec, const char *out, double seconds)
+{
+	const struct causal_scenario *sc;
+	struct atomic_file af;
+	char func[64], err[256];
+	double pct;
+	int ret;
+
+	if (causal_scenario_parse(spec, &sc, func, sizeof(func), &pct, err, sizeof(err))) {
+		lp_err("emit: %s", err);
+		return EXIT_USAGE;
+	}
+	if (!strcmp(out, "-"))
+		return causal_scenario_write_c(stdout, sc, func, pct, seconds) ? EXIT_OUTPUT : 0;
+	ret = atomic_file__open(&af, out);
+	if (!ret) {
+		ret = causal_scenario_write_c(af.fp, sc, func, pct, seconds);
+		if (ret)
+			atomic_file__abort(&af);
+		else
+			ret = atomic_file__commit(&af);
+	}
+	if (ret) {
+		lp_err("cannot write '%s': %s", out, strerror(-ret));
+		return EXIT_OUTPUT;
+	}
+	return EXIT_OK;
+}
+
 /* `emit --scenario`: returns the exit status. */
 static int emit_scenario(struct emit_args *a)
 {
@@ -388,6 +421,8 @@ static int emit_scenario(struct emit_args *a)
 		lp_err("emit: scenarios are written in C only, not '%s'", a->lang);
 		return EXIT_USAGE;
 	}
+	if (!strncmp(a->spec, CAUSAL_SCENARIO_PREFIX, strlen(CAUSAL_SCENARIO_PREFIX)))
+		return emit_causal_scenario(a->spec, a->out, a->o.duration_s);
 	ret = scenario_read_file(&sc, a->spec, err, sizeof(err));
 	if (ret) {
 		lp_err("%s", err);

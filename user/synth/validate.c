@@ -38,12 +38,19 @@ static void validate_usage(FILE *f)
 		"usage: liveprof validate --from PROFILE [--lang c|go|python|ruby] [--seconds S]\n"
 		"                         [--tolerance T]\n"
 		"       liveprof validate --scenario SPEC [--seconds S]\n"
+		"       liveprof validate --causal pipeline|spin|lock [--speedup PCT] [--seconds S]\n"
 		"\n"
 		"Emit a program from PROFILE (or SPEC), build it (cc or go build) or hand it\n"
 		"to its interpreter (python3, ruby), run it, profile it with liveprof and\n"
 		"compare with what the input says. A Python or Ruby sample counts for the\n"
 		"deepest frame of the emitted script, as py-spy and rbspy count it.\n"
 		"\n"
+		"  --causal NAME          run liveprof causal on an emitted causal scenario, then\n"
+		"                         compare its prediction with a variant whose gating\n"
+		"                         function does PCT%% (--speedup, default 30) less work:\n"
+		"                         PASS when they differ by at most 3 combined standard\n"
+		"                         errors and the non-gating function is near zero\n"
+		"                         (--seconds: the causal run, default 12)\n"
 		"  -f, --from PROFILE     folded or gzip pprof: compare per-function self shares\n"
 		"                         (functions too small to resolve share one cell) by\n"
 		"                         their total variation distance (TVD), against the\n"
@@ -405,6 +412,8 @@ static int check_args(int argc, char **argv, const struct vopts *vo)
 		lp_err("validate: unexpected argument '%s'", argv[optind]);
 		return EXIT_USAGE;
 	}
+	if (vo->causal && !vo->from && !vo->spec)
+		return 0;
 	if (!!vo->from == !!vo->spec) {
 		lp_err("validate: give exactly one of --from PROFILE and --scenario SPEC");
 		return EXIT_USAGE;
@@ -430,7 +439,7 @@ static int check_args(int argc, char **argv, const struct vopts *vo)
 
 static int parse_args(int argc, char **argv, struct vopts *vo)
 {
-	enum { OPT_LIVEPROF = 256, OPT_SEED, OPT_INTERPRETER };
+	enum { OPT_LIVEPROF = 256, OPT_SEED, OPT_INTERPRETER, OPT_CAUSAL, OPT_SPEEDUP };
 	static const struct option longopts[] = {
 		{"from", required_argument, NULL, 'f'},
 		{"scenario", required_argument, NULL, 's'},
@@ -443,6 +452,8 @@ static int parse_args(int argc, char **argv, struct vopts *vo)
 		{"seed", required_argument, NULL, OPT_SEED},
 		{"liveprof", required_argument, NULL, OPT_LIVEPROF},
 		{"interpreter", required_argument, NULL, OPT_INTERPRETER},
+		{"causal", required_argument, NULL, OPT_CAUSAL},
+		{"speedup", required_argument, NULL, OPT_SPEEDUP},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -489,6 +500,12 @@ static int parse_args(int argc, char **argv, struct vopts *vo)
 		case OPT_INTERPRETER:
 			vo->interpreter = optarg;
 			break;
+		case OPT_CAUSAL:
+			vo->causal = optarg;
+			break;
+		case OPT_SPEEDUP:
+			ok = parse_num(optarg, argv[optind - 2], &vo->speedup, 90);
+			break;
 		case 'h':
 			validate_usage(stdout);
 			return -1;
@@ -514,6 +531,8 @@ int cmd_validate(int argc, char **argv)
 		.seconds = 60,
 		.tolerance = 0.05,
 		.seed = 1,
+		.speedup = 30,
+		.real_seconds = 4.5,
 	};
 	char tmpl[] = "/tmp/liveprof-validate.XXXXXX";
 	const char *dir;
@@ -538,7 +557,12 @@ int cmd_validate(int argc, char **argv)
 			return EXIT_OUTPUT;
 		}
 	}
-	ret = vo.from ? validate_profile(&vo, dir) : validate_scenario(&vo, dir);
+	/* A causal run: 12 s of experiments for two candidates, unless told. */
+	if (vo.causal && !vo.seconds_given)
+		vo.seconds = 12;
+	ret = vo.causal ? validate_causal(&vo, dir)
+	      : vo.from ? validate_profile(&vo, dir)
+			: validate_scenario(&vo, dir);
 	if (!vo.keep)
 		cleanup_dir(dir);
 	return ret;

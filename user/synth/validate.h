@@ -39,6 +39,9 @@ struct vopts {
 	double tolerance; /* the distance that still counts as right */
 	double freq;	  /* 0: chosen by the planner */
 	uint64_t seed;	  /* of the noise simulation */
+	const char *causal;  /* --causal NAME: check liveprof causal (validate_causal.c) */
+	double speedup;	     /* --speedup PCT: how much faster the variant's function is */
+	double real_seconds; /* each run of the real comparison */
 };
 
 /*
@@ -187,5 +190,13 @@ int validate_run_liveprof(const struct vopts *vo, pid_t pid, double freq, double
  * Return: an exit status (enum lp_exit).
  */
 int validate_scenario(const struct vopts *vo, const char *dir);
+
+/**
+ * validate_causal - `validate --causal NAME`: predict with liveprof causal,
+ * compare with a real speedup of an emitted variant (validate_causal.c)
+ *
+ * Return: the exit status (0 PASS, 1 FAIL, 10 INCONCLUSIVE).
+ */
+int validate_causal(const struct vopts *vo, const char *dir);
 
 #endif

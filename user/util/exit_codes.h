@@ -18,6 +18,7 @@ enum lp_exit {
 	EXIT_PROBE = 8,		/* a --trace/--split spec cannot be resolved */
 	EXIT_KTHREAD = 9,	/* -p names a kernel thread: no user space to profile */
 	EXIT_INCONCLUSIVE = 10, /* validate: too few samples to decide either way */
+	EXIT_NO_PROGRESS = 11,	/* causal: the progress point never fired */
 };
 
 #endif

@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * causal.bpf.h - delay injection for causal profiling (liveprof causal).
+ *
+ * The entry probe of a traced function busy-waits for causal_delay_ns[id]
+ * nanoseconds before it stamps the call's start, so the delay lengthens the
+ * thread's time in the candidate (and in every call around it) but not the
+ * candidate's own measured latency: the daemon converts the delay into a
+ * share of the candidate's duration with an unbiased mean. 0 (the control
+ * windows, and every probe outside an experiment) costs one load.
+ *
+ * Busy-waiting (rather than sleeping) keeps the thread on its CPU, as
+ * slower code would. But code in a uprobe handler cannot be preempted (the
+ * kernels here are PREEMPT_NONE by default), where slower user code can:
+ * a thread woken on this CPU would wait for the whole delay, and every
+ * function would seem to gate every other thread. So the wait stops as soon
+ * as the scheduler wants the CPU (TIF_NEED_RESCHED); the rest becomes the
+ * thread's debt, paid at its next delayed calls of the same window (the
+ * epoch). The thread's total delay is kept; only its place moves.
+ *
+ * The wait is a bounded bpf_loop over bpf_ktime_get_ns(), and one hit waits
+ * at most LP_CAUSAL_MAX_DELAY_NS, whatever the map holds.
+ */
+#ifndef LP_CAUSAL_BPF_H
+#define LP_CAUSAL_BPF_H
+
+#define CAUSAL_TIF_RESCHED ((1ul << 3) | (1ul << 4)) /* x86 TIF_NEED_RESCHED(_LAZY) */
+
+/* Written by user space (bpf_session__set_causal_delay), read per hit. */
+__u64 causal_delay_ns[LP_MAX_PROBES];
+__u64 causal_epoch = 0;	       /* bumped with every delay change: old debts lapse */
+__u64 causal_delayed_hits = 0; /* hits that waited, to check delays happen */
+__u64 causal_yielded_hits = 0; /* of those, cut short for the scheduler */
+
+struct causal_debt {
+	__u64 epoch;
+	__u64 ns;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct causal_debt);
+} causal_debts SEC(".maps");
+
+struct causal_wait {
+	__u64 end;
+	struct task_struct *task;
+	bool yielded;
+};
+
+static long causal_spin_cb(__u32 i, void *ctx)
+{
+	struct causal_wait *w = ctx;
+
+	if (bpf_ktime_get_ns() >= w->end)
+		return 1;
+	if (w->task->thread_info.flags & CAUSAL_TIF_RESCHED) {
+		w->yielded = true;
+		return 1;
+	}
+	return 0;
+}
+
+static __always_inline void causal_delay(__u32 probe_id)
+{
+	struct causal_wait w = {};
+	struct causal_debt *debt;
+	__u64 d, epoch, now;
+
+	if (probe_id >= LP_MAX_PROBES)
+		return;
+	d = causal_delay_ns[probe_id];
+	if (!d)
+		return;
+	w.task = bpf_get_current_task_btf();
+	epoch = causal_epoch;
+	debt = bpf_task_storage_get(&causal_debts, w.task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (debt) {
+		if (debt->epoch == epoch)
+			d += debt->ns;
+		debt->epoch = epoch;
+		debt->ns = 0;
+	}
+	if (d > LP_CAUSAL_MAX_DELAY_NS)
+		d = LP_CAUSAL_MAX_DELAY_NS;
+	now = bpf_ktime_get_ns();
+	w.end = now + d;
+	/* Each iteration reads the clock (tens of ns): the count only bounds
+	 * the loop for the verifier, the clock or the scheduler ends it. */
+	bpf_loop(LP_CAUSAL_MAX_LOOPS, causal_spin_cb, &w, 0);
+	__sync_fetch_and_add(&causal_delayed_hits, 1);
+	if (w.yielded) {
+		now = bpf_ktime_get_ns();
+		if (debt && w.end > now)
+			debt->ns = w.end - now;
+		__sync_fetch_and_add(&causal_yielded_hits, 1);
+	}
+}
+
+#endif /* LP_CAUSAL_BPF_H */

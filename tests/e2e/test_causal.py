@@ -1,0 +1,193 @@
+# SPDX-License-Identifier: GPL-2.0
+"""End-to-end tests of `liveprof causal` (issue 17), on real BPF and emitted
+programs (`liveprof emit --scenario causal-spin`, `causal-lock`).
+
+causal-spin: a worker thread runs compute() (150 work units), waits 50 us
+and calls item_done() (the progress point); a poller thread runs
+spin_poll() back to back, burns the most CPU and gates nothing.
+
+Each liveprof run loads the whole BPF object, which takes from 3 s on a
+quiet machine to 30 s or more on a loaded one, so the three runs below start
+together (module fixture), at nice -10, and each test waits for its own; the
+file stays within its 90 s on both.
+
+- test_validate_lock: `validate --causal lock` (4 threads: prepare, then
+  critical under one mutex) predicts with liveprof causal, then measures the
+  real speedups of emitted variants (critical, then prepare, with 15% less
+  work) in paired quarter seconds. 15%, not 30%: the prediction is a slope
+  at zero, and at 30% the lock's response is already curved enough (real
+  19-20% against 15% predicted, with liveprof at nice -15) for a tight
+  prediction to fail a noise-only tolerance. Its verdict:
+  FAIL when a prediction and its real speedup differ by more than 3 combined
+  standard errors (a 0.3% chance per check if both are right), PASS when they
+  agree and the check has power, INCONCLUSIVE (exit 10, a skip here that
+  names the figures) when even a prediction of 0 would have agreed.
+- test_partial_report_and_skips: three candidates, the first not in the
+  program; the target is killed 4 s into the experiments on compute (-d is
+  120 s). The run must end at once with a report of what it measured:
+  compute with its pairs, the missing function skipped with its reason,
+  spin_poll "not measured", the JSON saying the target exited, the SVG plot
+  written whole.
+- test_progress_never_fires: --progress main (entered once, before the
+  probe) never fires: exit 11 and a one-line message after a few seconds;
+  the target runs on.
+"""
+import concurrent.futures
+import json
+import os
+import subprocess
+import time
+import xml.etree.ElementTree as ET
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+LIVEPROF = os.environ.get("LIVEPROF", os.path.join(ROOT, "liveprof"))
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_NO_TARGET = 0, 1, 2, 3
+EXIT_INCONCLUSIVE, EXIT_NO_PROGRESS = 10, 11
+# Other test files and jobs may keep this 2-core machine loaded: at nice 0,
+# loading liveprof's BPF object took up to 60 s there. Targets and liveprof
+# run at nice -10 (validate raises its own to -15), as root may.
+NICE = ["nice", "-n", "-10"]
+
+
+def build_spin(d):
+    src, prog = os.path.join(d, "spin.c"), os.path.join(d, "spin")
+    r = subprocess.run([LIVEPROF, "emit", "--scenario", "causal-spin", "-o", src],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run(["cc", "-O2", "-g", "-fno-omit-frame-pointer", "-pthread", src, "-o",
+                        prog], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return prog
+
+
+def run_validate():
+    t0 = time.monotonic()
+    r = subprocess.run([LIVEPROF, "validate", "--causal", "lock", "--seconds", "10",
+                        "--speedup", "15"],
+                       capture_output=True, text=True, timeout=240)
+    return r, time.monotonic() - t0
+
+
+def run_partial(prog, d):
+    """liveprof causal on a target killed 4 s into the second candidate."""
+    target = subprocess.Popen(NICE + [prog, "0"], stdout=subprocess.DEVNULL)
+    js, svg = os.path.join(d, "partial.json"), os.path.join(d, "partial.svg")
+    lp = subprocess.Popen(NICE + [LIVEPROF, "causal", "-p", str(target.pid), "--progress",
+                           "item_done", "--candidates", "no_such_function,compute,spin_poll",
+                           "-d", "120", "--json", js, "-o", svg],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    err_lines, killed_at = [], None
+    for line in lp.stderr:
+        err_lines.append(line)
+        if "experiments on 'compute'" in line and killed_at is None:
+            time.sleep(4.0)
+            target.kill()
+            target.wait()
+            killed_at = time.monotonic()
+    out = lp.stdout.read()
+    rc = lp.wait(timeout=60)
+    ended = time.monotonic()
+    if target.poll() is None:
+        target.kill()
+        target.wait()
+    return rc, out, "".join(err_lines), js, svg, (ended - killed_at) if killed_at else None
+
+
+def run_never(prog):
+    target = subprocess.Popen(NICE + [prog, "0"], stdout=subprocess.DEVNULL)
+    try:
+        t0 = time.monotonic()
+        r = subprocess.run(NICE + [LIVEPROF, "causal", "-p", str(target.pid), "--progress", "main",
+                            "--candidates", "compute", "-d", "20"],
+                           capture_output=True, text=True, timeout=120)
+        alive = target.poll() is None
+    finally:
+        target.kill()
+        target.wait()
+    return r, alive, time.monotonic() - t0
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    if os.geteuid() != 0:
+        pytest.skip("needs root for BPF")
+    d = str(tmp_path_factory.mktemp("causal"))
+    prog = build_spin(d)
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=3)
+    futs = {"validate": pool.submit(run_validate),
+            "partial": pool.submit(run_partial, prog, d),
+            "never": pool.submit(run_never, prog)}
+    yield futs
+    pool.shutdown(wait=True)
+
+
+def test_usage_errors():
+    r = subprocess.run([LIVEPROF, "causal", "-p", "1"], capture_output=True, text=True)
+    assert r.returncode == EXIT_USAGE and "--progress" in r.stderr
+    r = subprocess.run([LIVEPROF, "causal", "-p", "999999999", "--progress", "f"],
+                       capture_output=True, text=True)
+    assert r.returncode == EXIT_USAGE
+    r = subprocess.run([LIVEPROF, "causal", "-p", "4000000", "--progress", "f"],
+                       capture_output=True, text=True)
+    assert r.returncode == EXIT_NO_TARGET and "no such process" in r.stderr
+    r = subprocess.run([LIVEPROF, "emit", "--scenario", "causal-spin:main=10", "-o", "-"],
+                       capture_output=True, text=True)
+    assert r.returncode == EXIT_USAGE and "compute or spin_poll" in r.stderr
+
+
+def test_progress_never_fires(runs):
+    r, alive, _ = runs["never"].result()
+    assert r.returncode == EXIT_NO_PROGRESS, r.stdout + r.stderr
+    lines = [l for l in r.stderr.splitlines() if "never fired" in l]
+    assert len(lines) == 1 and "'main'" in lines[0], r.stderr
+    assert alive, "the target must outlive the run"
+
+
+def test_partial_report_and_skips(runs):
+    rc, out, err, js, svg, exit_after_kill = runs["partial"].result()
+    assert rc == EXIT_OK, out + err
+    assert exit_after_kill is not None, "never reached the third candidate:\n" + out + err
+    # The run ends within a window or two of the target's exit, not at -d.
+    assert exit_after_kill < 5, exit_after_kill
+    with open(js) as f:
+        doc = json.load(f)
+    assert doc["target_exited"] is True
+    # The delays happened (BPF's own count), and some yielded to the scheduler
+    # or not: either is fine, but never more yields than delays.
+    assert doc["delayed_hits"] > 0 and 0 <= doc["yielded_hits"] <= doc["delayed_hits"]
+    by = {c["function"]: c for c in doc["causal"]}
+    assert set(by) == {"compute", "no_such_function", "spin_poll"}
+    missing = by["no_such_function"]
+    assert missing["verdict"] == "skipped" and missing["impact"] is None
+    assert "no_such_function" in missing["skipped"] and "no function" in missing["skipped"]
+    assert by["spin_poll"]["experiments"] == 0
+    assert "target exited" in by["spin_poll"]["skipped"]
+    comp = by["compute"]
+    # 4 s at 0.25 s a pair, less its calibration window and attaching.
+    assert comp["experiments"] >= 4, comp
+    assert 0 < comp["cpu_share"] < 100 and 0 < comp["mean_us"]
+    if comp["experiments"] >= 6:  # fewer have no interval (null)
+        assert comp["ci_low"] <= comp["impact"] <= comp["ci_high"]
+        # compute gates every item: an interval wholly below 0.1 would say
+        # it does not matter, which is false (measured 0.6-1.0 here).
+        assert comp["ci_high"] > 0.1, comp
+    else:
+        assert comp["ci_low"] is None and comp["verdict"] == "inconclusive"
+    assert "skipped" in out and "target exited" in out
+    # The plot: well-formed, with a panel naming compute.
+    tree = ET.parse(svg)
+    texts = "".join(t.text or "" for t in tree.iter("{http://www.w3.org/2000/svg}text"))
+    assert "compute" in texts
+
+
+def test_validate_lock(runs):
+    r, secs = runs["validate"].result()
+    checks = [l for l in r.stdout.splitlines() if l.startswith("causal-check")]
+    assert len(checks) == 2, r.stdout + r.stderr
+    assert "function=critical" in checks[0] and "function=prepare" in checks[1]
+    assert r.returncode != EXIT_FAIL, r.stdout + r.stderr
+    if r.returncode == EXIT_INCONCLUSIVE:
+        pytest.skip("inconclusive (too noisy here to decide): " + " | ".join(checks))
+    assert r.returncode == EXIT_OK, r.stdout + r.stderr

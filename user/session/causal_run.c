@@ -1,0 +1,233 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * causal_run.c - the start of a causal run: trace the progress point, take
+ * a short CPU profile (each candidate's share, and the `auto` candidates),
+ * check that the point fires, then hand over to the experiments (causal.c).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bpf/liveprof.h"
+#include "user/profile/profile.h"
+#include "user/session/bpf_session.h"
+#include "user/session/causal.h"
+#include "user/session/causal_internal.h"
+#include "user/session/daemon.h"
+#include "user/session/report.h"
+#include "user/session/traces.h"
+#include "user/util/log.h"
+#include "user/util/util.h"
+
+struct fn_share {
+	const char *name;
+	uint64_t self;
+};
+
+static int share_cmp(const void *a, const void *b)
+{
+	const struct fn_share *x = a, *y = b;
+
+	if (x->self != y->self)
+		return x->self > y->self ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+/* Names a uprobe spec can take: no module-relative "[x+0x1]", no spaces. */
+static bool probeable_name(const struct frame *f)
+{
+	return f->kind == FRAME_USER && f->name[0] != '[' && !strpbrk(f->name, " ;()+<>");
+}
+
+/*
+ * Self samples per function name, most first. @out (owned by the caller,
+ * names pointing into @p) gets one entry per name; returns how many, or a
+ * negative errno.
+ */
+static int self_shares(const struct profile *p, struct fn_share **out, uint64_t *total)
+{
+	struct fn_share *v = calloc(p->n_frames + 1, sizeof(*v));
+	int n = 0;
+
+	*total = 0;
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->n_samples; i++) {
+		const struct profile_sample *s = &p->samples[i];
+		const struct frame *f;
+		int k;
+
+		int d;
+
+		*total += s->count;
+		/* An inlined leaf (a helper inlined into its caller) counts for
+		 * the function it was inlined into: only that one has an entry. */
+		for (d = (int)s->depth - 1; d > 0 && p->frames[s->frames[d]].inlined; d--)
+			;
+		if (d < 0 || !s->depth)
+			continue;
+		f = &p->frames[s->frames[d]];
+		if (!probeable_name(f))
+			continue;
+		for (k = 0; k < n && strcmp(v[k].name, f->name); k++)
+			;
+		if (k == n)
+			v[n++].name = f->name;
+		v[k].self += s->count;
+	}
+	qsort(v, n, sizeof(*v), share_cmp);
+	*out = v;
+	return n;
+}
+
+static void add_cand(struct causal_run *r, const char *name, double share)
+{
+	struct causal_cand *c;
+
+	if (r->n_cand >= CAUSAL_MAX_CAND)
+		return;
+	for (int k = 0; k < r->n_cand; k++)
+		if (!strcmp(r->cand[k].function, name))
+			return;
+	c = &r->cand[r->n_cand++];
+	memset(c, 0, sizeof(*c));
+	snprintf(c->function, sizeof(c->function), "%s", name);
+	c->cpu_share = share;
+}
+
+/* The candidates and their CPU shares, from the samples taken so far. */
+static int pick_candidates(struct daemon *d, const struct causal_opts *o, struct causal_run *r)
+{
+	struct fn_share *v = NULL;
+	struct profile *p;
+	uint64_t total;
+	int n;
+
+	daemon__symbolize_new(d);
+	p = report__build_profile(d, NULL);
+	if (!p)
+		return -ENOMEM;
+	n = self_shares(p, &v, &total);
+	if (n < 0) {
+		profile__free(p);
+		return n;
+	}
+	if (o->n_candidates) {
+		for (int i = 0; i < o->n_candidates; i++) {
+			double share = total ? 0 : -1;
+
+			for (int k = 0; k < n; k++)
+				if (!strcmp(v[k].name, o->candidates[i]))
+					share = 100.0 * (double)v[k].self / (double)total;
+			add_cand(r, o->candidates[i], share);
+		}
+	} else {
+		/* Functions under 1% of the samples cannot be worth a window. */
+		for (int k = 0; k < n && r->n_cand < o->auto_n; k++)
+			if (100.0 * (double)v[k].self / (double)total >= 1.0)
+				add_cand(r, v[k].name, 100.0 * (double)v[k].self / (double)total);
+	}
+	free(v);
+	profile__free(p);
+	return 0;
+}
+
+/* Trace the point(s); a spec that does not resolve is the user's error. */
+static int trace_points(struct daemon *d, const struct causal_opts *o, char *err, size_t errlen)
+{
+	const char *specs[2] = {o->progress, o->latency};
+
+	for (int i = 0; i < 2; i++) {
+		int id;
+
+		if (!specs[i] || daemon__find_trace(d, specs[i]) >= 0)
+			continue;
+		id = daemon__trace(d, specs[i], NULL, err, errlen);
+		if (id < 0)
+			return id;
+	}
+	return 0;
+}
+
+/*
+ * Sample for sample_s, and longer (up to no_progress_s) while the point
+ * has not fired. Fills the baseline. Return: 0, -ENODATA (never fired), or
+ * what causal_wait returns.
+ */
+static int baseline(struct causal_ctx *x, char *err, size_t errlen)
+{
+	const char *spec = x->o->latency ? x->o->latency : x->o->progress;
+	struct trace_totals a, b;
+	uint64_t t0 = lp_now_ns(), waited;
+	int r;
+
+	if (causal_read_totals(x, spec, &a))
+		return -ENOENT;
+	r = causal_wait(x, (uint64_t)(x->o->sample_s * 1e9));
+	for (;;) {
+		if (r)
+			return r;
+		if (causal_read_totals(x, spec, &b))
+			return -ENOENT;
+		waited = lp_now_ns() - t0;
+		if (b.calls > a.calls)
+			break;
+		if (waited >= (uint64_t)(x->o->no_progress_s * 1e9)) {
+			snprintf(err, errlen,
+				 "progress point '%s' never fired in %.1f s: is it on the path "
+				 "the program runs?",
+				 spec, (double)waited / 1e9);
+			return -ENODATA;
+		}
+		r = causal_wait(x, 100 * 1000000ull);
+	}
+	x->r->base_rate = (double)(b.calls - a.calls) / ((double)waited / 1e9);
+	if (b.timed > a.timed)
+		x->r->base_latency = (b.sum_ns - a.sum_ns) / (double)(b.timed - a.timed);
+	return 0;
+}
+
+int causal__run(struct daemon *d, const struct causal_opts *o, struct causal_run *r,
+		volatile sig_atomic_t *stop, char *err, size_t errlen)
+{
+	struct causal_ctx x = {.d = d, .o = o, .r = r, .stop = stop};
+	uint64_t t0 = lp_now_ns();
+	int ret;
+
+	memset(r, 0, sizeof(*r));
+	r->latency = o->latency != NULL;
+	r->small = CAUSAL_SMALL_IMPACT;
+	snprintf(r->point, sizeof(r->point), "%s", o->latency ? o->latency : o->progress);
+	x.deadline = t0 + (uint64_t)(o->duration_s * 1e9);
+	x.rng = o->seed ? o->seed : (t0 | 1);
+	ret = trace_points(d, o, err, errlen);
+	if (!ret)
+		ret = baseline(&x, err, errlen);
+	if (ret == -ESRCH)
+		snprintf(err, errlen, "the target exited before anything was measured");
+	if (ret == -EINTR)
+		snprintf(err, errlen, "interrupted before anything was measured");
+	if (ret)
+		return ret;
+	/* The profile is taken: from here on only the candidate's own probes
+	 * run in the target, and sampling would only add noise. */
+	bpf_session__stop_sampling(d->core.bpf);
+	ret = pick_candidates(d, o, r);
+	if (ret) {
+		snprintf(err, errlen, "cannot rank the candidates: %s", strerror(-ret));
+		return ret;
+	}
+	if (!r->n_cand) {
+		snprintf(err, errlen, "no candidate: no function holds 1%% of the samples");
+		return -ENOENT;
+	}
+	ret = causal_run_candidates(&x);
+	if (ret)
+		snprintf(err, errlen, "causal experiments: %s", strerror(-ret));
+	r->elapsed_s = (double)(lp_now_ns() - t0) / 1e9;
+	r->delayed_hits = bpf_session__causal_hits(d->core.bpf);
+	r->yielded_hits = bpf_session__causal_yields(d->core.bpf);
+	causal__sort(r);
+	return ret;
+}

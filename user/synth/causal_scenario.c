@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * causal_scenario.c - the C programs of the causal scenarios (see
+ * causal_scenario.h). Work is counted in units of a fixed loop (about 1 us
+ * here), never timed, so a delay or a speedup changes how long it takes and
+ * nothing else; waits that stand for I/O are sleeps, which use no CPU.
+ *
+ * pipeline: parse (180 units per item) feeds a queue; the consumer runs
+ *           encode (120 units), waits 150 us for "I/O", then item_done.
+ *           The consumer (~250 us per item) is the bottleneck; parse uses
+ *           more CPU (~40% of a CPU against ~27%) and has 2.5x slack, far
+ *           from the kink where it would become the bottleneck.
+ * spin:     a poller thread runs spin_poll (200 units) back to back, forever,
+ *           and gates nothing; the worker runs compute (150 units), waits
+ *           50 us, then item_done.
+ * lock:     4 threads run prepare (20 units) and wait 100 us, then take one
+ *           mutex to run critical (100 units): the lock is the bottleneck.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "user/synth/causal_scenario.h"
+
+static const struct causal_scenario scenarios[] = {
+	{"pipeline", "a two-stage pipeline whose bottleneck (encode) is not the top CPU user",
+	 "encode", "parse", "item_done", 0.27},
+	{"spin", "a spinning poller that burns the most CPU and gates nothing", "compute",
+	 "spin_poll", "item_done", 0.7},
+	{"lock", "a lock-serialized section (critical) among parallel work (prepare)", "critical",
+	 "prepare", "item_done", 0.9},
+};
+
+#define N_SCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
+
+const struct causal_scenario *causal_scenario_find(const char *name)
+{
+	for (size_t i = 0; i < N_SCENARIOS; i++)
+		if (!strcmp(scenarios[i].name, name))
+			return &scenarios[i];
+	return NULL;
+}
+
+const char *causal_scenario_list(void)
+{
+	return "pipeline, spin, lock";
+}
+
+int causal_scenario_parse(const char *spec, const struct causal_scenario **sc, char *func,
+			  size_t funclen, double *pct, char *err, size_t errlen)
+{
+	const char *name = spec, *colon, *eq;
+	char buf[64];
+	char *end;
+
+	if (!strncmp(name, CAUSAL_SCENARIO_PREFIX, strlen(CAUSAL_SCENARIO_PREFIX)))
+		name += strlen(CAUSAL_SCENARIO_PREFIX);
+	colon = strchr(name, ':');
+	snprintf(buf, sizeof(buf), "%.*s", colon ? (int)(colon - name) : (int)strlen(name), name);
+	*sc = causal_scenario_find(buf);
+	func[0] = 0;
+	*pct = 0;
+	if (!*sc) {
+		snprintf(err, errlen, "unknown causal scenario '%s' (%s)", buf,
+			 causal_scenario_list());
+		return -EINVAL;
+	}
+	if (!colon)
+		return 0;
+	eq = strchr(colon + 1, '=');
+	if (!eq || eq == colon + 1 || (size_t)(eq - colon - 1) >= funclen) {
+		snprintf(err, errlen, "causal scenario '%s': expected ':FUNC=PCT'", spec);
+		return -EINVAL;
+	}
+	snprintf(func, funclen, "%.*s", (int)(eq - colon - 1), colon + 1);
+	*pct = strtod(eq + 1, &end);
+	if (end == eq + 1 || *end || !(*pct >= 0 && *pct <= 90)) {
+		snprintf(err, errlen, "causal scenario '%s': PCT must be 0..90", spec);
+		return -EINVAL;
+	}
+	if (strcmp(func, (*sc)->gating) && strcmp(func, (*sc)->idle)) {
+		snprintf(err, errlen, "causal scenario '%s': FUNC is %s or %s", spec, (*sc)->gating,
+			 (*sc)->idle);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* The part every scenario shares: work units, waits, the progress point. */
+static const char common_head[] =
+	"#define _GNU_SOURCE\n"
+	"#include <pthread.h>\n#include <sched.h>\n#include <stdatomic.h>\n"
+	"#include <stdio.h>\n#include <stdlib.h>\n#include <sys/prctl.h>\n#include <time.h>\n\n"
+	"#define ITERS_PER_UNIT 2000 /* about 1 us where it was written */\n"
+	"static volatile unsigned long sink;\n"
+	"/* 1: the variant's work (see the header); './prog SECONDS alternate' flips\n"
+	" * it at every progress line, for paired comparisons in one process. */\n"
+	"static volatile int fast_mode = 1;\n"
+	"static atomic_ulong items;\n\n"
+	"static void burn(long units)\n{\n"
+	"\tfor (long i = 0; i < units * ITERS_PER_UNIT; i++)\n\t\tsink += i;\n}\n\n"
+	"/* Stands for I/O: no CPU. */\n"
+	"static void io_wait(long us)\n{\n"
+	"\tstruct timespec ts = {0, us * 1000};\n\n\tnanosleep(&ts, NULL);\n}\n\n"
+	"/* The progress point: one item done. A frame (the volatile local) keeps\n"
+	" * its entry a 'push %rbp', which uprobes emulate cheaply. */\n"
+	"__attribute__((noinline)) void item_done(void)\n{\n"
+	"\tvolatile int frame = 0;\n\n\t(void)frame;\n\tatomic_fetch_add(&items, 1);\n}\n\n"
+	"#define FUNC(name, units) \\\n"
+	"\t__attribute__((noinline)) void name(void) \\\n"
+	"\t{ volatile int frame = 0; (void)frame; burn(units); }\n\n";
+
+static const char pipeline_body[] =
+	"FUNC(parse, PARSE_UNITS)\nFUNC(encode, ENCODE_UNITS)\n\n"
+	"#define QCAP 64\n"
+	"static pthread_mutex_t qlock = PTHREAD_MUTEX_INITIALIZER;\n"
+	"static pthread_cond_t qfull = PTHREAD_COND_INITIALIZER, qempty = "
+	"PTHREAD_COND_INITIALIZER;\n"
+	"static int qlen;\n\n"
+	"static void *producer(void *arg)\n{\n\tfor (;;) {\n\t\tparse();\n"
+	"\t\tpthread_mutex_lock(&qlock);\n\t\twhile (qlen == QCAP)\n"
+	"\t\t\tpthread_cond_wait(&qfull, &qlock);\n\t\tqlen++;\n"
+	"\t\tpthread_cond_signal(&qempty);\n\t\tpthread_mutex_unlock(&qlock);\n\t}\n"
+	"\treturn arg;\n}\n\n"
+	"static void *consumer(void *arg)\n{\n\tfor (;;) {\n"
+	"\t\tpthread_mutex_lock(&qlock);\n\t\twhile (qlen == 0)\n"
+	"\t\t\tpthread_cond_wait(&qempty, &qlock);\n\t\tqlen--;\n"
+	"\t\tpthread_cond_signal(&qfull);\n\t\tpthread_mutex_unlock(&qlock);\n"
+	"\t\tencode();\n\t\tio_wait(IO_US);\n\t\titem_done();\n\t}\n\treturn arg;\n}\n\n"
+	"static void start(void)\n{\n\tpthread_t t;\n\n"
+	"\tpthread_create(&t, NULL, producer, NULL);\n"
+	"\tpthread_create(&t, NULL, consumer, NULL);\n}\n";
+
+static const char spin_body[] = "FUNC(compute, COMPUTE_UNITS)\n\n"
+				"static volatile int flag;\n\n"
+				"/* Polls a flag nobody sets: burns CPU, gates nothing. */\n"
+				"__attribute__((noinline)) void spin_poll(void)\n{\n"
+				"\tvolatile int frame = 0;\n\n\t(void)frame;\n\tburn(SPIN_UNITS);\n"
+				"\tif (flag)\n\t\tsink++;\n}\n\n"
+				"static void *poller(void *arg)\n{\n\tfor (;;)\n\t\tspin_poll();\n"
+				"\treturn arg;\n}\n\n"
+				"static void *worker(void *arg)\n{\n\tfor (;;) {\n\t\tcompute();\n"
+				"\t\tio_wait(IO_US);\n\t\titem_done();\n\t}\n\treturn arg;\n}\n\n"
+				"static void start(void)\n{\n\tpthread_t t;\n\n"
+				"\tpthread_create(&t, NULL, poller, NULL);\n"
+				"\tpthread_create(&t, NULL, worker, NULL);\n}\n";
+
+static const char lock_body[] =
+	"FUNC(prepare, PREPARE_UNITS)\nFUNC(critical, CRITICAL_UNITS)\n\n"
+	"static pthread_mutex_t big_lock = PTHREAD_MUTEX_INITIALIZER;\n\n"
+	"static void *locker(void *arg)\n{\n\tfor (;;) {\n\t\tprepare();\n"
+	"\t\tio_wait(IO_US);\n\t\tpthread_mutex_lock(&big_lock);\n\t\tcritical();\n"
+	"\t\tpthread_mutex_unlock(&big_lock);\n\t\titem_done();\n\t}\n\treturn arg;\n}\n\n"
+	"static void start(void)\n{\n\tpthread_t t;\n\n"
+	"\tfor (int i = 0; i < 4; i++)\n\t\tpthread_create(&t, NULL, locker, NULL);\n}\n";
+
+static const char common_main[] =
+	"\nint main(int argc, char **argv)\n{\n"
+	"\tdouble seconds = argc > 1 ? atof(argv[1]) : DEFAULT_SECONDS;\n"
+	"\tint alternate = argc > 2 && argv[2][0] == 'a';\n"
+	"\tstruct timespec t0, now, tick = {0, 250000000};\n\n"
+	"\t/* Sleeps as asked, not 50 us later: the waits are part of the model. */\n"
+	"\tprctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);\n"
+	"\tsetvbuf(stdout, NULL, _IOLBF, 0);\n"
+	"\tfast_mode = !alternate;\n"
+	"\tclock_gettime(CLOCK_MONOTONIC, &t0);\n\tstart();\n"
+	"\tfor (;;) {\n\t\tdouble t;\n\n\t\tnanosleep(&tick, NULL);\n"
+	"\t\tclock_gettime(CLOCK_MONOTONIC, &now);\n"
+	"\t\tt = (now.tv_sec - t0.tv_sec) + (now.tv_nsec - t0.tv_nsec) / 1e9;\n"
+	"\t\t/* the items so far, and the mode of the quarter second that ended */\n"
+	"\t\tprintf(\"progress %.6f %lu %d\\n\", t, (unsigned long)atomic_load(&items),\n"
+	"\t\t       fast_mode);\n"
+	"\t\tif (alternate)\n\t\t\tfast_mode = !fast_mode;\n"
+	"\t\tif (seconds > 0 && t >= seconds)\n\t\t\treturn 0;\n\t}\n}\n";
+
+/*
+ * The work of @fn as a C expression: its model value, and in fast mode
+ * @pct % less when it is the function sped up.
+ */
+static const char *units(char *buf, size_t len, const char *fn, long model, const char *func,
+			 double pct)
+{
+	long fast = strcmp(fn, func) ? model : (long)(model * (1 - pct / 100.0) + 0.5);
+
+	if (fast == model)
+		snprintf(buf, len, "%ld", model);
+	else
+		snprintf(buf, len, "(fast_mode ? %ld : %ld)", fast, model);
+	return buf;
+}
+
+int causal_scenario_write_c(FILE *f, const struct causal_scenario *sc, const char *func, double pct,
+			    double seconds)
+{
+	const char *body = lock_body;
+	char a[64], b[64];
+
+	fprintf(f, "/*\n * Emitted by liveprof emit --scenario %s%s", CAUSAL_SCENARIO_PREFIX,
+		sc->name);
+	if (func[0] && pct > 0)
+		fprintf(f, ":%s=%g", func, pct);
+	fprintf(f,
+		"\n * %s.\n * Progress point: %s. Gating: %s (impact about %.2f); not "
+		"gating: %s.\n",
+		sc->what, sc->progress, sc->gating, sc->gating_impact, sc->idle);
+	if (func[0] && pct > 0)
+		fprintf(f, " * This variant: %s does %g%% less work.\n", func, pct);
+	fprintf(f, " * Build: cc -O2 -g -fno-omit-frame-pointer -pthread -o prog prog.c\n"
+		   " * Run:   ./prog [SECONDS [alternate]]: prints 'progress SECONDS ITEMS FAST'\n"
+		   " *        4 times a second; with 'alternate', the variant's speedup is on\n"
+		   " *        in every other quarter second (FAST says which)\n */\n");
+	fprintf(f, "#define DEFAULT_SECONDS %g\n", seconds);
+	if (!strcmp(sc->name, "pipeline")) {
+		fprintf(f, "#define PARSE_UNITS %s\n#define ENCODE_UNITS %s\n#define IO_US 150\n",
+			units(a, sizeof(a), "parse", 180, func, pct),
+			units(b, sizeof(b), "encode", 120, func, pct));
+		body = pipeline_body;
+	} else if (!strcmp(sc->name, "spin")) {
+		fprintf(f, "#define SPIN_UNITS %s\n#define COMPUTE_UNITS %s\n#define IO_US 50\n",
+			units(a, sizeof(a), "spin_poll", 200, func, pct),
+			units(b, sizeof(b), "compute", 150, func, pct));
+		body = spin_body;
+	} else {
+		fprintf(f,
+			"#define PREPARE_UNITS %s\n#define CRITICAL_UNITS %s\n"
+			"#define IO_US 100\n",
+			units(a, sizeof(a), "prepare", 20, func, pct),
+			units(b, sizeof(b), "critical", 100, func, pct));
+	}
+	fputs(common_head, f);
+	fputs(body, f);
+	fputs(common_main, f);
+	return ferror(f) ? -EIO : 0;
+}
