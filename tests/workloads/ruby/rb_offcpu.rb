@@ -2,17 +2,17 @@
 
 # Off-CPU ground truth for liveprof's Ruby frames (issue 15).
 #
-# Each round sleeps 30 ms in nap_long and 10 ms in nap_short, so of the
+# Each round sleeps 120 ms in nap_long and 40 ms in nap_short, so of the
 # time the main thread spends blocked inside the two, 3/4 is in nap_long,
 # give or take each sleep's overshoot (its wake-up latency).
 # Usage: rb_offcpu.rb SECONDS
 
 def nap_long
-  sleep 0.030
+  sleep 0.120
 end
 
 def nap_short
-  sleep 0.010
+  sleep 0.040
 end
 
 def main(seconds)
