@@ -295,6 +295,8 @@ static json_t *summary_json(struct daemon *d, struct profile *p, struct split_re
 	json_object_set_new(root, "samples", json_integer(d->samples));
 	json_object_set_new(root, "lost", json_integer(d->counters[LP_CNT_LOST]));
 	json_object_set_new(root, "duration_s", json_real(dur));
+	json_object_set_new(root, "end_monotonic_ns",
+			    json_integer((json_int_t)(d->core.end_ns ? d->core.end_ns : lp_now_ns())));
 	json_object_set_new(root, "frequency_hz", json_integer(d->freq));
 	json_object_set_new(root, "pids", pids);
 	json_object_set_new(root, "distinct_stacks", json_integer(stack_store__count(d->stacks)));

@@ -42,6 +42,7 @@ struct trace_info {
 	double est_overhead_pct; /* of one CPU */
 	uint64_t probe_cost_ns;	 /* measured per call (entry + return) */
 	const char *insn_class;	 /* class of the first instruction it was measured for */
+	uint64_t attached_ns;	 /* CLOCK_MONOTONIC when its probes went in (0: not yet) */
 };
 
 /**

@@ -427,6 +427,8 @@ int traces__add_by(struct traces *t, const char *spec, const char *by, char *err
 			tr->ids[tr->n_ids++] = id;
 	}
 	tr->info.id = tr->ids[0];
+	if (!tr->pending)
+		tr->info.attached_ns = lp_now_ns();
 	return tr->ids[0];
 }
 

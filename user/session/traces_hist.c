@@ -235,8 +235,10 @@ static void retry_pending(struct traces *t, struct trace *tr)
 	if (!tr->pending)
 		return;
 	traces_attach_all(t, tr, err, sizeof(err));
-	if (!tr->pending)
+	if (!tr->pending) {
+		tr->info.attached_ns = lp_now_ns();
 		lp_debug("attached '%s' (its library is loaded now)", tr->spec_text);
+	}
 }
 
 void traces__retry_pending(struct traces *t)

@@ -279,6 +279,8 @@ static json_t *trace_json(struct traces *t, int i)
 	if (tr->info.kind == TRACE_FUNC)
 		latency_json(o, tr, t->c->opts->raw_latency, &s, &w);
 	json_object_set_new(o, "probe_cost_ns", json_integer(tr->info.probe_cost_ns));
+	/* on the targets' CLOCK_MONOTONIC, for comparing with their own clocks */
+	json_object_set_new(o, "attached_monotonic_ns", json_integer((json_int_t)tr->info.attached_ns));
 	json_object_set_new(o, "overhead_pct", json_real(tr->info.est_overhead_pct));
 	json_object_set_new(o, "detached", json_boolean(tr->info.detached));
 	json_object_set_new(o, "values", values_json(tr));

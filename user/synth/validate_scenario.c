@@ -250,6 +250,18 @@ static int check_percentiles(const struct scenario *sc, const char *truthp, uint
 		return -1;
 	}
 	window = json_real_value(json_object_get(root, "duration_s"));
+	{
+		/* liveprof's own window on the program's clock: from when the
+		 * handler's probes went in to when liveprof stopped counting (on
+		 * a loaded machine, seconds away from when validate sees it end) */
+		json_int_t from = json_integer_value(json_object_get(t, "attached_monotonic_ns"));
+		json_int_t to = json_integer_value(json_object_get(root, "end_monotonic_ns"));
+
+		if (to > 0)
+			end_ns = (uint64_t)to;
+		if (from > 0 && (uint64_t)from < end_ns)
+			window = (double)(end_ns - (uint64_t)from) / 1e9;
+	}
 	ret = read_truth(truthp, end_ns - (uint64_t)(window * 1e9), end_ns, &truth);
 	if (ret) {
 		free(truth.lat);
