@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * bpf_session_probes.c - what the session tells the tracer's probes
+ * (their configuration, fetch programs and causal delays) and what it
+ * reads back from them (latency histograms, per-probe stats, delayed hits).
+ */
+#include <errno.h>
+#include <string.h>
+#include <bpf/libbpf.h>
+#include <bpf/bpf.h>
+
+#include "user/session/bpf_session.h"
+#include "user/session/bpf_session_internal.h"
+#include "liveprof.skel.h"
+
+_Static_assert(FETCH_MAX_OPS == LP_MAX_FETCH_OPS, "fetch program lengths differ");
+_Static_assert(FETCH_STR_LEN == LP_STR_LEN, "captured string lengths differ");
+
+/* dwarf/'s fetch program, op by op, in the BPF contract's encoding. */
+static int fetch_to_contract(const struct fetch_prog *in, struct lp_fetch_prog *out)
+{
+	static const __u8 opcode[] = {
+		[FETCH_OP_END] = LP_OP_END,	  [FETCH_OP_REG] = LP_OP_REG,
+		[FETCH_OP_ADD] = LP_OP_ADD,	  [FETCH_OP_DEREF] = LP_OP_DEREF,
+		[FETCH_OP_ADDR] = LP_OP_ADDR,	  [FETCH_OP_CFA] = LP_OP_CFA,
+		[FETCH_OP_LOAD] = LP_OP_LOAD,	  [FETCH_OP_STR] = LP_OP_STR,
+		[FETCH_OP_RETVAL] = LP_OP_RETVAL,
+	};
+
+	if (in->n_ops > LP_MAX_FETCH_OPS)
+		return -E2BIG;
+	memset(out, 0, sizeof(*out));
+	out->n_ops = in->n_ops;
+	out->is_signed = in->is_signed;
+	for (uint32_t i = 0; i < in->n_ops; i++) {
+		if ((unsigned)in->ops[i].op >= sizeof(opcode) / sizeof(opcode[0]))
+			return -EINVAL;
+		out->ops[i].op = opcode[in->ops[i].op];
+		out->ops[i].size = in->ops[i].size;
+		out->ops[i].reg = in->ops[i].reg;
+		out->ops[i].arg = in->ops[i].arg;
+	}
+	return 0;
+}
+
+int bpf_session__set_probe(struct bpf_session *s, uint32_t id, const struct lp_probe_cfg *cfg,
+			   const struct fetch_prog *progs, unsigned int n_progs)
+{
+	int err;
+
+	if (id >= LP_MAX_PROBES || n_progs > LP_MAX_VALUES)
+		return -EINVAL;
+	for (unsigned int i = 0; i < n_progs; i++) {
+		__u32 key = id * LP_MAX_VALUES + i;
+		struct lp_fetch_prog prog;
+
+		err = fetch_to_contract(&progs[i], &prog);
+		if (err)
+			return err;
+		err = bpf_map__update_elem(s->skel->maps.fetch, &key, sizeof(key), &prog,
+					   sizeof(prog), BPF_ANY);
+		if (err)
+			return err;
+	}
+	return bpf_map__update_elem(s->skel->maps.probes, &id, sizeof(id), cfg, sizeof(*cfg),
+				    BPF_ANY);
+}
+
+int bpf_session__clear_probe(struct bpf_session *s, uint32_t id)
+{
+	struct lp_probe_cfg none = {0};
+	volatile uint64_t *h = s->hist_mem;
+	volatile struct lp_probe_stats *st = s->stats_mem;
+
+	if (id >= LP_MAX_PROBES)
+		return -EINVAL;
+	for (unsigned int i = 0; i < LP_HIST_BUCKETS; i++)
+		h[(size_t)id * LP_HIST_BUCKETS + i] = 0;
+	st[id].calls = st[id].max_ns = st[id].untimed = 0;
+	return bpf_map__update_elem(s->skel->maps.probes, &id, sizeof(id), &none, sizeof(none),
+				    BPF_ANY);
+}
+
+const volatile uint64_t *bpf_session__hist(struct bpf_session *s)
+{
+	return s->hist_mem;
+}
+
+const volatile struct lp_probe_stats *bpf_session__probe_stats(struct bpf_session *s)
+{
+	return s->stats_mem;
+}
+
+int bpf_session__by_hist_fd(struct bpf_session *s)
+{
+	return bpf_map__fd(s->skel->maps.by_hist);
+}
+
+int bpf_session__set_causal_delay(struct bpf_session *s, uint32_t id, uint64_t ns)
+{
+	if (id >= LP_MAX_PROBES)
+		return -EINVAL;
+	if (ns > LP_CAUSAL_MAX_DELAY_NS)
+		ns = LP_CAUSAL_MAX_DELAY_NS;
+	/* Debts of the previous setting lapse: a window starts clean. */
+	__atomic_fetch_add(&s->skel->bss->causal_epoch, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->skel->bss->causal_delay_ns[id], ns, __ATOMIC_RELAXED);
+	return 0;
+}
+
+uint64_t bpf_session__causal_hits(struct bpf_session *s)
+{
+	return __atomic_load_n(&s->skel->bss->causal_delayed_hits, __ATOMIC_RELAXED);
+}
+
+uint64_t bpf_session__causal_yields(struct bpf_session *s)
+{
+	return __atomic_load_n(&s->skel->bss->causal_yielded_hits, __ATOMIC_RELAXED);
+}
