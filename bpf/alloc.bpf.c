@@ -8,11 +8,17 @@
  * allocation of size s back by 1 / (1 - exp(-s / sample_bytes)), its
  * probability of being sampled. Only sampled allocations send events and
  * enter the live map, so frees of others cost one failed lookup.
+ *
+ * A sampled allocation carries the traced calls in flight on its thread
+ * (the tracer's task storage, shared with this object) and marks them
+ * sampled, so the daemon learns their latency and can class the
+ * allocation as made in a slow or a fast call of a split function.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include "alloc.h"
+#include "calls.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -44,10 +50,11 @@ struct {
 	__type(value, __u64);
 } alloc_live SEC(".maps");
 
+/* The session's ring buffer (the loader reuses liveprof.bpf.c's map). */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 1 << 22);
-} alloc_events SEC(".maps");
+} events SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -115,13 +122,16 @@ static __always_inline void on_free(__u64 ptr)
 	if (!ptr || !bpf_map_lookup_elem(&alloc_live, &ptr))
 		return;
 	bpf_map_delete_elem(&alloc_live, &ptr);
-	e = bpf_ringbuf_reserve(&alloc_events, sizeof(*e) - sizeof(e->ustack), 0);
+	e = bpf_ringbuf_reserve(&events, sizeof(*e) - sizeof(e->ustack), 0);
 	if (!e) {
 		count(LP_ALLOC_CNT_LOST);
 		return;
 	}
 	pid_tgid = bpf_get_current_pid_tgid();
-	e->type = LP_ALLOC_EV_FREE;
+	e->hdr.type = LP_EV_ALLOC;
+	e->hdr.size = sizeof(*e) - sizeof(e->ustack);
+	e->kind = LP_ALLOC_EV_FREE;
+	e->n_calls = 0;
 	e->pid = pid_tgid >> 32;
 	e->tid = (__u32)pid_tgid;
 	e->n_ustack = 0;
@@ -180,6 +190,7 @@ int BPF_KPROBE(mmap_enter, __u64 addr, __u64 len, __u64 prot, __u64 flags)
 SEC("uprobe")
 int BPF_KPROBE(free_enter, __u64 ptr)
 {
+	count(LP_ALLOC_CNT_FREES);
 	on_free(ptr);
 	return 0;
 }
@@ -187,8 +198,40 @@ int BPF_KPROBE(free_enter, __u64 ptr)
 SEC("uprobe")
 int BPF_KPROBE(munmap_enter, __u64 addr)
 {
+	count(LP_ALLOC_CNT_FREES);
 	on_free(addr);
 	return 0;
+}
+
+/*
+ * The innermost traced calls in flight, into @e, each marked sampled so
+ * its return tells the daemon its latency.
+ */
+static __always_inline void tag_calls(struct lp_alloc_event *e, __u32 tid)
+{
+	struct lp_thread_calls *tc = thread_calls_of(bpf_get_current_task_btf(), false);
+	__u32 depth, i;
+
+	e->n_calls = 0;
+	e->pad = 0;
+	if (!tc)
+		return;
+	depth = tc->depth;
+	if (depth > LP_MAX_DEPTH)
+		depth = LP_MAX_DEPTH;
+	for (i = 0; i < LP_ALLOC_MAX_CALLS && i < depth; i++) {
+		__u32 k = depth - 1 - i;
+		struct lp_frame_state *f;
+
+		/* hide k's range from clang so the mask reaches the verifier */
+		asm volatile("" : "+r"(k));
+		f = &tc->f[k & (LP_MAX_DEPTH - 1)];
+		f->flags |= LP_FS_SAMPLED;
+		e->calls[i].probe_id = f->probe_id;
+		e->calls[i].pad = 0;
+		e->calls[i].call_id = ((__u64)tid << 32) | f->seq;
+	}
+	e->n_calls = i;
 }
 
 /* Shared by every allocator's return: the pointer is the return value. */
@@ -217,18 +260,21 @@ int BPF_KRETPROBE(alloc_exit, __u64 ret)
 		count(LP_ALLOC_CNT_LIVE_FULL);
 		return 0;
 	}
-	e = bpf_ringbuf_reserve(&alloc_events, sizeof(*e), 0);
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		bpf_map_delete_elem(&alloc_live, &ptr);
 		count(LP_ALLOC_CNT_LOST);
 		return 0;
 	}
-	e->type = LP_ALLOC_EV_ALLOC;
+	e->hdr.type = LP_EV_ALLOC;
+	e->hdr.size = sizeof(*e);
+	e->kind = LP_ALLOC_EV_ALLOC;
 	e->pid = bpf_get_current_pid_tgid() >> 32;
 	e->tid = tid;
 	e->ptr = ptr;
 	e->size = ts->pending_size;
 	e->time_ns = bpf_ktime_get_ns();
+	tag_calls(e, tid);
 	n = bpf_get_stack(ctx, e->ustack, sizeof(e->ustack), BPF_F_USER_STACK);
 	e->n_ustack = n > 0 ? (__u32)((__u64)n >> 3) : 0;
 	bpf_ringbuf_submit(e, 0);

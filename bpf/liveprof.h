@@ -37,6 +37,7 @@ enum lp_event_type {
 	LP_EV_SAMPLE = 1,   /* struct lp_sample: on-CPU tick or off-CPU block */
 	LP_EV_CALL_END = 2, /* struct lp_call_end: a sampled traced call returned */
 	LP_EV_HIT = 3,	    /* struct lp_hit: a probe hit that captures values */
+	LP_EV_ALLOC = 4,    /* struct lp_alloc_event (alloc.h): a sampled allocation or its free */
 };
 
 /* lp_sample.flags */

@@ -9,7 +9,10 @@
  *   lock : the slow ones wait for a mutex held by a background thread
  *          (blocked in lock_wait()), with the same CPU work as fast ones
  *   sleep: the slow ones sleep 2 ms in nap()
- * Usage: handler [cpu|lock|sleep] [seconds]
+ *   alloc: as cpu, and every call allocates (and frees) 4 KiB in
+ *          small_buf(), a slow one also 1 MiB in big_buf(): big_buf()'s
+ *          allocations are all made in slow calls, none in fast ones
+ * Usage: handler [cpu|lock|sleep|alloc] [seconds]
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -22,7 +25,8 @@
 
 static volatile unsigned long sink;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static int mode; /* 0 cpu, 1 lock, 2 sleep */
+static int mode; /* 0 cpu, 1 lock, 2 sleep, 3 alloc */
+static char *volatile buf;
 static unsigned int seed = 1;
 
 __attribute__((noinline)) void spin(unsigned long n)
@@ -68,13 +72,31 @@ __attribute__((noinline)) void nap(void)
 	frame++;
 }
 
+__attribute__((noinline)) void small_buf(void)
+{
+	buf = malloc(4096);
+	buf[0] = 1;
+	free(buf);
+}
+
+__attribute__((noinline)) void big_buf(void)
+{
+	buf = malloc(1 << 20);
+	buf[0] = 1;
+	free(buf);
+}
+
 __attribute__((noinline)) void handle(int i)
 {
 	volatile int frame = 0;
 
 	parse_request();
+	if (mode == 3)
+		small_buf();
 	if (i % 32 == 31) {
-		if (mode == 0)
+		if (mode == 3)
+			big_buf();
+		if (mode == 0 || mode == 3)
 			slow_path();
 		else if (mode == 1)
 			lock_wait();
@@ -109,6 +131,8 @@ int main(int argc, char **argv)
 		mode = 1;
 	else if (argc > 1 && !strcmp(argv[1], "sleep"))
 		mode = 2;
+	else if (argc > 1 && !strcmp(argv[1], "alloc"))
+		mode = 3;
 	if (mode == 1)
 		pthread_create(&th, NULL, holder, NULL);
 	clock_gettime(CLOCK_MONOTONIC, &t0);

@@ -17,6 +17,7 @@
 #include "user/serve/serve_internal.h"
 #include "user/session/alloc.h"
 #include "user/session/report.h"
+#include "user/session/split.h"
 #include "user/profile/stack_symbols.h"
 #include "user/util/util.h"
 
@@ -71,7 +72,12 @@ static int prev_grow(struct heap_prev *hp, size_t n)
 	return 0;
 }
 
-static int heap_counts(struct serve *sv, bool delta, struct counts *alloc, struct counts *inuse)
+/* Per class of enum alloc_class: what goes into the profile's rows. */
+struct heap_rows {
+	struct counts alloc[ALLOC_NCLASS], inuse[ALLOC_NCLASS];
+};
+
+static int heap_counts(struct serve *sv, bool delta, struct heap_rows *hr)
 {
 	const struct alloc_stack *st;
 	struct heap_prev *prev;
@@ -83,12 +89,14 @@ static int heap_counts(struct serve *sv, bool delta, struct counts *alloc, struc
 	prev = sv->heap_prev;
 	if (!prev)
 		return -1;
-	st = alloc__stacks(sv->d->alloc, &n);
+	st = alloc__rows(sv->d->alloc, &n);
 	if (delta && prev_grow(prev, n))
 		return -1;
 	for (size_t i = 0; i < n; i++) {
 		double ao = st[i].alloc_objects, as = st[i].alloc_space;
 		double io = fmax(st[i].inuse_objects, 0), is = fmax(st[i].inuse_space, 0);
+		uint32_t id = (uint32_t)(i / ALLOC_NCLASS);
+		size_t cls = i % ALLOC_NCLASS;
 
 		if (delta) {
 			ao -= prev->objects[i];
@@ -97,11 +105,38 @@ static int heap_counts(struct serve *sv, bool delta, struct counts *alloc, struc
 			prev->space[i] = st[i].alloc_space;
 		}
 		if (llround(ao) > 0 || llround(as) > 0)
-			err |= counts__add(alloc, (uint32_t)i, (uint64_t)llround(fmax(ao, 0)),
+			err |= counts__add(&hr->alloc[cls], id, (uint64_t)llround(fmax(ao, 0)),
 					   (uint64_t)llround(fmax(as, 0)));
 		if (llround(io) > 0 || llround(is) > 0)
-			err |= counts__add(inuse, (uint32_t)i, (uint64_t)llround(io),
+			err |= counts__add(&hr->inuse[cls], id, (uint64_t)llround(io),
 					   (uint64_t)llround(is));
+	}
+	return err;
+}
+
+/*
+ * The rows of each class, labelled: allocations in calls of the split
+ * function carry function=F, and class=slow|fast once the call returned.
+ */
+static int heap_add_rows(struct daemon *d, struct profile *p, struct heap_rows *hr)
+{
+	static const char *const class_name[ALLOC_NCLASS] = {NULL, NULL, "slow", "fast"};
+	const char *func = NULL;
+	uint64_t threshold;
+	int err = 0;
+
+	if (d->split && split__threshold(d->split, &threshold, &func))
+		func = NULL;
+	for (int c = 0; c < ALLOC_NCLASS && !err; c++) {
+		struct label l[3] = {{ROW_LABEL, "alloc"},
+				     {"function", func ? func : "(untraced)"},
+				     {"class", class_name[c]}};
+		int n = c == ALLOC_OUTSIDE ? 1 : c == ALLOC_IN_CALL ? 2 : 3;
+
+		err = stack_symbols__add_counts(d->core.symbols, p, &hr->alloc[c], l, n);
+		l[0].value = "inuse";
+		if (!err)
+			err = stack_symbols__add_counts(d->core.symbols, p, &hr->inuse[c], l, n);
 	}
 	return err;
 }
@@ -109,22 +144,22 @@ static int heap_counts(struct serve *sv, bool delta, struct counts *alloc, struc
 static struct profile *heap_profile(struct serve *sv, bool delta)
 {
 	struct daemon *d = sv->d;
-	struct counts alloc, inuse, none;
-	struct label la = {ROW_LABEL, "alloc"}, li = {ROW_LABEL, "inuse"};
+	struct heap_rows hr;
+	struct counts none;
 	struct profile *p = NULL;
 	int err;
 
-	counts__init(&alloc);
-	counts__init(&inuse);
+	for (int c = 0; c < ALLOC_NCLASS; c++) {
+		counts__init(&hr.alloc[c]);
+		counts__init(&hr.inuse[c]);
+	}
 	counts__init(&none);
 	daemon__symbolize_new(d);
-	err = heap_counts(sv, delta, &alloc, &inuse);
+	err = heap_counts(sv, delta, &hr);
 	if (!err)
 		p = report__build_profile(d, &none);
 	if (p) {
-		err = stack_symbols__add_counts(d->core.symbols, p, &alloc, &la, 1);
-		if (!err)
-			err = stack_symbols__add_counts(d->core.symbols, p, &inuse, &li, 1);
+		err = heap_add_rows(d, p, &hr);
 		p->period_ns = alloc__sample_bytes(d->alloc);
 		p->duration_ns = 0;
 	}
@@ -132,8 +167,10 @@ static struct profile *heap_profile(struct serve *sv, bool delta)
 		profile__free(p);
 		p = NULL;
 	}
-	counts__free(&alloc);
-	counts__free(&inuse);
+	for (int c = 0; c < ALLOC_NCLASS; c++) {
+		counts__free(&hr.alloc[c]);
+		counts__free(&hr.inuse[c]);
+	}
 	counts__free(&none);
 	return p;
 }

@@ -183,15 +183,18 @@ enum MHD_Result serve_metrics__get(struct request *r)
 	counter(f, "liveprof_http_rejected_total", "HTTP requests answered with an error.",
 		r->sv->rejected);
 	if (d->alloc) {
-		uint64_t ac[4];
+		uint64_t ac[LP_ALLOC_CNT_NR];
 
 		alloc__counters(d->alloc, ac);
-		counter(f, "liveprof_alloc_calls_total", "Allocator calls seen by --alloc.", ac[0]);
+		counter(f, "liveprof_alloc_calls_total", "Allocator calls seen by --alloc.",
+			ac[LP_ALLOC_CNT_CALLS]);
+		counter(f, "liveprof_free_calls_total", "free and munmap calls seen by --alloc.",
+			ac[LP_ALLOC_CNT_FREES]);
 		counter(f, "liveprof_alloc_sampled_total", "Allocations sampled by --alloc.",
-			ac[1]);
+			ac[LP_ALLOC_CNT_SAMPLED]);
 		counter(f, "liveprof_alloc_lost_total",
 			"Allocator events dropped (ring buffer or live table full).",
-			ac[2] + ac[3]);
+			ac[LP_ALLOC_CNT_LOST] + ac[LP_ALLOC_CNT_LIVE_FULL]);
 	}
 	if (d->traces) {
 		fputs("# HELP liveprof_calls_total Calls of a traced function.\n"

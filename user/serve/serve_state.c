@@ -234,12 +234,13 @@ static int source_counts(struct daemon *d, const char *source, const struct coun
 
 		if (!d->alloc)
 			return -ENOENT;
-		st = alloc__stacks(d->alloc, &n);
+		st = alloc__rows(d->alloc, &n);
 		for (size_t i = 0; i < n; i++) {
 			double kib = (inuse ? st[i].inuse_space : st[i].alloc_space) / 1024;
 
 			if (kib >= 1)
-				err |= counts__add(out, (uint32_t)i, (uint64_t)kib, 0);
+				err |= counts__add(out, (uint32_t)(i / ALLOC_NCLASS), (uint64_t)kib,
+						   0);
 		}
 		return err;
 	}

@@ -21,14 +21,28 @@
 #include "user/session/alloc.h"
 #include "user/session/bpf_session.h"
 #include "user/session/daemon.h"
+#include "user/session/split.h"
 
 #define MAX_LINKS 256
 
 struct live {
 	uint64_t key; /* ptr ^ pid << 48; 0 = empty */
-	uint32_t pid, stack_id;
+	uint32_t pid, row;
 	double objects, bytes;
 };
+
+/*
+ * A sampled allocation made inside a call of the split function that has
+ * not returned yet: its row is ALLOC_IN_CALL until the call's latency
+ * (LP_EV_CALL_END) decides between ALLOC_SLOW and ALLOC_FAST.
+ */
+struct pending {
+	uint64_t call_id, key, time_ns;
+	uint32_t row;
+	double objects, bytes;
+};
+
+#define PENDING_MAX 65536 /* beyond: the oldest half keeps ALLOC_IN_CALL */
 
 struct alloc_prof {
 	struct daemon *d;
@@ -37,10 +51,12 @@ struct alloc_prof {
 	double mean_bytes; /* the sampler's actual mean distance, from its table */
 	struct bpf_link *links[MAX_LINKS];
 	int n_links;
-	struct alloc_stack *stacks;
-	size_t n_stacks, cap_stacks;
+	struct alloc_stack *rows; /* by stack id * ALLOC_NCLASS + class */
+	size_t n_rows, cap_rows;
 	struct live *live;
 	size_t live_cap, live_n;
+	struct pending *pending;
+	size_t n_pending;
 	uint64_t bad_events;
 };
 
@@ -90,32 +106,62 @@ static void live_remove(struct alloc_prof *a, size_t i)
 	}
 }
 
-static struct alloc_stack *stack_of(struct alloc_prof *a, uint32_t id)
+static struct alloc_stack *row_of(struct alloc_prof *a, uint32_t row)
 {
-	if (id >= a->cap_stacks) {
-		size_t cap = a->cap_stacks ? a->cap_stacks : 1024;
+	if (row >= a->cap_rows) {
+		size_t cap = a->cap_rows ? a->cap_rows : 4096;
 		struct alloc_stack *v;
 
-		while (cap <= id)
+		while (cap <= row)
 			cap *= 2;
-		v = realloc(a->stacks, cap * sizeof(*v));
+		v = realloc(a->rows, cap * sizeof(*v));
 		if (!v)
 			return NULL;
-		memset(v + a->cap_stacks, 0, (cap - a->cap_stacks) * sizeof(*v));
-		a->stacks = v;
-		a->cap_stacks = cap;
+		memset(v + a->cap_rows, 0, (cap - a->cap_rows) * sizeof(*v));
+		a->rows = v;
+		a->cap_rows = cap;
 	}
-	if (id >= a->n_stacks)
-		a->n_stacks = id + 1;
-	return &a->stacks[id];
+	if (row >= a->n_rows)
+		a->n_rows = row + 1;
+	return &a->rows[row];
+}
+
+/* The outermost call of the split function among the tagged ones, or 0. */
+static uint64_t split_call_of(const struct alloc_prof *a, const struct lp_alloc_event *e)
+{
+	uint32_t n = e->n_calls < LP_ALLOC_MAX_CALLS ? e->n_calls : LP_ALLOC_MAX_CALLS;
+	int probe = a->d->split ? split__probe_id(a->d->split) : -1;
+
+	for (uint32_t i = n; i-- > 0;)
+		if ((int)e->calls[i].probe_id == probe)
+			return e->calls[i].call_id;
+	return 0;
+}
+
+static int pending_add(struct alloc_prof *a, const struct pending *p)
+{
+	if (a->n_pending == PENDING_MAX) { /* calls that never return */
+		memmove(a->pending, a->pending + PENDING_MAX / 2,
+			(PENDING_MAX / 2) * sizeof(*a->pending));
+		a->n_pending = PENDING_MAX / 2;
+	}
+	if (!a->pending) {
+		a->pending = malloc(PENDING_MAX * sizeof(*a->pending));
+		if (!a->pending)
+			return -ENOMEM;
+	}
+	a->pending[a->n_pending++] = *p;
+	return 0;
 }
 
 static int on_alloc(struct alloc_prof *a, const struct lp_alloc_event *e)
 {
 	struct raw_stack rs = {.pid = e->pid, .tid = e->tid};
 	double p = 1 - exp(-(double)e->size / a->mean_bytes);
+	uint64_t call = split_call_of(a, e), key = live_key(e->ptr, e->pid);
 	struct alloc_stack *st;
 	const char *name;
+	uint32_t row;
 	int64_t id;
 	size_t i;
 
@@ -127,7 +173,8 @@ static int on_alloc(struct alloc_prof *a, const struct lp_alloc_event *e)
 	id = stack_store__intern(a->d->stacks, &rs);
 	if (id < 0)
 		return (int)id;
-	st = stack_of(a, (uint32_t)id);
+	row = (uint32_t)id * ALLOC_NCLASS + (call ? ALLOC_IN_CALL : ALLOC_OUTSIDE);
+	st = row_of(a, row);
 	if (!st)
 		return -ENOMEM;
 	if (p <= 0)
@@ -136,16 +183,72 @@ static int on_alloc(struct alloc_prof *a, const struct lp_alloc_event *e)
 	st->alloc_space += e->size / p;
 	st->inuse_objects += 1 / p;
 	st->inuse_space += e->size / p;
+	if (call) {
+		struct pending pd = {call, key, e->time_ns, row, 1 / p, e->size / p};
+
+		if (pending_add(a, &pd))
+			return -ENOMEM;
+	}
 	if ((a->live_n + 1) * 2 > a->live_cap && live_grow(a))
 		return -ENOMEM;
-	i = live_slot(a, live_key(e->ptr, e->pid));
+	i = live_slot(a, key);
 	if (!a->live[i].key)
 		a->live_n++;
 	else /* reused address whose free we missed: it is not live twice */
-		stack_of(a, a->live[i].stack_id)->inuse_objects -= a->live[i].objects;
-	a->live[i] =
-		(struct live){live_key(e->ptr, e->pid), e->pid, (uint32_t)id, 1 / p, e->size / p};
+		row_of(a, a->live[i].row)->inuse_objects -= a->live[i].objects;
+	a->live[i] = (struct live){key, e->pid, row, 1 / p, e->size / p};
 	return 0;
+}
+
+/* Move @p's values from its ALLOC_IN_CALL row to the class of its call. */
+static void pending_settle(struct alloc_prof *a, const struct pending *p, enum alloc_class cls)
+{
+	uint32_t to = p->row - ALLOC_IN_CALL + cls;
+	struct alloc_stack *src, *dst = row_of(a, to);
+	size_t i;
+
+	if (!dst)
+		return; /* no memory: it stays "in a call" */
+	src = &a->rows[p->row];
+	src->alloc_objects -= p->objects;
+	src->alloc_space -= p->bytes;
+	dst->alloc_objects += p->objects;
+	dst->alloc_space += p->bytes;
+	if (!a->live_cap)
+		return;
+	i = live_slot(a, p->key);
+	if (a->live[i].key != p->key || a->live[i].row != p->row)
+		return; /* freed already, or the address was reused */
+	src->inuse_objects -= a->live[i].objects;
+	src->inuse_space -= a->live[i].bytes;
+	dst->inuse_objects += a->live[i].objects;
+	dst->inuse_space += a->live[i].bytes;
+	a->live[i].row = to;
+}
+
+void alloc__on_call_end(struct alloc_prof *a, const struct lp_call_end *e)
+{
+	uint64_t threshold = 0;
+	bool known = false;
+	size_t k = 0;
+
+	for (size_t i = 0; i < a->n_pending; i++) {
+		struct pending *p = &a->pending[i];
+
+		if (p->call_id != e->call_id) {
+			a->pending[k++] = *p;
+			continue;
+		}
+		if (!known) {
+			known = true;
+			if (!a->d->split || (int)e->probe_id != split__probe_id(a->d->split) ||
+			    split__threshold(a->d->split, &threshold, NULL))
+				threshold = 0;
+		}
+		if (threshold)
+			pending_settle(a, p, e->latency_ns >= threshold ? ALLOC_SLOW : ALLOC_FAST);
+	}
+	a->n_pending = k;
 }
 
 static void on_free(struct alloc_prof *a, const struct lp_alloc_event *e)
@@ -158,26 +261,25 @@ static void on_free(struct alloc_prof *a, const struct lp_alloc_event *e)
 	i = live_slot(a, live_key(e->ptr, e->pid));
 	if (!a->live[i].key)
 		return;
-	st = &a->stacks[a->live[i].stack_id];
+	st = &a->rows[a->live[i].row];
 	st->inuse_objects -= a->live[i].objects;
 	st->inuse_space -= a->live[i].bytes;
 	live_remove(a, i);
 }
 
-static int on_event(void *ctx, void *data, size_t size)
+int alloc__on_event(struct alloc_prof *a, const void *data, size_t size)
 {
-	struct alloc_prof *a = ctx;
 	const struct lp_alloc_event *e = data;
 
 	if (size < offsetof(struct lp_alloc_event, ustack)) {
 		a->bad_events++;
 		return 0;
 	}
-	if (e->type == LP_ALLOC_EV_FREE) {
+	if (e->kind == LP_ALLOC_EV_FREE) {
 		on_free(a, e);
 		return 0;
 	}
-	if (e->type != LP_ALLOC_EV_ALLOC || size < sizeof(*e)) {
+	if (e->kind != LP_ALLOC_EV_ALLOC || size < sizeof(*e)) {
 		a->bad_events++;
 		return 0;
 	}
@@ -207,11 +309,14 @@ int alloc__open(struct alloc_prof **out, struct daemon *d, uint64_t sample_bytes
 		a->mean_bytes += (double)(a->sample_bytes * a->skel->rodata->exp_q[i] / 1024) + 1;
 	}
 	a->mean_bytes /= LP_ALLOC_EXP_STEPS;
-	err = alloc_bpf__load(a->skel);
-	if (err)
-		goto fail;
-	err = ring_buffer__add(bpf_session__ringbuf(d->core.bpf),
-			       bpf_map__fd(a->skel->maps.alloc_events), on_event, a);
+	/* The session's ring (one order for allocations and call ends) and
+	 * its calls in flight, so allocations carry the calls around them. */
+	err = bpf_map__reuse_fd(a->skel->maps.events, bpf_session__map_fd(d->core.bpf, "events"));
+	if (!err)
+		err = bpf_map__reuse_fd(a->skel->maps.thread_calls,
+					bpf_session__map_fd(d->core.bpf, "thread_calls"));
+	if (!err)
+		err = alloc_bpf__load(a->skel);
 	if (err)
 		goto fail;
 	*out = a;
@@ -316,15 +421,16 @@ void alloc__close(struct alloc_prof *a)
 	for (int i = 0; i < a->n_links; i++)
 		bpf_link__destroy(a->links[i]);
 	alloc_bpf__destroy(a->skel);
-	free(a->stacks);
+	free(a->rows);
 	free(a->live);
+	free(a->pending);
 	free(a);
 }
 
-const struct alloc_stack *alloc__stacks(const struct alloc_prof *a, size_t *n)
+const struct alloc_stack *alloc__rows(const struct alloc_prof *a, size_t *n)
 {
-	*n = a->n_stacks;
-	return a->stacks;
+	*n = a->n_rows;
+	return a->rows;
 }
 
 uint64_t alloc__sample_bytes(const struct alloc_prof *a)
@@ -332,13 +438,13 @@ uint64_t alloc__sample_bytes(const struct alloc_prof *a)
 	return a->sample_bytes;
 }
 
-void alloc__counters(const struct alloc_prof *a, uint64_t out[4])
+void alloc__counters(const struct alloc_prof *a, uint64_t out[LP_ALLOC_CNT_NR])
 {
 	int nr = libbpf_num_possible_cpus(), fd = bpf_map__fd(a->skel->maps.alloc_counters);
 	uint64_t *v = nr > 0 ? calloc((size_t)nr, sizeof(*v)) : NULL;
 
-	memset(out, 0, 4 * sizeof(*out));
-	for (uint32_t k = 0; v && k < 4; k++)
+	memset(out, 0, LP_ALLOC_CNT_NR * sizeof(*out));
+	for (uint32_t k = 0; v && k < LP_ALLOC_CNT_NR; k++)
 		if (!bpf_map_lookup_elem(fd, &k, v))
 			for (int c = 0; c < nr; c++)
 				out[k] += v[c];

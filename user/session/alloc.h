@@ -9,11 +9,27 @@
 
 #include <stdint.h>
 #include <stddef.h>
+#include "bpf/alloc.h"
 
 struct daemon;
 struct alloc_prof;
+struct lp_call_end;
 
-/* Scaled totals of one allocation stack (stack id of the daemon's store). */
+/*
+ * Where an allocation was made, relative to the split function (--split):
+ * outside its calls, inside a call that has not returned yet, or inside a
+ * call classed slow or fast by its latency when it returned (against the
+ * whole run's threshold at that moment).
+ */
+enum alloc_class {
+	ALLOC_OUTSIDE = 0,
+	ALLOC_IN_CALL,
+	ALLOC_SLOW,
+	ALLOC_FAST,
+	ALLOC_NCLASS,
+};
+
+/* Scaled totals of one allocation stack and class. */
 struct alloc_stack {
 	double alloc_objects, alloc_space; /* every allocation so far */
 	double inuse_objects, inuse_space; /* allocated and not yet freed */
@@ -40,20 +56,35 @@ int alloc__attach(struct alloc_prof *a, int pid, char *err, size_t errlen);
 void alloc__close(struct alloc_prof *a);
 
 /**
- * alloc__stacks - the totals by stack id; entries past the last stack
- * with an allocation are absent
- * @n: number of entries (stack ids 0..n-1)
+ * alloc__rows - the totals by row: row i holds stack id i / ALLOC_NCLASS
+ * (of the daemon's store) in class i % ALLOC_NCLASS; rows past the last
+ * one with an allocation are absent
+ * @n: number of rows
  */
-const struct alloc_stack *alloc__stacks(const struct alloc_prof *a, size_t *n);
+const struct alloc_stack *alloc__rows(const struct alloc_prof *a, size_t *n);
+
+/**
+ * alloc__on_event - an LP_EV_ALLOC event of the session's ring buffer
+ *
+ * Return: 0, or a negative errno (the daemon's ring callback convention).
+ */
+int alloc__on_event(struct alloc_prof *a, const void *data, size_t size);
+
+/**
+ * alloc__on_call_end - a traced call returned: the allocations sampled in
+ * it, if it is a call of the split function, take its latency's class
+ */
+void alloc__on_call_end(struct alloc_prof *a, const struct lp_call_end *e);
 
 /** alloc__sample_bytes - the sampling rate in bytes */
 uint64_t alloc__sample_bytes(const struct alloc_prof *a);
 
 /**
- * alloc__counters - allocator calls seen, allocations sampled, events lost
- * and sampled allocations not tracked (the live map was full)
+ * alloc__counters - the sampler's counters, indexed by enum lp_alloc_cnt:
+ * allocator calls seen, allocations sampled, events lost, sampled
+ * allocations not tracked (the live map was full), frees seen
  */
-void alloc__counters(const struct alloc_prof *a, uint64_t out[4]);
+void alloc__counters(const struct alloc_prof *a, uint64_t out[LP_ALLOC_CNT_NR]);
 
 /**
  * daemon__alloc_start - memory profiling (--alloc) in every target, and in

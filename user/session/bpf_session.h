@@ -183,6 +183,14 @@ const volatile uint64_t *bpf_session__calib_brackets(struct bpf_session *s, bool
  */
 void bpf_session__set_sample_charge(struct bpf_session *s, uint64_t ns, uint64_t scale);
 
+/**
+ * bpf_session__map_fd - fd of the session object's map @name, for another
+ * BPF object to share it (bpf_map__reuse_fd before that object's load)
+ *
+ * Return: the fd, or a negative errno if there is no such map.
+ */
+int bpf_session__map_fd(struct bpf_session *s, const char *name);
+
 /** bpf_session__by_hist_fd - fd of the --by (probe, value, bucket) -> count map */
 int bpf_session__by_hist_fd(struct bpf_session *s);
 

@@ -91,6 +91,13 @@ const volatile struct lp_probe_stats *bpf_session__probe_stats(struct bpf_sessio
 	return s->stats_mem;
 }
 
+int bpf_session__map_fd(struct bpf_session *s, const char *name)
+{
+	struct bpf_map *m = bpf_object__find_map_by_name(s->skel->obj, name);
+
+	return m ? bpf_map__fd(m) : -ENOENT;
+}
+
 int bpf_session__by_hist_fd(struct bpf_session *s)
 {
 	return bpf_map__fd(s->skel->maps.by_hist);

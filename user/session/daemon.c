@@ -188,9 +188,15 @@ static int on_event(void *ctx, void *data, size_t size)
 	case LP_EV_SAMPLE:
 		return on_sample(d, data, size);
 	case LP_EV_CALL_END:
-		if (size >= sizeof(struct lp_call_end) && d->split)
+		if (size < sizeof(struct lp_call_end))
+			return 0;
+		if (d->split)
 			split__on_call_end(d->split, data);
+		if (d->alloc) /* after the split: it knows the call's class */
+			alloc__on_call_end(d->alloc, data);
 		return 0;
+	case LP_EV_ALLOC:
+		return d->alloc ? alloc__on_event(d->alloc, data, size) : 0;
 	case LP_EV_HIT:
 		if (size >= sizeof(struct lp_hit) && d->traces)
 			traces__on_hit(d->traces, data);
@@ -268,7 +274,7 @@ void daemon__fini(struct daemon *d)
 {
 	while (d->windows)
 		daemon__window_close(d, d->windows);
-	alloc__close(d->alloc); /* its ring is no longer polled from here on */
+	alloc__close(d->alloc);
 	d->alloc = NULL;
 	split__free(d->split);
 	traces__free(d->traces);

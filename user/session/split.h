@@ -115,6 +115,14 @@ void split__set_window(struct split *s, int seconds);
 /** split__set_percentile - move the threshold, e.g. from p95 to p99 */
 void split__set_percentile(struct split *s, double pct);
 int split__probe_id(const struct split *s);
+/**
+ * split__threshold - the whole run's latency at the split percentile:
+ * calls at or above it are slow
+ * @function: if not NULL, the split function's name
+ *
+ * Return: 0, or -ENOENT if the function is no longer traced.
+ */
+int split__threshold(struct split *s, uint64_t *threshold_ns, const char **function);
 /** split__percentile - the percentile that separates slow from fast calls */
 double split__percentile(const struct split *s);
 

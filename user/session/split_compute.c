@@ -303,6 +303,18 @@ int split__compute(struct split *s, bool window, bool use_weight, struct split_r
 	return 0;
 }
 
+int split__threshold(struct split *s, uint64_t *threshold_ns, const char **function)
+{
+	int ti = traces__find(s->traces, s->probe_id);
+
+	if (ti < 0)
+		return -ENOENT;
+	*threshold_ns = traces__percentile(s->traces, ti, s->pct, false);
+	if (function)
+		*function = traces__info(s->traces, ti)->func;
+	return 0;
+}
+
 int split__compute_range(struct split *s, uint64_t since_ns, uint64_t until_ns,
 			 struct split_result *r)
 {
