@@ -139,3 +139,37 @@ def test_split_class_labels(liveprof, wl, tmp_path):
     one = big / (1 - math.exp(-big / RATE))
     assert slow["big_buf"] >= total.get("big_buf", 0) - one * 1.01, (t0, t1)
 
+
+
+def metric(s, name):
+    st, _, body = s.get("/metrics")
+    assert st == 200
+    m = re.search(rf"^{name} (\S+)$", body.decode(), re.M)
+    return float(m.group(1)) if m else None
+
+
+def test_max_overhead_detaches_the_allocator_probes(liveprof, wl, tmp_path):
+    """--max-overhead applies to --alloc: allocs.c calls the allocator in a
+    tight loop, so the probes take most of its CPU, far above 5%. Once they
+    are detached the probe counters stop while the program still allocates.
+    """
+    out = tmp_path / "allocs.out"
+    s = Server(liveprof, ["-F", "99", "--alloc", "--max-overhead", 5, "--",
+                          wl("allocs"), 2000000, out], tmp_path)
+    try:
+        deadline = time.monotonic() + 60
+        while "detaching --alloc" not in s.stderr() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        line = [x for x in s.stderr().splitlines() if "detaching --alloc" in x]
+        assert line and "above --max-overhead 5%" in line[0], s.stderr()
+        print("\n" + line[0])
+        assert metric(s, "liveprof_alloc_detached") == 1
+        assert metric(s, "liveprof_alloc_overhead_ratio") > 0.05
+        before = metric(s, "liveprof_alloc_calls_total")
+        time.sleep(1)
+        after = metric(s, "liveprof_alloc_calls_total")
+        running = not (out.exists() and out.read_text())
+    finally:
+        s.stop()
+    assert running, "the workload ended before the check: make it longer"
+    assert before == after > 0

@@ -158,6 +158,22 @@ static void gauge(FILE *f, const char *name, const char *help, double v)
 	fprintf(f, "# HELP %s %s\n# TYPE %s gauge\n%s %g\n", name, help, name, name, v);
 }
 
+/* What the allocator probes cost: per call as measured, and in the last second. */
+static void alloc_cost_metrics(FILE *f, const struct alloc_cost *k)
+{
+	fputs("# HELP liveprof_alloc_probe_cost_seconds What --alloc's probes add to one call "
+	      "(measured at start on liveprof's own libc).\n"
+	      "# TYPE liveprof_alloc_probe_cost_seconds gauge\n",
+	      f);
+	fprintf(f, "liveprof_alloc_probe_cost_seconds{call=\"alloc\"} %g\n", k->alloc_ns / 1e9);
+	fprintf(f, "liveprof_alloc_probe_cost_seconds{call=\"free\"} %g\n", k->free_ns / 1e9);
+	gauge(f, "liveprof_alloc_overhead_ratio",
+	      "Share of one CPU the targets spent in --alloc's probes in the last second.",
+	      k->est_pct / 100);
+	gauge(f, "liveprof_alloc_detached", "1 once --max-overhead detached --alloc's probes.",
+	      k->detached);
+}
+
 enum MHD_Result serve_metrics__get(struct request *r)
 {
 	struct daemon *d = r->sv->d;
@@ -195,6 +211,7 @@ enum MHD_Result serve_metrics__get(struct request *r)
 		counter(f, "liveprof_alloc_lost_total",
 			"Allocator events dropped (ring buffer or live table full).",
 			ac[LP_ALLOC_CNT_LOST] + ac[LP_ALLOC_CNT_LIVE_FULL]);
+		alloc_cost_metrics(f, alloc__cost(d->alloc));
 	}
 	if (d->traces) {
 		fputs("# HELP liveprof_calls_total Calls of a traced function.\n"

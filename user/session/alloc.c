@@ -19,46 +19,11 @@
 #include "alloc.skel.h"
 #include "bpf/alloc.h"
 #include "user/session/alloc.h"
+#include "user/session/alloc_internal.h"
 #include "user/session/bpf_session.h"
 #include "user/session/daemon.h"
 #include "user/session/split.h"
-
-#define MAX_LINKS 256
-
-struct live {
-	uint64_t key; /* ptr ^ pid << 48; 0 = empty */
-	uint32_t pid, row;
-	double objects, bytes;
-};
-
-/*
- * A sampled allocation made inside a call of the split function that has
- * not returned yet: its row is ALLOC_IN_CALL until the call's latency
- * (LP_EV_CALL_END) decides between ALLOC_SLOW and ALLOC_FAST.
- */
-struct pending {
-	uint64_t call_id, key, time_ns;
-	uint32_t row;
-	double objects, bytes;
-};
-
-#define PENDING_MAX 65536 /* beyond: the oldest half keeps ALLOC_IN_CALL */
-
-struct alloc_prof {
-	struct daemon *d;
-	struct alloc_bpf *skel;
-	uint64_t sample_bytes;
-	double mean_bytes; /* the sampler's actual mean distance, from its table */
-	struct bpf_link *links[MAX_LINKS];
-	int n_links;
-	struct alloc_stack *rows; /* by stack id * ALLOC_NCLASS + class */
-	size_t n_rows, cap_rows;
-	struct live *live;
-	size_t live_cap, live_n;
-	struct pending *pending;
-	size_t n_pending;
-	uint64_t bad_events;
-};
+#include "user/util/log.h"
 
 static uint64_t live_key(uint64_t ptr, uint32_t pid)
 {
@@ -275,6 +240,8 @@ int alloc__on_event(struct alloc_prof *a, const void *data, size_t size)
 		a->bad_events++;
 		return 0;
 	}
+	if (e->pid == a->d->self_pid) /* alloc_cost_measure()'s own calls */
+		return 0;
 	if (e->kind == LP_ALLOC_EV_FREE) {
 		on_free(a, e);
 		return 0;
@@ -319,6 +286,9 @@ int alloc__open(struct alloc_prof **out, struct daemon *d, uint64_t sample_bytes
 		err = alloc_bpf__load(a->skel);
 	if (err)
 		goto fail;
+	if (alloc_cost_measure(a))
+		lp_warn("--alloc: cannot measure what the allocator probes cost here; "
+			"--max-overhead does not apply to them");
 	*out = a;
 	return 0;
 fail:
@@ -326,8 +296,7 @@ fail:
 	return err < 0 ? err : -EINVAL;
 }
 
-/* The libc mapped by @pid, as a path the kernel can open from here. */
-static int find_libc(int pid, char *buf, size_t len)
+int alloc_find_libc(int pid, char *buf, size_t len)
 {
 	char path[64], line[4096];
 	FILE *f;
@@ -360,8 +329,8 @@ static int find_libc(int pid, char *buf, size_t len)
 	return err;
 }
 
-static int attach_one(struct alloc_prof *a, struct bpf_program *prog, int pid, const char *libc,
-		      const char *func, bool ret)
+int alloc_attach_one(struct alloc_prof *a, struct bpf_program *prog, int pid, const char *libc,
+		     const char *func, bool ret)
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = func, .retprobe = ret);
 	struct bpf_link *l;
@@ -395,15 +364,17 @@ int alloc__attach(struct alloc_prof *a, int pid, char *err, size_t errlen)
 	char libc[4096];
 	int n = 0, e;
 
-	e = find_libc(pid, libc, sizeof(libc));
+	if (a->cost.detached)
+		return 0;
+	e = alloc_find_libc(pid, libc, sizeof(libc));
 	if (e) {
 		snprintf(err, errlen, "no libc mapped in process '%d' for --alloc", pid);
 		return e;
 	}
 	for (size_t i = 0; i < sizeof(probes) / sizeof(probes[0]); i++) {
-		e = attach_one(a, probes[i].enter, pid, libc, probes[i].func, false);
+		e = alloc_attach_one(a, probes[i].enter, pid, libc, probes[i].func, false);
 		if (!e && probes[i].ret)
-			e = attach_one(a, sk->progs.alloc_exit, pid, libc, probes[i].func, true);
+			e = alloc_attach_one(a, sk->progs.alloc_exit, pid, libc, probes[i].func, true);
 		if (e) {
 			snprintf(err, errlen, "cannot probe '%s' in '%s': %s", probes[i].func, libc,
 				 strerror(-e));

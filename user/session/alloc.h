@@ -7,6 +7,7 @@
 #ifndef LP_SESSION_ALLOC_H
 #define LP_SESSION_ALLOC_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stddef.h>
 #include "bpf/alloc.h"
@@ -35,6 +36,20 @@ struct alloc_stack {
 	double inuse_objects, inuse_space; /* allocated and not yet freed */
 };
 
+/*
+ * What the allocator probes cost the target, measured at load on
+ * liveprof's own libc (alloc_cost.c), and the share of a CPU it came to
+ * in the last second.
+ */
+struct alloc_cost {
+	bool measured;
+	double alloc_ns; /* an allocation's entry and return probes */
+	double free_ns;	 /* a free's entry probe */
+	double alloc_rate, free_rate; /* calls per second, in the last second */
+	double est_pct;		      /* (rates x costs) as a % of one CPU */
+	bool detached;		      /* --max-overhead removed the probes */
+};
+
 /**
  * alloc__open - load the allocator probes and join their events to the
  * daemon's ring buffer; probes attach with alloc__attach()
@@ -54,6 +69,16 @@ int alloc__open(struct alloc_prof **out, struct daemon *d, uint64_t sample_bytes
 int alloc__attach(struct alloc_prof *a, int pid, char *err, size_t errlen);
 
 void alloc__close(struct alloc_prof *a);
+
+/**
+ * alloc__tick - once a second: the probes' cost over the last second;
+ * above @max_pct of a CPU (if > 0) they are detached, with a warning, and
+ * the profiles keep what they had
+ */
+void alloc__tick(struct alloc_prof *a, uint64_t now_ns, double max_pct);
+
+/** alloc__cost - the probes' measured costs and their last estimate */
+const struct alloc_cost *alloc__cost(const struct alloc_prof *a);
 
 /**
  * alloc__rows - the totals by row: row i holds stack id i / ALLOC_NCLASS

@@ -357,6 +357,8 @@ static void tick(struct daemon *d, uint64_t now)
 	daemon__symbolize_new(d);
 	if (d->traces)
 		traces__tick(d->traces, now);
+	if (d->alloc)
+		alloc__tick(d->alloc, now, d->core.opts->max_overhead_pct);
 	/* the per-sample charge, measured again under the session's load */
 	sample_cost__refine(d->core.bpf, &d->core.sample_cost);
 	if (d->split)

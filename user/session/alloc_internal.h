@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * alloc_internal.h - the memory profiler's state, shared by alloc.c (the
+ * probes and their events) and alloc_cost.c (what the probes cost, and
+ * --max-overhead); not an API.
+ */
+#ifndef LP_SESSION_ALLOC_INTERNAL_H
+#define LP_SESSION_ALLOC_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "user/session/alloc.h"
+
+struct bpf_link;
+struct bpf_program;
+
+#define MAX_LINKS 256
+
+struct live {
+	uint64_t key; /* ptr ^ pid << 48; 0 = empty */
+	uint32_t pid, row;
+	double objects, bytes;
+};
+
+/*
+ * A sampled allocation made inside a call of the split function that has
+ * not returned yet: its row is ALLOC_IN_CALL until the call's latency
+ * (LP_EV_CALL_END) decides between ALLOC_SLOW and ALLOC_FAST.
+ */
+struct pending {
+	uint64_t call_id, key, time_ns;
+	uint32_t row;
+	double objects, bytes;
+};
+
+#define PENDING_MAX 65536 /* beyond: the oldest half keeps ALLOC_IN_CALL */
+
+struct alloc_prof {
+	struct daemon *d;
+	struct alloc_bpf *skel;
+	uint64_t sample_bytes;
+	double mean_bytes; /* the sampler's actual mean distance, from its table */
+	struct bpf_link *links[MAX_LINKS];
+	int n_links;
+	struct alloc_stack *rows; /* by stack id * ALLOC_NCLASS + class */
+	size_t n_rows, cap_rows;
+	struct live *live;
+	size_t live_cap, live_n;
+	struct pending *pending;
+	size_t n_pending;
+	uint64_t bad_events;
+	/* alloc_cost.c: per-call costs measured on liveprof's own libc */
+	struct alloc_cost cost;
+	uint64_t prev_calls, prev_frees, prev_tick_ns;
+	double warned_pct;
+};
+
+/**
+ * alloc_attach_one - one allocator probe in @pid's @libc, kept in a->links
+ *
+ * Return: 0 or a negative errno.
+ */
+int alloc_attach_one(struct alloc_prof *a, struct bpf_program *prog, int pid, const char *libc,
+		     const char *func, bool ret);
+
+/**
+ * alloc_find_libc - the libc mapped by @pid, as a path the kernel can open
+ * from here (through the process's root)
+ *
+ * Return: 0 or a negative errno.
+ */
+int alloc_find_libc(int pid, char *buf, size_t len);
+
+/** alloc_cost_measure - alloc_cost.c: the probes' costs on liveprof's own libc */
+int alloc_cost_measure(struct alloc_prof *a);
+
+#endif
