@@ -14,6 +14,7 @@
 #endif
 
 #define LP_MAX_USTACK	   127 /* user frames per sample (perf's default max) */
+#define LP_MAX_WSTACK	   48  /* user frames of a waker's stack (struct lp_waker) */
 #define LP_MAX_KSTACK	   64  /* kernel frames per sample */
 #define LP_MAX_CALLS	   8   /* traced calls in flight tagged on a sample (innermost) */
 #define LP_MAX_DEPTH	   128 /* traced calls in flight timed per thread (a power of 2) */
@@ -38,6 +39,7 @@ enum lp_event_type {
 	LP_EV_CALL_END = 2, /* struct lp_call_end: a sampled traced call returned */
 	LP_EV_HIT = 3,	    /* struct lp_hit: a probe hit that captures values */
 	LP_EV_ALLOC = 4,    /* struct lp_alloc_event (alloc.h): a sampled allocation or its free */
+	LP_EV_WAKER = 5,    /* struct lp_waker: who woke the thread of the off-CPU sample before */
 };
 
 /* lp_sample.flags */
@@ -263,6 +265,22 @@ struct lp_call_end {
 	 * for, then 0 was subtracted and this says what would have been).
 	 */
 	__u64 overhead_ns;
+};
+
+/*
+ * Sent right after the off-CPU sample of a thread that another thread of
+ * its process woke from a futex wait (a mutex's holder releasing it, a
+ * condition variable's signal): the waker's user stack at the futex call,
+ * i.e. where the lock was released. time_ns is the sample's, to pair them.
+ */
+struct lp_waker {
+	struct lp_event_hdr hdr;
+	__u32 pid; /* the woken thread's tgid, also the waker's */
+	__u32 tid; /* the woken thread */
+	__u32 waker_tid;
+	__u32 n_ustack;
+	__u64 time_ns;
+	__u64 ustack[LP_MAX_WSTACK]; /* leaf first */
 };
 
 #define LP_CF_LINE_HIT (1u << 0) /* the --when line was hit during the call */

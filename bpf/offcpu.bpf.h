@@ -4,6 +4,10 @@
  * they blocked. At switch-out the stacks are stashed per thread; at
  * switch-in one LP_EV_SAMPLE with LP_SF_OFFCPU is sent, weighted by the
  * time blocked and tagged with the traced calls in flight.
+ *
+ * A thread woken from a futex wait by another thread of its process (the
+ * holder of the mutex it waited for, unlocking it) also gets the waker's
+ * stack, taken at the wake-up, sent after the sample as an LP_EV_WAKER.
  */
 #ifndef LP_OFFCPU_BPF_H
 #define LP_OFFCPU_BPF_H
@@ -23,6 +27,9 @@ struct offcpu_stash {
 	__u64 ustack[LP_MAX_USTACK];
 	__u64 kstack[LP_MAX_KSTACK];
 	struct lp_interp_stack interp; /* read at the switch-out, while current */
+	__u32 waker_tid;	       /* 0: not woken by a thread of its process */
+	__u32 waker_n;		       /* frames in wstack */
+	__u64 wstack[LP_MAX_WSTACK];
 };
 
 struct {
@@ -123,6 +130,30 @@ static __always_inline void stash_switch_out(void *ctx, struct task_struct *prev
 	}
 }
 
+/* After the off-CPU sample: the stack that woke it, if known. */
+static __always_inline void emit_waker(__u32 tgid, __u32 tid, __u64 time_ns,
+				       struct offcpu_stash *st)
+{
+	struct lp_waker *w;
+
+	if (!st->waker_tid)
+		return;
+	w = bpf_ringbuf_reserve(&events, sizeof(*w), 0);
+	if (!w) {
+		count_event(LP_CNT_LOST);
+		return;
+	}
+	w->hdr.type = LP_EV_WAKER;
+	w->hdr.size = sizeof(*w);
+	w->pid = tgid;
+	w->tid = tid;
+	w->waker_tid = st->waker_tid;
+	w->n_ustack = st->waker_n < LP_MAX_WSTACK ? st->waker_n : LP_MAX_WSTACK;
+	w->time_ns = time_ns;
+	__builtin_memcpy(w->ustack, st->wstack, sizeof(w->ustack));
+	bpf_ringbuf_submit(w, rb_flags());
+}
+
 static __always_inline void emit_switch_in(struct task_struct *next, __u32 tgid, __u32 tid,
 					   struct offcpu_stash *st)
 {
@@ -171,6 +202,51 @@ static __always_inline void emit_switch_in(struct task_struct *next, __u32 tgid,
 	tag_calls(s, next, false);
 	bpf_ringbuf_submit(s, rb_flags());
 	count_event(LP_CNT_OFFCPU);
+	emit_waker(tgid, tid, now, st);
+}
+
+#define NR_FUTEX 202 /* x86-64 */
+
+/*
+ * A blocked target thread is being woken. If the waker is another thread
+ * of its process inside a futex call (a wake from an interrupt would find
+ * some unrelated thread current), its user stack says where it released
+ * what the woken thread waited for. Runs with interrupts off, as
+ * sched_switch does, so the two never share unwind state slot 1 at once.
+ */
+SEC("tp_btf/sched_waking")
+int BPF_PROG(lp_sched_waking, struct task_struct *p)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = p->pid, tgid = id >> 32;
+	struct pt_regs *uregs;
+	struct offcpu_stash *st;
+
+	if (!offcpu_enabled || is_paused() || tgid != (__u32)p->tgid || (__u32)id == tid)
+		return 0;
+	st = bpf_map_lookup_elem(&offcpu_start, &tid);
+	if (!st)
+		return 0;
+	uregs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	if (BPF_CORE_READ(uregs, orig_ax) != NR_FUTEX)
+		return 0;
+	if (kernel_unwind) {
+		struct lp_unwind_state *us = unwind_begin(1);
+
+		if (!us)
+			return 0;
+		unwind_user(us, tgid, BPF_CORE_READ(uregs, ip), BPF_CORE_READ(uregs, sp),
+			    BPF_CORE_READ(uregs, bp));
+		__builtin_memcpy(st->wstack, us->pcs, sizeof(st->wstack));
+		st->waker_n = us->n;
+	} else {
+		long n = bpf_get_stack(ctx, st->wstack, sizeof(st->wstack), BPF_F_USER_STACK);
+
+		st->waker_n = n > 0 ? (__u32)(n / sizeof(__u64)) : 0;
+	}
+	if (st->waker_n)
+		st->waker_tid = (__u32)id;
+	return 0;
 }
 
 SEC("tp_btf/sched_switch")

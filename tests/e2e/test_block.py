@@ -61,3 +61,46 @@ def test_block_and_mutex(liveprof, procs, wl, tmp_path):
     assert btotal <= 2 * 2000 * 1.1, btext
     # delta_mutex: the first holds the run so far, the next only what came after.
     assert d1 > 0 and d2 < d1, (d1text, d2text)
+
+
+def test_mutex_by_holder_stack(liveprof, procs, wl, tmp_path):
+    """/mutex?stack=holder: the same lock waits by the stack that released
+    the lock. Every wait of the main thread (at least 90% of the waiting,
+    see the module docstring) ends when holder() unlocks, and every wait of
+    the holder thread when lock_wait() does; each wait is woken by a futex
+    call of the other thread, so each has a known releaser."""
+    p = procs.start([wl("handler"), "lock", "120"])
+    s = Server(liveprof, ["-p", p.pid, "-F", "99", "--offcpu"], tmp_path)
+    files = {}
+    try:
+        import time
+        time.sleep(3)
+        for name, q in (("before", "mutex"), ("holder", "mutex?stack=holder"),
+                        ("after", "mutex"), ("window", "mutex?seconds=2&stack=holder"),
+                        ("d1", "delta_mutex?stack=holder"), ("d2", "delta_mutex?stack=holder")):
+            st, _, body = s.get("/debug/pprof/" + q)
+            assert st == 200, body
+            files[name] = tmp_path / f"{name}.pb.gz"
+            files[name].write_bytes(body)
+        st, _, body = s.get("/debug/pprof/mutex?stack=nonsense")
+        assert st == 400, body
+    finally:
+        s.stop()
+    before, _, t0 = top(str(files["before"]), tmp_path)
+    htotal, hcum, ht = top(str(files["holder"]), tmp_path)
+    after, _, t2 = top(str(files["after"]), tmp_path)
+    wtotal, _, wt = top(str(files["window"]), tmp_path)
+    d1, _, d1t = top(str(files["d1"]), tmp_path)
+    d2, _, d2t = top(str(files["d2"]), tmp_path)
+    print(f"\nmutex by waiter {before:.0f}..{after:.0f} ms, by holder {htotal:.0f} ms: "
+          f"{hcum.get('holder', 0) / max(htotal, 1e-9):.1%} released in holder(), "
+          f"{hcum.get('lock_wait', 0):.1f} ms in lock_wait()")
+    assert htotal > 0, ht
+    # every wait has a known releaser: the same total as by waiter
+    assert 0.95 * before <= htotal <= after * 1.001 + 0.01, (t0, ht, t2)
+    # the releasing stack is the holder's: pthread_mutex_unlock under holder()
+    assert hcum.get("holder", 0) >= 0.9 * htotal, ht
+    assert any("mutex_unlock" in k for k in hcum), ht
+    assert hcum.get("handle", 0) + hcum.get("holder", 0) >= 0.99 * htotal, ht
+    assert "Duration: 2s" in wt and wtotal <= 2 * 2000 * 1.1, wt
+    assert d1 > 0 and d2 < d1, (d1t, d2t)

@@ -16,6 +16,7 @@
 #define STACK_F_OFFCPU	     (1u << 0) /* blocked, not running */
 #define STACK_F_TRUNCATED    (1u << 1) /* the unwind did not reach the outermost frame */
 #define STACK_F_UNWIND_ERROR (1u << 2) /* cut where a caller's address was not code */
+#define STACK_F_WAKER	     (1u << 3) /* a waker's stack (user/session/holders.h), never sampled */
 
 struct raw_stack {
 	uint32_t pid;

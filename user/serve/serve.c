@@ -420,6 +420,8 @@ int serve__start(struct serve **out, struct daemon *d, const struct serve_opts *
 	sv->d = d;
 	counts__init(&sv->prev_block);
 	counts__init(&sv->prev_mutex);
+	counts__init(&sv->prev_block_waker);
+	counts__init(&sv->prev_mutex_waker);
 	err = o->token_file ? read_token(o->token_file, &sv->token) : 0;
 	if (!err)
 		err = random_hex(sv->csrf, 16);
@@ -460,6 +462,8 @@ void serve__stop(struct serve *sv)
 	serve_heap__free(sv);
 	counts__free(&sv->prev_block);
 	counts__free(&sv->prev_mutex);
+	counts__free(&sv->prev_block_waker);
+	counts__free(&sv->prev_mutex_waker);
 	free(sv->token);
 	free(sv);
 }

@@ -6,8 +6,12 @@
  *
  * block: every block of a target thread, by the stack it blocked in.
  * mutex: the blocks whose stack waits on a lock (pthread_mutex_lock, the
- * lll/futex lock waits of glibc), by the waiter's stack; the holder that
- * made it wait is not known from a context switch.
+ * lll/futex lock waits of glibc), by the waiter's stack.
+ *
+ * ?stack=waker (or holder): the same blocks by the stack of the thread
+ * that woke them, where another thread of the process woke them from a
+ * futex wait (user/session/holders.h): for a mutex, the holder's stack as
+ * it released the lock, which is Go's view of a mutex profile.
  *
  * Without ?seconds=N both are cumulative since the start, as in Go; with
  * it, a window of the next N seconds (Go's delta form); delta_* return
@@ -20,6 +24,7 @@
 #include "user/profile/stack_symbols.h"
 #include "user/profile/writers.h"
 #include "user/serve/serve_internal.h"
+#include "user/session/holders.h"
 #include "user/session/report.h"
 #include "user/util/util.h"
 
@@ -62,6 +67,27 @@ int serve_block__filter(struct daemon *d, const struct counts *src, bool mutex, 
 		if (mutex && !waits_on_lock(d, stack_count__id(sc)))
 			continue;
 		err |= counts__add(out, stack_count__id(sc), sc->count, sc->weight_ns);
+	}
+	return err ? -ENOMEM : 0;
+}
+
+int serve_block__wakers(struct daemon *d, const struct counts *pairs, bool mutex,
+			struct counts *out)
+{
+	int err = 0;
+
+	if (!d->holders)
+		return 0;
+	daemon__symbolize_new(d);
+	counts_for_each(pairs, sc)
+	{
+		uint32_t waiter, waker;
+
+		if (holders__get(d->holders, stack_count__id(sc), &waiter, &waker))
+			continue;
+		if (mutex && !waits_on_lock(d, waiter))
+			continue;
+		err |= counts__add(out, waker, sc->count, sc->weight_ns);
 	}
 	return err ? -ENOMEM : 0;
 }
@@ -124,27 +150,44 @@ static int delta_of(const struct counts *c, struct counts *prev, struct counts *
 	return err ? -ENOMEM : 0;
 }
 
+/* ?stack=waiter (the default) or waker/holder; false for anything else */
+static bool stack_param(struct request *r, bool *waker)
+{
+	const char *v = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "stack");
+
+	*waker = v && (!strcmp(v, "waker") || !strcmp(v, "holder"));
+	return !v || *waker || !strcmp(v, "waiter");
+}
+
 enum MHD_Result serve_block__get(struct request *r, const char *which)
 {
 	struct serve *sv = r->sv;
 	struct daemon *d = sv->d;
-	bool mutex = strstr(which, "mutex") != NULL, delta = !strncmp(which, "delta_", 6);
+	bool mutex = strstr(which, "mutex") != NULL, delta = !strncmp(which, "delta_", 6), waker;
 	const char *v = NULL;
-	struct counts all, out;
+	struct counts all, out, *prev;
 	char *buf = NULL;
 	size_t len = 0;
 	int err;
 
 	if (!d->core.opts->offcpu)
 		return serve__error(r, 404, "block and mutex profiles need --offcpu");
+	if (!stack_param(r, &waker))
+		return serve__error(r, 400, "stack must be waiter, waker or holder");
+	r->waker_stacks = waker;
 	if (!delta && MHD_lookup_connection_value_n(r->conn, MHD_GET_ARGUMENT_KIND, "seconds", 7,
 						    &v, &len) == MHD_YES)
 		return serve_pprof__window(r, mutex ? PROF_MUTEX : PROF_BLOCK);
 	counts__init(&all);
 	counts__init(&out);
-	err = serve_block__filter(d, &d->total, mutex, &all);
+	if (waker)
+		err = serve_block__wakers(d, &d->holder_total, mutex, &all);
+	else
+		err = serve_block__filter(d, &d->total, mutex, &all);
+	prev = waker ? (mutex ? &sv->prev_mutex_waker : &sv->prev_block_waker)
+		     : (mutex ? &sv->prev_mutex : &sv->prev_block);
 	if (!err && delta)
-		err = delta_of(&all, mutex ? &sv->prev_mutex : &sv->prev_block, &out);
+		err = delta_of(&all, prev, &out);
 	if (!err)
 		err = serve_block__encode(d, delta ? &out : &all, d->core.start_ns,
 					  lp_now_ns() - d->core.start_ns, &buf, &len);

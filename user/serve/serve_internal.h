@@ -36,6 +36,7 @@ struct serve {
 	uint64_t slow_closed;		      /* connections closed for want of a request */
 	struct heap_prev *heap_prev;	      /* delta_heap's previous scrape */
 	struct counts prev_block, prev_mutex; /* delta_block's and delta_mutex's */
+	struct counts prev_block_waker, prev_mutex_waker; /* the same with ?stack=waker */
 };
 
 enum prof_kind {
@@ -53,6 +54,7 @@ struct request {
 	bool bad_uri;	     /* a NUL or control character in the URI */
 	bool window_open;    /* w is subscribed */
 	enum prof_kind kind; /* what the window becomes */
+	bool waker_stacks;   /* block/mutex by the waker's stack (?stack=waker|holder) */
 	bool suspended;
 	struct MHD_Response *resp; /* ready to queue once resumed */
 	unsigned int status;
@@ -142,6 +144,16 @@ enum MHD_Result serve_block__get(struct request *r, const char *which);
  * waiting on a lock) into @out
  */
 int serve_block__filter(struct daemon *d, const struct counts *src, bool mutex, struct counts *out);
+
+/**
+ * serve_block__wakers - the blocks of @pairs (counts by pair id of
+ * d->holders) by their waker's stack (@mutex: only lock waits, whose
+ * waker is the holder releasing the lock), into @out
+ *
+ * Return: 0 or a negative errno.
+ */
+int serve_block__wakers(struct daemon *d, const struct counts *pairs, bool mutex,
+			struct counts *out);
 
 /** serve_block__encode - @c as a contentions/delay pprof in a malloc'ed buffer */
 int serve_block__encode(struct daemon *d, const struct counts *c, uint64_t start_ns,

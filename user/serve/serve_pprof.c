@@ -168,7 +168,10 @@ static int window_bytes(struct request *r, struct daemon_window *w, char **buf, 
 
 	if (r->kind != PROF_CPU) {
 		counts__init(&c);
-		err = serve_block__filter(d, &w->counts, r->kind == PROF_MUTEX, &c);
+		if (r->waker_stacks)
+			err = serve_block__wakers(d, &w->holders, r->kind == PROF_MUTEX, &c);
+		else
+			err = serve_block__filter(d, &w->counts, r->kind == PROF_MUTEX, &c);
 		if (!err)
 			err = serve_block__encode(d, &c, w->start_ns, w->end_ns - w->start_ns, buf,
 						  len);
@@ -194,6 +197,7 @@ static void profile_done(struct daemon_window *w, void *ctx)
 	r->sv->n_windows--;
 	err = window_bytes(r, w, &buf, &len);
 	counts__free(&w->counts);
+	counts__free(&w->holders);
 	r->status = err ? 500 : 200;
 	r->resp = err ? MHD_create_response_from_buffer(strlen("cannot build the profile\n"),
 							(void *)"cannot build the profile\n",

@@ -112,6 +112,7 @@ static void size_maps(struct bpf_session *s, const struct bpf_session_opts *o)
 	if (o->offcpu)
 		return;
 	bpf_program__set_autoload(k->progs.lp_sched_switch, false);
+	bpf_program__set_autoload(k->progs.lp_sched_waking, false);
 	if (!o->tracing) {
 		/* Sampling alone starts in a fraction of the time without them. */
 		bpf_program__set_autoload(k->progs.lp_func_entry, false);

@@ -20,6 +20,7 @@
 _Static_assert(UNWIND_TRAMP_LO == LP_UPROBE_TRAMP_LO && UNWIND_TRAMP_HI == LP_UPROBE_TRAMP_HI,
 	       "the unwinder and the contract disagree on the trampoline page");
 #include "user/session/alloc.h"
+#include "user/session/holders.h"
 #include "user/session/bpf_session.h"
 #include "user/session/daemon.h"
 #include "user/session/python_procs.h"
@@ -170,8 +171,42 @@ static int on_sample(struct daemon *d, const struct lp_sample *s, size_t size)
 		if (s->time_ns >= w->start_ns && s->time_ns < w->end_ns &&
 		    counts__add(&w->counts, id, count, s->weight_ns))
 			return -ENOMEM;
+	if (d->holders && (s->flags & LP_SF_OFFCPU))
+		holders__on_block(d->holders, s->tid, s->time_ns, (uint32_t)id, s->weight_ns);
 	if (d->split && s->n_calls)
 		split__on_sample(d->split, (uint32_t)id, s, count);
+	return 0;
+}
+
+/*
+ * The waker of the off-CPU sample before: its stack is interned (flagged,
+ * so it is never taken for a sample's) and the block counted by the pair
+ * (waiter's stack, waker's stack).
+ */
+static int on_waker(struct daemon *d, const struct lp_waker *w, size_t size)
+{
+	struct raw_stack rs = {.pid = w->pid, .tid = w->waker_tid, .flags = STACK_F_WAKER};
+	uint32_t waiter;
+	uint64_t weight;
+	const char *name;
+	int64_t id, pair;
+
+	if (size < sizeof(*w) || !d->holders ||
+	    holders__match(d->holders, w->tid, w->time_ns, &waiter, &weight))
+		return 0;
+	rs.n_user = w->n_ustack < LP_MAX_WSTACK ? w->n_ustack : LP_MAX_WSTACK;
+	rs.user = (const uint64_t *)w->ustack;
+	name = daemon__process_name(d, w->pid);
+	if (name)
+		snprintf(rs.comm, sizeof(rs.comm), "%s", name);
+	id = stack_store__intern(d->stacks, &rs);
+	pair = id < 0 ? id : holders__pair(d->holders, waiter, (uint32_t)id);
+	if (pair < 0 || counts__add(&d->holder_total, (uint32_t)pair, 1, weight))
+		return -ENOMEM;
+	for (struct daemon_window *win = d->windows; win; win = win->next)
+		if (w->time_ns >= win->start_ns && w->time_ns < win->end_ns &&
+		    counts__add(&win->holders, (uint32_t)pair, 1, weight))
+			return -ENOMEM;
 	return 0;
 }
 
@@ -195,6 +230,8 @@ static int on_event(void *ctx, void *data, size_t size)
 		if (d->alloc) /* after the split: it knows the call's class */
 			alloc__on_call_end(d->alloc, data);
 		return 0;
+	case LP_EV_WAKER:
+		return on_waker(d, data, size);
 	case LP_EV_ALLOC:
 		return d->alloc ? alloc__on_event(d->alloc, data, size) : 0;
 	case LP_EV_HIT:
@@ -241,6 +278,9 @@ int daemon__init(struct daemon *d, struct options *o, struct bpf_session *bpf)
 		}
 	}
 	counts__init(&d->total);
+	counts__init(&d->holder_total);
+	if (o->offcpu && !(d->holders = holders__new()))
+		return -ENOMEM;
 	err = daemon__set_window(d, (int)(o->window_s + 0.5));
 	if (err)
 		return err;
@@ -282,6 +322,8 @@ void daemon__fini(struct daemon *d)
 		counts__free(&d->slots[i]);
 	free(d->slots);
 	counts__free(&d->total);
+	counts__free(&d->holder_total);
+	holders__free(d->holders);
 	unwinder__free(d->unwind);
 	unwind_tables__free(d->utab);
 	python_procs__free(d->py);
@@ -372,6 +414,7 @@ int daemon__window_open(struct daemon *d, struct daemon_window *w, uint64_t dura
 	if (!duration_ns)
 		return -EINVAL;
 	counts__init(&w->counts);
+	counts__init(&w->holders);
 	w->start_ns = lp_now_ns();
 	w->end_ns = w->start_ns + duration_ns;
 	w->next = d->windows;
@@ -385,6 +428,7 @@ void daemon__window_close(struct daemon *d, struct daemon_window *w)
 		if (*p == w) {
 			*p = w->next;
 			counts__free(&w->counts);
+			counts__free(&w->holders);
 			return;
 		}
 	}

@@ -45,6 +45,7 @@ struct unwind_tables;
  */
 struct daemon_window {
 	struct counts counts;
+	struct counts holders; /* by pair id of d->holders: who woke the blocks */
 	uint64_t start_ns, end_ns;
 	void (*done)(struct daemon_window *w, void *ctx);
 	void *ctx;
@@ -77,6 +78,9 @@ struct daemon {
 	bool child_exited;
 
 	struct counts total;  /* whole run */
+	/* --offcpu: blocks by (waiter stack, waker stack) pair, see holders.h */
+	struct holders *holders;
+	struct counts holder_total; /* by pair id, whole run */
 	struct counts *slots; /* one-second slots of the window, ring */
 	int n_slots, cur_slot;
 
