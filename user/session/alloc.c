@@ -374,7 +374,8 @@ int alloc__attach(struct alloc_prof *a, int pid, char *err, size_t errlen)
 	for (size_t i = 0; i < sizeof(probes) / sizeof(probes[0]); i++) {
 		e = alloc_attach_one(a, probes[i].enter, pid, libc, probes[i].func, false);
 		if (!e && probes[i].ret)
-			e = alloc_attach_one(a, sk->progs.alloc_exit, pid, libc, probes[i].func, true);
+			e = alloc_attach_one(a, sk->progs.alloc_exit, pid, libc, probes[i].func,
+					     true);
 		if (e) {
 			snprintf(err, errlen, "cannot probe '%s' in '%s': %s", probes[i].func, libc,
 				 strerror(-e));

@@ -130,7 +130,8 @@ void alloc__tick(struct alloc_prof *a, uint64_t now_ns, double max_pct)
 	a->prev_frees = c[LP_ALLOC_CNT_FREES];
 	a->prev_tick_ns = now_ns;
 	if (max_pct > 0 && k->est_pct > max_pct) {
-		lp_warn("detaching --alloc: %.0f allocations/s x %.0f ns + %.0f frees/s x %.0f ns = "
+		lp_warn("detaching --alloc: %.0f allocations/s x %.0f ns + %.0f frees/s x %.0f ns "
+			"= "
 			"%.1f%% of a CPU, above --max-overhead %g%%",
 			k->alloc_rate, k->alloc_ns, k->free_rate, k->free_ns, k->est_pct, max_pct);
 		drop_links_from(a, 0);
