@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * commands.c - the commands of the ':' prompt (trace, untrace, split,
- * line, freq, window, offcpu, pause, resume, save, quit) and their
+ * line, freq, window, offcpu, pause, resume, save, causal, quit) and their
  * dispatch. Each returns H_* flags and reports on the message line.
  */
 #include <ctype.h>
@@ -266,6 +266,8 @@ int run_command(struct tui *t, char *line)
 		return set_paused(t, false);
 	if (!strcmp(cmd, "save"))
 		return cmd_save(t, arg);
+	if (!strcmp(cmd, "causal"))
+		return tui_causal_command(t, arg);
 	if (!strcmp(cmd, "quit") || !strcmp(cmd, "q"))
 		return H_QUIT;
 	set_msg(t, true, "unknown command '%s' (? lists them)", cmd);

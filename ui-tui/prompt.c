@@ -83,8 +83,8 @@ static void history_move(struct prompt *p, int dir)
 	prompt_set(p, pos == p->n_hist ? p->saved : p->hist[pos]);
 }
 
-static const char *const commands[] = {"trace",	 "untrace", "split",  "line", "freq", "window",
-				       "offcpu", "pause",   "resume", "save", "quit"};
+static const char *const commands[] = {"trace",	 "untrace", "split",  "line", "freq",	"window",
+				       "offcpu", "pause",   "resume", "save", "causal", "quit"};
 
 static void complete(struct tui *t, struct prompt *p)
 {

@@ -15,7 +15,8 @@
 
 #define MSG_SHOW_NS (8 * 1000000000ULL)
 
-static const char *const view_names[VIEW_NR] = {"Top", "Tree", "Latency", "Split", "Source"};
+static const char *const view_names[VIEW_NR] = {"Top",   "Tree",   "Latency",
+							  "Split", "Source", "Causal"};
 
 static void draw_status(struct tui *t)
 {
@@ -74,6 +75,8 @@ static const char *help_bar(const struct tui *t)
 		       "q:quit";
 	case VIEW_SOURCE:
 		return "?:help Enter:probe line w:split on line d:disasm /:search n:next q:quit";
+	case VIEW_CAUSAL:
+		return "?:help :causal SPEC [F1,F2] runs experiments Esc:stop them Up/Down:scroll";
 	default:
 		return "";
 	}
@@ -87,6 +90,8 @@ static void draw_help(struct tui *t)
 		"1 2 3 4 / Tab   Top, Tree, Latency, Split views",
 		"5               Source of the selected function: Enter probes a line, w splits",
 		"                on the calls that ran it, d disassembly (L loop B branch I inline)",
+		"6               Causal: :causal [-l] SPEC [F1,F2,...] [-d SEC] runs experiments",
+		"                on the live process (Esc stops them), ranked by impact",
 		"Up Down PgUp PgDn Home End   move",
 		"/ n Esc         search (Top filters, Tree highlights), next, clear",
 		"s               Top: sort by self, cum, name",
@@ -175,6 +180,9 @@ void draw(struct tui *t)
 		break;
 	case VIEW_SOURCE:
 		draw_source(t, y0, h);
+		break;
+	case VIEW_CAUSAL:
+		draw_causal(t, y0, h);
 		break;
 	default:
 		break;

@@ -229,6 +229,9 @@ static int handle_key(struct tui *t, int ch)
 	case VIEW_SOURCE:
 		r = source_key(t, ch);
 		break;
+	case VIEW_CAUSAL:
+		r = causal_key(t, ch);
+		break;
 	default:
 		break;
 	}
@@ -259,6 +262,9 @@ static int handle_key(struct tui *t, int ch)
 		return H_REDRAW;
 	case '5':
 		return source_open(t);
+	case '6':
+		t->view = VIEW_CAUSAL;
+		return H_REDRAW;
 	case TK_TAB:
 		t->view = (t->view + 1) % VIEW_NR;
 		return H_REDRAW;
@@ -432,6 +438,7 @@ static void tui_free(struct tui *t)
 {
 	model_free(&t->m);
 	source_free(t);
+	causal_free(t);
 	pathset_free(&t->expand);
 	free(t->top_rows);
 	free(t->tree_rows);

@@ -48,6 +48,7 @@ enum view {
 	VIEW_LATENCY,
 	VIEW_SPLIT,
 	VIEW_SOURCE,
+	VIEW_CAUSAL,
 	VIEW_NR,
 };
 
@@ -125,7 +126,8 @@ struct tui {
 	uint64_t last_key_ns;
 	bool rebuild_due; /* a tick passed while the user was typing */
 
-	struct src_view *src; /* Source view state (view_source.c), made on first use */
+	struct src_view *src;	    /* Source view state (view_source.c), made on first use */
+	struct causal_view *causal; /* Causal view state (view_causal.c), made on first use */
 
 	int err_pipe, saved_stderr;
 	char err_buf[1024];
@@ -183,6 +185,12 @@ void source_free(struct tui *t);
 void source_find(struct tui *t, bool next);
 void draw_source(struct tui *t, int y0, int h);
 int source_key(struct tui *t, int ch);
+
+/* view_causal.c */
+int tui_causal_command(struct tui *t, char *arg);
+void causal_free(struct tui *t);
+void draw_causal(struct tui *t, int y0, int h);
+int causal_key(struct tui *t, int ch);
 
 /* view_split.c */
 int diff_layout(struct tui *t);

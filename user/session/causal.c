@@ -59,6 +59,8 @@ int causal_wait(struct causal_ctx *x, uint64_t ns)
 		uint64_t now = lp_now_ns();
 		int err;
 
+		if (x->o->on_wait)
+			x->o->on_wait(x->o->wait_ctx);
 		if (*x->stop)
 			return -EINTR;
 		if (!daemon__targets_alive(x->d))

@@ -40,6 +40,10 @@ struct causal_opts {
 	double no_progress_s;	 /* a progress point silent this long is an error */
 	uint64_t seed;		 /* of the windows' order */
 	bool verbose;		 /* print every pair */
+	/* called at every poll of the daemon while the run waits (about every
+	 * 50 ms): the TUI draws and reads keys there; NULL for none */
+	void (*on_wait)(void *ctx);
+	void *wait_ctx;
 };
 
 /* One candidate: what was measured, or why it was skipped. */

@@ -1,0 +1,85 @@
+"""`:causal` in the terminal UI (issue 17), driven in tmux like a person.
+
+Ground truth from tests/workloads/tui_handler.c: one thread calls handle()
+back to back; every call does one UNIT of work() and one call in 32 also
+runs slow_path(), 50 UNITs. With handle() as the progress point, the time
+per point is all CPU on one thread, so the program's response to a
+function's speed is linear, and a 1% speedup of slow_path() saves 1% of
+its 50 of every 82 UNITs: impact 50/82 = 0.61, a little less once the
+progress point's own probes (a few % of a call) share the time. The check
+allows the run's own 95% interval widened by its width on each side.
+"""
+
+import re
+import time
+
+import pytest
+
+from test_tui import Tui, ensure_built
+
+TRUTH_LO, TRUTH_HI = 0.55, 50 / 82  # slow_path's impact, with and without probe costs
+
+
+@pytest.fixture
+def tui(tmp_path):
+    ensure_built()
+    t = Tui(tmp_path)
+    yield t
+    t.close()
+
+
+def causal_row(lines, name):
+    """(cpu %, impact, ci lo, ci hi, pairs, verdict) of a causal table row."""
+    for line in lines:
+        m = re.match(rf"\s*{name}\s+([\d.]+)%\s+([+-][\d.]+)\s+\[\s*([+-][\d.]+),\s*([+-][\d.]+)\]"
+                     r"\s+(\d+)\s+[\d.]+%\s+(.+?)\s*$", line)
+        if m:
+            return (float(m.group(1)), float(m.group(2)), float(m.group(3)),
+                    float(m.group(4)), int(m.group(5)), m.group(6))
+    return None
+
+
+def test_causal_command_runs_experiments_live(tui):
+    tui.start()
+    tui.command("causal handle slow_path -d 12")
+    tui.wait(lambda s: "causal: progress point 'handle'" in "\n".join(s), 30,
+             "the Causal view did not show the run")
+    s = tui.wait(lambda s: any("causal profile:" in l for l in s), 90,
+                 "the causal run did not finish")
+    row = causal_row(s, "slow_path")
+    assert row, "\n".join(s)
+    cpu, impact, lo, hi, pairs, verdict = row
+    w = hi - lo
+    print(f"\nslow_path: cpu {cpu}%, impact {impact:+.3f} [{lo:+.3f}, {hi:+.3f}], {pairs} pairs,"
+          f" {verdict}; truth {TRUTH_LO:.2f}-{TRUTH_HI:.2f}")
+    assert pairs >= 6
+    assert lo - w <= TRUTH_HI and TRUTH_LO <= hi + w, "\n".join(s)
+    # Sampling runs again after the experiments, and the candidate's probes
+    # are gone: the Latency view lists only the progress point.
+    tui.keys("1")
+    before = tui.wait(lambda s: "samples/s" in s[0], 5, "no status line")[0]
+    time.sleep(2.5)
+    rate = re.search(r"(\d+) samples/s", tui.screen()[0])
+    assert rate and int(rate.group(1)) > 0, before
+    tui.keys("3")
+    lat = tui.wait(lambda s: any("handle" in l for l in s[2:]), 10, "no latency view")
+    assert not any("slow_path" in l for l in lat[2:-2]), "\n".join(lat)
+    assert tui.alive()
+
+
+def test_causal_escape_stops_with_what_was_measured(tui):
+    tui.start()
+    tui.command("causal handle work,slow_path -d 120")
+    tui.wait(lambda s: any(re.match(r"work\s.*\d+ pairs\s+running", l) for l in s), 60,
+             "the experiments on work did not start")
+    time.sleep(2)
+    t0 = time.monotonic()
+    tui.keys("Escape")
+    s = tui.wait(lambda s: any("causal profile:" in l for l in s), 15,
+                 "Esc did not end the run")
+    took = time.monotonic() - t0
+    print(f"\nstopped {took:.1f} s after Esc")
+    assert causal_row(s, "work"), "\n".join(s)
+    assert any("slow_path" in l and "not measured" in l for l in s) or \
+        not causal_row(s, "slow_path"), "\n".join(s)
+    assert tui.alive()
