@@ -28,6 +28,15 @@ const volatile __u64 sample_bytes = 512 * 1024;
 /* -ln((i + 0.5) / LP_ALLOC_EXP_STEPS) scaled by 1024: quantiles of Exp(1). */
 const volatile __u32 exp_q[LP_ALLOC_EXP_STEPS] = {};
 
+/*
+ * What an allocator call's probes (entry and return) and a free's probe
+ * cost the calling thread, measured by alloc_cost.c once loaded (0 until
+ * then). Charged to the traced calls in flight, as the sampler charges its
+ * samples, so that their latencies stay net of liveprof's own work.
+ */
+__u64 charge_alloc_ns = 0;
+__u64 charge_free_ns = 0;
+
 struct thread_state {
 	__s64 countdown;
 	__u64 pending_size; /* sampled: size of the allocation in flight */
@@ -71,6 +80,17 @@ static __always_inline void count(__u32 k)
 		(*v)++;
 }
 
+static __always_inline void charge(__u64 ns)
+{
+	struct lp_thread_calls *tc;
+
+	if (!ns)
+		return;
+	tc = thread_calls_of(bpf_get_current_task_btf(), false);
+	if (tc && tc->depth)
+		tc->overhead_ns += ns;
+}
+
 static __always_inline __s64 next_countdown(void)
 {
 	__u32 i = bpf_get_prandom_u32() % LP_ALLOC_EXP_STEPS;
@@ -103,6 +123,7 @@ static __always_inline int on_alloc(__u64 size, __u64 memptr)
 	if (ts->depth++)
 		return 0;
 	count(LP_ALLOC_CNT_CALLS);
+	charge(charge_alloc_ns);
 	ts->countdown -= (__s64)size;
 	if (ts->countdown > 0)
 		return 0;
@@ -191,6 +212,7 @@ SEC("uprobe")
 int BPF_KPROBE(free_enter, __u64 ptr)
 {
 	count(LP_ALLOC_CNT_FREES);
+	charge(charge_free_ns);
 	on_free(ptr);
 	return 0;
 }
@@ -199,6 +221,7 @@ SEC("uprobe")
 int BPF_KPROBE(munmap_enter, __u64 addr)
 {
 	count(LP_ALLOC_CNT_FREES);
+	charge(charge_free_ns);
 	on_free(addr);
 	return 0;
 }

@@ -9,6 +9,7 @@ the number of samples of a site is binomial: the checks below are on those
 counts, at z = 3.89 (false-failure rate 1e-4 each).
 """
 
+import json
 import math
 import re
 import subprocess
@@ -173,3 +174,34 @@ def test_max_overhead_detaches_the_allocator_probes(liveprof, wl, tmp_path):
         s.stop()
     assert running, "the workload ended before the check: make it longer"
     assert before == after > 0
+
+
+def test_traced_latency_is_net_of_the_allocator_probes(liveprof, wl, tmp_path):
+    """small_buf() (handler.c alloc) is one malloc(4096) and one free: a few
+    hundred ns. The allocator probes add their measured cost to every call
+    (JSON "alloc": probe_cost_ns), about 10 us here. A traced call's latency
+    is net of liveprof's own work: the probes' cost is charged to the calls
+    around them, so small_buf()'s median stays a small part of that cost,
+    while --raw-latency shows all of it."""
+    def run(extra, name):
+        js = tmp_path / f"{name}.json"
+        r = subprocess.run([str(liveprof), "--no-tui", "-F", "19", "--alloc", "--trace",
+                            "small_buf", "-d", "3", "--json", str(js), *extra, "--",
+                            wl("handler"), "alloc", "5"], capture_output=True, text=True,
+                           timeout=120)
+        assert r.returncode == 0, r.stderr
+        doc = json.loads(js.read_text())
+        tr = [t for t in doc["traces"] if t["function"] == "small_buf"][0]
+        cost = doc["alloc"]["probe_cost_ns"]
+        return tr, cost["alloc"] + cost["free"]
+
+    net, charge = run([], "net")
+    raw, charge_raw = run(["--raw-latency"], "raw")
+    print(f"\nsmall_buf p50: {net['p50_ns']} ns net, {raw['p50_ns']} ns raw; "
+          f"probe cost per malloc+free {charge:.0f} / {charge_raw:.0f} ns "
+          f"({net['calls']} and {raw['calls']} calls)")
+    assert net["calls"] >= 1000 and raw["calls"] >= 1000
+    # the probes cost what was measured: the raw median holds it
+    assert raw["p50_ns"] >= 0.75 * charge_raw, (raw, charge_raw)
+    # and the net median does not
+    assert net["p50_ns"] <= 0.25 * charge, (net, charge)

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stddef.h>
+#include <jansson.h>
 #include "bpf/alloc.h"
 
 struct daemon;
@@ -76,6 +77,12 @@ void alloc__close(struct alloc_prof *a);
  * the profiles keep what they had
  */
 void alloc__tick(struct alloc_prof *a, uint64_t now_ns, double max_pct);
+
+/**
+ * alloc__json - {"calls", "frees", "sampled", "lost", "probe_cost_ns":
+ * {"alloc", "free"}, "overhead_pct", "detached"}; NULL on allocation failure
+ */
+json_t *alloc__json(const struct alloc_prof *a);
 
 /** alloc__cost - the probes' measured costs and their last estimate */
 const struct alloc_cost *alloc__cost(const struct alloc_prof *a);

@@ -11,7 +11,9 @@
  * preemption is not) with no probe, with free's, and with all of them.
  * The lower quartile of a few batches filters interrupts. Each second,
  * the calls the probes counted times those costs give the share of a CPU
- * the target spends in them.
+ * the target spends in them. The same costs are charged to the traced
+ * calls around each allocator call (bpf/alloc.bpf.c), which keeps their
+ * latencies, and so a split's classes, net of the allocator probes.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -97,6 +99,9 @@ int alloc_cost_measure(struct alloc_prof *a)
 	a->cost.free_ns = with_free > none ? with_free - none : 0;
 	a->cost.alloc_ns = with_all > with_free ? with_all - with_free : 0;
 	a->cost.measured = true;
+	/* from now on the traced calls around an allocation are charged */
+	sk->bss->charge_alloc_ns = (uint64_t)a->cost.alloc_ns;
+	sk->bss->charge_free_ns = (uint64_t)a->cost.free_ns;
 	lp_debug("--alloc probes cost %.0f ns per allocation, %.0f ns per free (malloc+free "
 		 "pairs: %.0f ns bare, %.0f with free's probe, %.0f with all)",
 		 a->cost.alloc_ns, a->cost.free_ns, none, with_free, with_all);
@@ -148,4 +153,18 @@ void alloc__tick(struct alloc_prof *a, uint64_t now_ns, double max_pct)
 const struct alloc_cost *alloc__cost(const struct alloc_prof *a)
 {
 	return &a->cost;
+}
+
+json_t *alloc__json(const struct alloc_prof *a)
+{
+	uint64_t c[LP_ALLOC_CNT_NR];
+
+	alloc__counters(a, c);
+	return json_pack("{s:I, s:I, s:I, s:I, s:{s:f, s:f}, s:f, s:b}", "calls",
+			 (json_int_t)c[LP_ALLOC_CNT_CALLS], "frees",
+			 (json_int_t)c[LP_ALLOC_CNT_FREES], "sampled",
+			 (json_int_t)c[LP_ALLOC_CNT_SAMPLED], "lost",
+			 (json_int_t)(c[LP_ALLOC_CNT_LOST] + c[LP_ALLOC_CNT_LIVE_FULL]),
+			 "probe_cost_ns", "alloc", a->cost.alloc_ns, "free", a->cost.free_ns,
+			 "overhead_pct", a->cost.est_pct, "detached", a->cost.detached);
 }

@@ -17,6 +17,7 @@
 #include "user/util/exit_codes.h"
 #include "user/util/log.h"
 #include "user/session/report.h"
+#include "user/session/alloc.h"
 #include "user/session/python_procs.h"
 #include "user/session/ruby_procs.h"
 #include "user/session/split.h"
@@ -353,6 +354,8 @@ static json_t *summary_json(struct daemon *d, struct profile *p, struct split_re
 		json_object_set_new(root, "traces", traces__json(d->traces));
 	if (r)
 		json_object_set_new(root, "split", split__json(r, 30));
+	if (d->alloc)
+		json_object_set_new(root, "alloc", alloc__json(d->alloc));
 	return root;
 }
 
