@@ -31,6 +31,9 @@ __u64 causal_delay_ns[LP_MAX_PROBES];
 __u64 causal_epoch = 0;	       /* bumped with every delay change: old debts lapse */
 __u64 causal_delayed_hits = 0; /* hits that waited, to check delays happen */
 __u64 causal_yielded_hits = 0; /* of those, cut short for the scheduler */
+/* Nanoseconds actually waited: debts that lapse at a window's end and the
+ * per-hit clamp make it differ from the delay asked for. */
+__u64 causal_waited_ns = 0;
 
 struct causal_debt {
 	__u64 epoch;
@@ -91,10 +94,11 @@ static __always_inline void causal_delay(__u32 probe_id)
 	 * the loop for the verifier, the clock or the scheduler ends it. */
 	bpf_loop(LP_CAUSAL_MAX_LOOPS, causal_spin_cb, &w, 0);
 	__sync_fetch_and_add(&causal_delayed_hits, 1);
+	d = bpf_ktime_get_ns();
+	__sync_fetch_and_add(&causal_waited_ns, d - now);
 	if (w.yielded) {
-		now = bpf_ktime_get_ns();
-		if (debt && w.end > now)
-			debt->ns = w.end - now;
+		if (debt && w.end > d)
+			debt->ns = w.end - d;
 		__sync_fetch_and_add(&causal_yielded_hits, 1);
 	}
 }

@@ -208,6 +208,8 @@ int bpf_session__set_causal_delay(struct bpf_session *s, uint32_t id, uint64_t n
 uint64_t bpf_session__causal_hits(struct bpf_session *s);
 /** bpf_session__causal_yields - of those, the ones cut short for the scheduler */
 uint64_t bpf_session__causal_yields(struct bpf_session *s);
+/** bpf_session__causal_waited_ns - nanoseconds the delayed hits really waited so far */
+uint64_t bpf_session__causal_waited_ns(struct bpf_session *s);
 
 /** bpf_session__nr_cpus - number of possible CPUs */
 int bpf_session__nr_cpus(struct bpf_session *s);

@@ -124,3 +124,8 @@ uint64_t bpf_session__causal_yields(struct bpf_session *s)
 {
 	return __atomic_load_n(&s->skel->bss->causal_yielded_hits, __ATOMIC_RELAXED);
 }
+
+uint64_t bpf_session__causal_waited_ns(struct bpf_session *s)
+{
+	return __atomic_load_n(&s->skel->bss->causal_waited_ns, __ATOMIC_RELAXED);
+}

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "user/session/bpf_session.h"
 #include "user/session/causal.h"
 #include "user/session/causal_internal.h"
 #include "user/session/daemon.h"
@@ -36,6 +37,7 @@ struct causal_win {
 	double cand_calls; /* calls of the candidate */
 	double cand_timed, cand_sum_ns;
 	double span_ns;
+	double waited_ns; /* delay really waited in the window (BPF's count) */
 };
 
 static uint64_t rng_next(uint64_t *s)
@@ -103,7 +105,7 @@ static int run_window(struct causal_ctx *x, const char *cand, uint64_t delay_ns,
 		      struct causal_win *w)
 {
 	struct trace_totals p0, p1, c0, c1;
-	uint64_t win = (uint64_t)(x->o->window_s * 1e9), t0, t1;
+	uint64_t win = (uint64_t)(x->o->window_s * 1e9), t0, t1, w0;
 	int i = daemon__find_trace(x->d, cand), err;
 
 	if (i < 0)
@@ -114,12 +116,14 @@ static int run_window(struct causal_ctx *x, const char *cand, uint64_t delay_ns,
 	if (err)
 		return err;
 	t0 = lp_now_ns();
+	w0 = bpf_session__causal_waited_ns(x->d->core.bpf);
 	if (causal_read_totals(x, point_spec(x->o), &p0) || causal_read_totals(x, cand, &c0))
 		return -ENOENT;
 	err = causal_wait(x, win);
 	if (err)
 		return err;
 	t1 = lp_now_ns();
+	w->waited_ns = (double)(bpf_session__causal_waited_ns(x->d->core.bpf) - w0);
 	if (causal_read_totals(x, point_spec(x->o), &p1) || causal_read_totals(x, cand, &c1))
 		return -ENOENT;
 	w->span_ns = (double)(t1 - t0);
@@ -220,8 +224,11 @@ static int run_pair(struct causal_ctx *x, struct causal_cand *c, struct cand_acc
 	c->frac_sum += frac;
 	c->rel_sum += del.cost / ctl.cost - 1;
 	if (x->o->verbose)
-		lp_info("causal: %s pair %d: cost %.0f -> %.0f ns, delay %.1f%%, impact %+.3f",
-			c->function, c->n_pairs, ctl.cost, del.cost, 100 * frac, imp);
+		lp_info("causal: %s pair %d: cost %.0f -> %.0f ns, delay %.1f%% (waited %.0f%% of "
+			"it), impact %+.3f",
+			c->function, c->n_pairs, ctl.cost, del.cost, 100 * frac,
+			del.cand_calls > 0 ? 100 * del.waited_ns / del.cand_calls / c->delay_ns : 0,
+			imp);
 	return 0;
 }
 
