@@ -275,7 +275,12 @@ def test_no_probe_left_after_exit(how, procs, liveprof, wl, tmp_path, h):
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert h.wait_sampling(lp), "liveprof never started"
-        time.sleep(1.0)  # traces are attached right after the sampler
+        # The trace is attached after the sampler: its entry and return
+        # probes are two more perf_event fds (seconds later under load).
+        probes = os.cpu_count() + 2
+        assert h.wait_for(lambda: h.perf_event_fds(lp.pid) >= probes, 60), \
+            "the trace of tick was never attached"
+        time.sleep(0.2)
         ours = h.prog_ids_of(lp.pid)
         t0 = time.monotonic()
         time.sleep(1.0)
