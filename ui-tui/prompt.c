@@ -115,7 +115,8 @@ static void complete(struct tui *t, struct prompt *p)
 		for (int i = 0; tr && i < traces__count(tr) && n < MAX_COMPLETIONS; i++)
 			if (!strncmp(traces__info(tr, i)->spec, word, strlen(word)))
 				cands[n++] = traces__info(tr, i)->spec;
-	} else if (!strcmp(first, "trace") || !strcmp(first, "split")) {
+	} else if (!strcmp(first, "trace") || !strcmp(first, "split") ||
+		   !strcmp(first, "causal")) {
 		n = daemon__complete(t->d, word, cands, MAX_COMPLETIONS);
 	}
 	if (!n) {
