@@ -98,6 +98,9 @@ struct lp_frame_state {
 #define LP_FS_SAMPLED  (1u << 0) /* a sample was taken inside this call */
 #define LP_FS_LINE_HIT (1u << 1) /* the --when line was hit inside this call */
 #define LP_FS_HAS_BY   (1u << 2)
+/* A USDT entry/return pair (usdt.bpf.h): no stack slot, so sp is 0 and
+ * the stack-pointer rules that drop stale frames do not apply to it. */
+#define LP_FS_USDT (1u << 3)
 
 /*
  * A thread's traced calls in flight, in its task-local storage: no hash
@@ -167,6 +170,14 @@ struct {
 	__type(key, struct lp_by_key);
 	__type(value, __u64);
 } by_hist SEC(".maps");
+
+/* USDT pairs filtered by strings (rb:Class#method): liveprof.h. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, LP_MAX_PROBES);
+	__type(key, struct lp_str_key);
+	__type(value, __u8);
+} str_match SEC(".maps");
 
 /*
  * Wake the daemon only once this many bytes are waiting (set by the
