@@ -85,8 +85,7 @@ void traces_measure_pending(struct traces *t)
 		tr->cost_pending = false;
 		cost = traces_class_cost(t, tr->insn_class, true);
 		tr->cfg.cost_ns = cost->cost_ns;
-		if (!tr->usdt) /* a USDT pair keeps its latency raw: traces_usdt.c */
-			tr->cfg.self_ns = cost->self_ns;
+		tr->cfg.self_ns = cost->self_ns;
 		tr->info.probe_cost_ns = cost->cost_ns;
 		bpf_session__set_probe(t->c->bpf, tr->ids[0], &tr->cfg, NULL, 0);
 	}

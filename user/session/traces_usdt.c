@@ -252,25 +252,20 @@ static int site_progs(struct trace *tr, const char *path, const struct usdt_note
 	return 0;
 }
 
-/* What the first site of a pair costs per call: its entry+return calibration. */
-static void pair_cost(struct traces *t, struct trace *tr, const char *path, uint64_t offset,
-		      struct lp_probe_cfg *cfg)
+/*
+ * What a pair's probes cost the calls around it is not charged: the
+ * calibration (traces_cost.c) times an entry + uretprobe pair at a
+ * function's entry, not two uprobes on nops, and charging it made an
+ * outer Ruby method 0 ns (10 us taken off per nested traced call). A
+ * pair's latency is net of the samples taken in it only. The first
+ * site's class is still what -v and the JSON report.
+ */
+static void pair_class(struct traces *t, struct trace *tr, const char *path, uint64_t offset)
 {
-	const struct probe_cost *cost;
-
 	tr->insn_class = traces_site_class(path, offset);
 	tr->info.insn_class = probe_insn_class_name(tr->insn_class);
-	cost = traces_class_cost(t, tr->insn_class, false);
-	if (cost) {
-		/* Calibrated on an entry + uretprobe pair, not two uprobes on
-		 * nops: good enough to charge the calls around this one, but
-		 * its own latency is kept raw (self_ns 0) rather than take off
-		 * a cost that is not its own (-12 us on 200 us calls here). */
-		cfg->cost_ns = cost->cost_ns;
-		tr->info.probe_cost_ns = cost->cost_ns;
-	} else {
-		tr->cost_pending = true; /* measured at the next tick */
-	}
+	/* for the cost% estimate: two single-stepped hits at most */
+	tr->info.probe_cost_ns = traces_class_cost(t, PIC_STEPPED, true)->cost_ns;
 }
 
 /* One probe id per site, configured once (the first process). */
@@ -308,7 +303,7 @@ static int configure_sites(struct traces *t, struct trace *tr, const struct usdt
 			cfg.flags = LP_PCF_EMIT_VALUES;
 		}
 		if (i == 0 && pair) {
-			pair_cost(t, tr, loc->attach_path, nt->offset, &cfg);
+			pair_class(t, tr, loc->attach_path, nt->offset);
 			tr->cfg = cfg;
 		}
 		if (!r)
