@@ -255,6 +255,8 @@ int split__compute(struct split *s, bool window, bool use_weight, struct split_r
 		}
 	}
 	r->function = traces__info(s->traces, ti)->func;
+	r->frame = traces__info(s->traces, ti)->frame ? traces__info(s->traces, ti)->frame
+						       : r->function;
 	r->held = s->held_entries;
 	r->orphans = s->orphans;
 	r->dropped = s->dropped;
@@ -314,6 +316,8 @@ int split__compute_range(struct split *s, uint64_t since_ns, uint64_t until_ns,
 	if (ti < 0)
 		return -ENOENT;
 	r->function = traces__info(s->traces, ti)->func;
+	r->frame = traces__info(s->traces, ti)->frame ? traces__info(s->traces, ti)->frame
+						       : r->function;
 	r->percentile = s->pct;
 	r->alpha = split_alpha(s);
 	r->threshold_ns = traces__percentile(s->traces, ti, s->pct, false);

@@ -35,6 +35,7 @@ struct trace_info {
 	int id;		  /* probe id */
 	const char *spec; /* as the user wrote it */
 	const char *func; /* resolved function (or file:line) */
+	const char *frame; /* the stack frame its calls stand in, when not func (USDT pairs) */
 	const char *binary;
 	enum trace_kind kind;
 	int n_sites;

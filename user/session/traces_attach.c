@@ -433,6 +433,7 @@ int traces__add_by(struct traces *t, const char *spec, const char *by, char *err
 	tr->info.spec = tr->spec_text;
 	tr->info.func = tr->func_name ? tr->func_name : tr->spec_text;
 	tr->info.binary = tr->binary ? tr->binary : tr->spec.binary;
+	tr->info.frame = tr->frame_name;
 	/* an offset is a hit counter like a line: no return probe, no latency */
 	tr->info.kind =
 		tr->spec.kind == PROBE_SPEC_LINE || tr->spec.has_offset ? TRACE_LINE : TRACE_FUNC;

@@ -43,6 +43,7 @@ struct trace {
 	struct usdt_spec *usdt;	   /* a usdt: or rb: spec, NULL otherwise */
 	char rb_class[LP_STR_LEN]; /* rb:Class#method: the pair's strings */
 	char rb_method[LP_STR_LEN];
+	char *frame_name; /* USDT pair: the function of its entry site (rb: the method) */
 	int ids[MAX_IDS_PER_TRACE];
 	int n_ids;
 	int *links; /* bpf_session attach handles */

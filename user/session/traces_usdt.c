@@ -81,6 +81,8 @@ void traces_usdt_free(struct traces *t, struct trace *tr)
 						   tr->rb_method, false);
 	free(tr->usdt);
 	tr->usdt = NULL;
+	free(tr->frame_name);
+	tr->frame_name = NULL;
 }
 
 /* The probe sites of one spec in one file. */
@@ -351,6 +353,28 @@ static int attach_sites(struct traces *t, struct trace *tr, const struct usdt_si
 	return 0;
 }
 
+/*
+ * The stack frame a pair's calls stand in, for the split: Ruby's frames
+ * are named by their method (its label, not qualified by class); a C
+ * program's pair by the function that holds its entry probe.
+ */
+static char *pair_frame(const struct trace *tr, const char *path, uint64_t vaddr)
+{
+	struct elf_symtab *st = NULL;
+	const struct elf_sym *sym;
+	char *name = NULL;
+
+	if (tr->rb_class[0])
+		return strdup(tr->rb_method);
+	if (elf_symtab__open_path(path, &st))
+		return NULL;
+	sym = elf_symtab__lookup(st, vaddr);
+	if (sym && sym->name)
+		name = strdup(sym->name);
+	elf_symtab__free(st);
+	return name;
+}
+
 int traces_usdt_attach_in(struct traces *t, struct trace *tr, int pid, char *err, size_t errlen)
 {
 	struct binary_loc loc;
@@ -379,6 +403,12 @@ int traces_usdt_attach_in(struct traces *t, struct trace *tr, int pid, char *err
 		if (!tr->binary)
 			tr->binary = strdup(loc.mapped_path);
 		tr->info.n_sites = s.n_entry;
+		if (tr->rb_class[0] && !tr->frame_name)
+			lp_info("note: '%s': Ruby 3.1 fires method__entry/return for Ruby methods "
+				"only while the process has a TracePoint for :call/:return enabled",
+				tr->spec_text);
+		if (!tr->frame_name && tr->usdt->ret_name[0])
+			tr->frame_name = pair_frame(tr, loc.attach_path, s.notes[s.idx[0]].vaddr);
 		tr->pending = false;
 	}
 	free(s.notes);
