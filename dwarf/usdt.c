@@ -342,6 +342,10 @@ int usdt_site_is_nop(const char *path, uint64_t offset)
 static int parse_selection(char *list, struct usdt_spec *out, const char *text, char *err,
 			   size_t errlen)
 {
+	if (!*list) {
+		out->no_values = true; /* "()": counts (and latency) alone */
+		return 0;
+	}
 	for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
 		char *end;
 		long i;

@@ -54,12 +54,14 @@ struct usdt_spec {
 	char name[USDT_NAME_MAX];     /* the probe, or the entry probe of a pair */
 	char ret_name[USDT_NAME_MAX]; /* the return probe of a pair, "" for none */
 	int n_sel;		      /* arguments asked for; 0: every one (at most 6) */
+	bool no_values;		      /* "()": none */
 	int sel[6];		      /* their indices */
 	bool sel_str[6];	      /* read as a C string */
 };
 
 /**
- * usdt_spec_parse - parse "usdt:[BIN:]PROVIDER:NAME[,RETURN][(argN[:str], ...)]"
+ * usdt_spec_parse - parse "usdt:[BIN:]PROVIDER:NAME[,RETURN][(argN[:str], ...)]";
+ * "()" asks for no values
  * @text: the spec, with its "usdt:" prefix
  * @out: filled on success
  * @err: message on failure

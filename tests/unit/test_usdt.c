@@ -46,16 +46,19 @@ UNIT_TEST(spec_forms)
 	CHECK(u.sel_str[0]);
 	CHECK_EQ_INT(u.sel[1], 3);
 	CHECK(!u.sel_str[1]);
+
+	CHECK_EQ_INT(usdt_spec_parse("usdt:lpw:a,b()", &u, err, sizeof(err)), 0);
+	CHECK(u.no_values);
+	CHECK_EQ_INT(u.n_sel, 0);
+	CHECK_STR(u.ret_name, "b");
 }
 
 UNIT_TEST(spec_errors)
 {
 	static const char *const bad[] = {
-		"usdt:",	   "usdt:lpw",
-		"usdt::tick",	   "usdt:lpw:",
-		"usdt:lpw:a,",	   "usdt:lpw:a(x)",
-		"usdt:lpw:a(arg0", "usdt:lpw:a(arg12)",
-		"usdt:lpw:a()",	   "usdt:lpw:a(arg0:int)",
+		"usdt:",	   "usdt:lpw",		"usdt::tick",
+		"usdt:lpw:",	   "usdt:lpw:a,",	"usdt:lpw:a(x)",
+		"usdt:lpw:a(arg0", "usdt:lpw:a(arg12)", "usdt:lpw:a(arg0:int)",
 	};
 	struct usdt_spec u;
 	char err[512];

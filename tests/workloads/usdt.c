@@ -12,7 +12,8 @@
  *   lpw:expensive(v, n)             only if its semaphore is set: the
  *                                   argument is computed only then
  * and prints "computed N" at the end: the rounds that saw the semaphore
- * set (0 when nothing traces lpw:expensive).
+ * set (0 when nothing traces lpw:expensive), then "elapsed US" (the
+ * rounds' wall time: with no busy wait, what the probes cost per round).
  */
 #define _SDT_HAS_SEMAPHORES 1
 #include <stdio.h>
@@ -62,6 +63,7 @@ int main(int argc, char **argv)
 {
 	long rounds = argc > 1 ? atol(argv[1]) : 3000, computed = 0;
 	double fast = argc > 2 ? atof(argv[2]) : 200, slow = argc > 3 ? atof(argv[3]) : 2000;
+	double t0;
 
 	/* BPF cannot fault a page in: touch the strings' page, which only
 	 * their pointers would otherwise reach, so that the first read of
@@ -70,6 +72,7 @@ int main(int argc, char **argv)
 		;
 	for (const char *volatile p = "beta"; *p; p++)
 		;
+	t0 = now_us();
 	for (long i = 0; i < rounds; i++) {
 		volatile long mem = 7 * (i % 4);
 		int slow_call = i % 10 == 9;
@@ -92,5 +95,6 @@ int main(int argc, char **argv)
 		}
 	}
 	printf("computed %ld\n", computed);
+	printf("elapsed %.0f\n", now_us() - t0);
 	return 0;
 }

@@ -104,7 +104,8 @@ static void print_summary_row(FILE *f, const struct trace *tr, const struct trac
 				tr->spec_text, s->untimed, LP_MAX_DEPTH);
 	}
 	if (tr->pending)
-		fprintf(f, "    (waiting for '%s' to be loaded)\n", tr->spec.binary);
+		fprintf(f, "    (waiting for '%s' to be loaded)\n",
+			tr->usdt ? tr->usdt->binary : tr->spec.binary);
 }
 
 static void print_latency_histogram(struct traces *t, int i, FILE *f)

@@ -229,7 +229,7 @@ static int site_progs(struct trace *tr, const char *path, const struct usdt_note
 		*n_progs = 2;
 		return 0;
 	}
-	if (is_ret)
+	if (is_ret || u->no_values)
 		return 0;
 	want = u->n_sel ? u->n_sel : (n < LP_MAX_VALUES ? n : LP_MAX_VALUES);
 	for (int i = 0; i < want; i++) {
