@@ -119,6 +119,26 @@ static void print_latency_histogram(struct traces *t, int i, FILE *f)
 	free(h);
 }
 
+int traces__values(struct traces *t, int i, int k, const char **expr, struct trace_value_row *rows,
+		   int max)
+{
+	struct value_stats *vs;
+	int n = 0;
+
+	if (!t || i < 0 || i >= t->n || k < 0)
+		return -1;
+	if (k >= t->v[i]->n_values)
+		return -1;
+	vs = &t->v[i]->values[k];
+	*expr = vs->expr;
+	qsort(vs->vals, vs->n, sizeof(*vs->vals), cmp_value_count);
+	for (size_t j = 0; j < vs->n && n < max; j++, n++) {
+		rows[n].text = vs->vals[j].text;
+		rows[n].count = vs->vals[j].count;
+	}
+	return n;
+}
+
 /* The most frequent values of each value expression of @tr. */
 static void print_values(struct trace *tr, FILE *f)
 {
