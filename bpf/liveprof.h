@@ -322,6 +322,12 @@ struct lp_probe_cfg {
 	 */
 	__u32 pair_id;
 	__u32 reserved;
+	/*
+	 * A USDT site: its link-time address. The module's load bias is then
+	 * the hit's ip minus this, known at every hit: module_bias is not
+	 * known when a launched command is probed before its exec.
+	 */
+	__u64 site_vaddr;
 };
 
 #define LP_PCF_EMIT_VALUES (1u << 0) /* send an LP_EV_HIT with the values of every hit */
@@ -451,7 +457,7 @@ LP_ASSERT_SIZE(struct lp_rb_cfg, 32);
 LP_ASSERT_SIZE(struct lp_call_end, 64);
 LP_ASSERT_SIZE(struct lp_fetch_op, 16);
 LP_ASSERT_SIZE(struct lp_fetch_prog, 8 + 16 * LP_MAX_FETCH_OPS);
-LP_ASSERT_SIZE(struct lp_probe_cfg, 56);
+LP_ASSERT_SIZE(struct lp_probe_cfg, 64);
 LP_ASSERT_SIZE(struct lp_probe_stats, 32);
 LP_ASSERT_SIZE(struct lp_value, 8 + LP_STR_LEN);
 LP_ASSERT_AT(struct lp_hit, values, 56);

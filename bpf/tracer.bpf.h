@@ -40,6 +40,12 @@ static __always_inline __u64 call_id_of(__u32 tid, const struct lp_frame_state *
 	return ((__u64)tid << 32) | fs->seq;
 }
 
+/* The probed module's load bias for this hit (liveprof.h, site_vaddr). */
+static __always_inline __u64 probe_bias(const struct pt_regs *ctx, const struct lp_probe_cfg *cfg)
+{
+	return cfg->site_vaddr ? ctx->ip - cfg->site_vaddr : cfg->module_bias;
+}
+
 /* A call that cannot be timed is still counted, beside the histogram. */
 static __always_inline void count_untimed(__u32 probe_id)
 {
@@ -159,10 +165,10 @@ static __always_inline void push_call(struct pt_regs *ctx, struct lp_thread_call
 	if (cfg->n_values) {
 		if (cfg->flags & LP_PCF_EMIT_VALUES)
 			lp_emit_values(ctx, site_id, VALUES_RANGE(0, cfg->n_values, 0),
-				       cfg->module_bias, call_id_of((__u32)id, fs));
+				       probe_bias(ctx, cfg), call_id_of((__u32)id, fs));
 		if (cfg->by_index >= 0 && cfg->by_index < LP_MAX_VALUES) {
 			fs->by_value = lp_fetch_value(ctx, site_id * LP_MAX_VALUES + cfg->by_index,
-						      cfg->module_bias);
+						      probe_bias(ctx, cfg));
 			fs->flags |= LP_FS_HAS_BY;
 		}
 	}
@@ -379,8 +385,8 @@ int BPF_KPROBE(lp_line_hit)
 		}
 	}
 	if (cfg->n_values && (cfg->flags & LP_PCF_EMIT_VALUES))
-		lp_emit_values(ctx, probe_id, VALUES_RANGE(0, cfg->n_values, 0), cfg->module_bias,
-			       0);
+		lp_emit_values(ctx, probe_id, VALUES_RANGE(0, cfg->n_values, 0),
+			       probe_bias(ctx, cfg), 0);
 	return 0;
 }
 

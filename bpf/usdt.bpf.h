@@ -58,7 +58,7 @@ static __always_inline struct lp_probe_cfg *usdt_cfg(struct pt_regs *ctx, __u32 
 	cfg = bpf_map_lookup_elem(&probes, &probe_id);
 	if (!cfg)
 		return NULL;
-	if ((cfg->flags & LP_PCF_STR_MATCH) && !lp_usdt_match(ctx, probe_id, cfg->module_bias))
+	if ((cfg->flags & LP_PCF_STR_MATCH) && !lp_usdt_match(ctx, probe_id, probe_bias(ctx, cfg)))
 		return NULL;
 	return cfg;
 }

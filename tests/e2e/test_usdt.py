@@ -40,7 +40,7 @@ def test_untraced_semaphore_is_off(wl):
 
 def test_counts_values_and_pair(run_lp, wl):
     n = ROUNDS
-    specs = ["usdt:lpw:tick", "usdt:lpw:mem", "usdt:lpw:name(arg0:str)",
+    specs = ["usdt:lpw:tick", "usdt:lpw:mem", "usdt:lpw:name(arg0:str)", "usdt:lpw:global",
              "usdt:lpw:expensive", "usdt:lpw:req__start,req__done"]
     args = ["-F", "49"]
     for s in specs:
@@ -57,6 +57,11 @@ def test_counts_values_and_pair(run_lp, wl):
     mem = r.trace("usdt:lpw:mem")  # "-8@-56(%rbp)"
     assert mem["calls"] == n
     assert values_of(mem, "arg0") == {str(7 * k): n // 4 for k in range(4)}
+
+    # "-8@g_rounds(%rip)": the round number, 1..n, each once; the probes
+    # went in before the exec, when the PIE's load bias was not known yet
+    glob = values_of(r.trace("usdt:lpw:global"), "arg0")
+    assert set(glob.values()) == {1} and all(1 <= int(v) <= n for v in glob), glob
 
     name = r.trace("usdt:lpw:name(arg0:str)")
     assert values_of(name, "arg0:str") == {'"alpha"': n // 2, '"beta"': n // 2}

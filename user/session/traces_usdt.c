@@ -296,6 +296,7 @@ static int configure_sites(struct traces *t, struct trace *tr, const struct usdt
 		if (r)
 			return r;
 		cfg.pair_id = (uint32_t)tr->ids[0];
+		cfg.site_vaddr = nt->vaddr;
 		if (tr->rb_class[0]) {
 			cfg.flags = LP_PCF_STR_MATCH;
 			r = bpf_session__set_str_match(t->c->bpf, id, tr->rb_class, tr->rb_method,
