@@ -47,20 +47,24 @@ __noinline int lp_usdt_match(struct pt_regs *ctx, __u32 probe_id, __u64 bias)
 	return bpf_map_lookup_elem(&str_match, &key) != NULL;
 }
 
-/* The probe's configuration if this hit is one to time, else NULL. */
-static __always_inline struct lp_probe_cfg *usdt_cfg(struct pt_regs *ctx, __u32 probe_id,
-						     __u32 tgid)
+/*
+ * The site's configuration if this hit is one to time, else NULL; then
+ * *@tc is the thread's calls in flight (created at an entry: @create).
+ */
+static __always_inline struct lp_probe_cfg *usdt_cfg(struct pt_regs *ctx, __u32 site_id, __u32 tgid,
+						     bool create, struct lp_thread_calls **tc)
 {
 	struct lp_probe_cfg *cfg;
 
 	if ((filter_all && tgid == self_tgid) || is_paused())
 		return NULL;
-	cfg = bpf_map_lookup_elem(&probes, &probe_id);
+	cfg = bpf_map_lookup_elem(&probes, &site_id);
 	if (!cfg)
 		return NULL;
-	if ((cfg->flags & LP_PCF_STR_MATCH) && !lp_usdt_match(ctx, probe_id, probe_bias(ctx, cfg)))
+	if ((cfg->flags & LP_PCF_STR_MATCH) && !lp_usdt_match(ctx, site_id, probe_bias(ctx, cfg)))
 		return NULL;
-	return cfg;
+	*tc = thread_calls_of(bpf_get_current_task_btf(), create);
+	return *tc ? cfg : NULL;
 }
 
 /*
@@ -71,17 +75,13 @@ SEC("uprobe")
 int BPF_KPROBE(lp_usdt_entry)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	__u32 site_id = (__u32)bpf_get_attach_cookie(ctx), probe_id;
-	struct lp_probe_cfg *cfg = usdt_cfg(ctx, site_id, id >> 32);
-	struct lp_thread_calls *tc;
-	__u32 d;
+	__u32 site_id = (__u32)bpf_get_attach_cookie(ctx), probe_id, d;
+	struct lp_thread_calls *tc = NULL;
+	struct lp_probe_cfg *cfg = usdt_cfg(ctx, site_id, id >> 32, true, &tc);
 
-	if (!cfg)
+	if (!cfg || !tc)
 		return 0;
 	probe_id = cfg->pair_id;
-	tc = thread_calls_of(bpf_get_current_task_btf(), true);
-	if (!tc)
-		return 0;
 	d = tc->depth;
 	if (d >= LP_MAX_DEPTH) {
 		count_untimed(probe_id);
@@ -98,18 +98,14 @@ int BPF_KPROBE(lp_usdt_return)
 {
 	__u64 now = bpf_ktime_get_ns();
 	__u64 id = bpf_get_current_pid_tgid();
-	__u32 site_id = (__u32)bpf_get_attach_cookie(ctx), probe_id;
-	struct lp_probe_cfg *cfg = usdt_cfg(ctx, site_id, id >> 32);
-	struct lp_thread_calls *tc;
+	__u32 site_id = (__u32)bpf_get_attach_cookie(ctx), probe_id, d, k, top;
+	struct lp_thread_calls *tc = NULL;
+	struct lp_probe_cfg *cfg = usdt_cfg(ctx, site_id, id >> 32, false, &tc);
 	struct lp_frame_state *fs;
-	__u32 d, k, top;
 
-	if (!cfg)
+	if (!cfg || !tc)
 		return 0;
 	probe_id = cfg->pair_id;
-	tc = thread_calls_of(bpf_get_current_task_btf(), false);
-	if (!tc)
-		return 0;
 	top = tc->depth;
 	if (top > LP_MAX_DEPTH)
 		top = LP_MAX_DEPTH;

@@ -1,12 +1,12 @@
 """--trace rb:Class#method and --split rb:Class#method@p95 (issue 15), on
 Debian's ruby 3.1 through libruby's method__entry/method__return USDT probes.
 
-Ground truth: tests/workloads/ruby/rb_handler.rb. Handler#call(i) busy-waits
-100 + (37 i mod 400) us, and one call in 50 (i % 50 == 49) also runs
-slow_extra, a busy wait of SLOW_US: slow_extra is called exactly once per
-50 calls, its calls last at least SLOW_US, and every sample inside it is in
-a call above the p95 threshold (2% of the calls are that long, the rest
-under 500 us unless the VM preempts them). The workload enables an empty
+Ground truth: tests/workloads/ruby/rb_handler.rb. Handler#call(i) spins
+100 + (37 i mod 400) us of CPU time, and one call in 50 (i % 50 == 49) also
+runs slow_extra, SLOW_US (30 ms) of CPU time: slow_extra is called exactly
+once per 50 calls, its calls last at least SLOW_US, and every sample inside
+it is in a call above the p95 threshold (2% of the calls are that long; the
+others only if kept waiting 29.5 ms). The workload enables an empty
 TracePoint(:call, :return): without one, Ruby 3.1 never fires the probes
 for Ruby methods (rb_shares.rb, which has none, shows it).
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 RB = HERE.parent / "workloads" / "ruby"
 RUBY = "/usr/bin/ruby"
-SLOW_US = 3000
+SLOW_US = 30000
 BUCKET = 0.016  # a latency is a histogram bucket's middle: within 1.6%
 
 
