@@ -77,6 +77,7 @@ struct traces {
 	struct probe_cost cost[PIC_NR]; /* per class of first instruction, measured once */
 	bool cost_tried[PIC_NR];
 	uint64_t last_tick_ns;
+	bool rb_noted; /* the TracePoint note of rb: traces was printed */
 };
 
 struct binary_loc {
@@ -126,9 +127,17 @@ int traces_resolve_bare(struct trace *tr, int pid, int main_r, struct binary_loc
 			struct probe_target *pt, char *err, size_t errlen);
 
 /* traces_usdt.c */
+/* Is @spec a usdt: or rb: spec (traces_usdt.c handles it, not dwarf/'s resolver)? */
 bool traces_usdt_is_spec(const char *spec);
+/* Parse @spec into @tr->usdt (allocated; rb: fills the libruby pair): 0 or -errno, @err set. */
 int traces_usdt_parse(struct trace *tr, const char *spec, char *err, size_t errlen);
+/*
+ * Find @tr's probe sites in @pid's file, configure them (once) and attach
+ * them with their semaphores: 0 (also when the library is not mapped
+ * yet: @tr is then pending), or -errno with @err set.
+ */
 int traces_usdt_attach_in(struct traces *t, struct trace *tr, int pid, char *err, size_t errlen);
+/* Forget @tr's string filters and what traces_usdt_parse() allocated. */
 void traces_usdt_free(struct traces *t, struct trace *tr);
 
 /* traces_cost.c */

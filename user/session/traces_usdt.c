@@ -404,10 +404,13 @@ int traces_usdt_attach_in(struct traces *t, struct trace *tr, int pid, char *err
 		if (!tr->binary)
 			tr->binary = strdup(loc.mapped_path);
 		tr->info.n_sites = s.n_entry;
-		if (tr->rb_class[0] && !tr->frame_name)
+		if (tr->rb_class[0] && !t->rb_noted) {
+			/* once per session: it holds for every rb: trace */
+			t->rb_noted = true;
 			lp_info("note: '%s': Ruby 3.1 fires method__entry/return for Ruby methods "
 				"only while the process has a TracePoint for :call/:return enabled",
 				tr->spec_text);
+		}
 		if (!tr->frame_name && tr->usdt->ret_name[0])
 			tr->frame_name = pair_frame(tr, loc.attach_path, s.notes[s.idx[0]].vaddr);
 		tr->pending = false;
