@@ -337,7 +337,7 @@ struct lp_probe_cfg {
 /*
  * Key of map "str_match": a USDT pair with LP_PCF_STR_MATCH times a hit
  * only if the C strings its fetch programs 0 and 1 read (zero-padded,
- * LP_STR_LEN - 1 bytes at most) are a key with its probe id: Ruby's
+ * LP_STR_LEN - 2 bytes at most) are a key with its probe id: Ruby's
  * method__entry/return carry the class and the method name.
  */
 struct lp_str_key {

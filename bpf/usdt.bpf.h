@@ -41,8 +41,10 @@ __noinline int lp_usdt_match(struct pt_regs *ctx, __u32 probe_id, __u64 bias)
 	if (run_fetch(&fr, probe_id * LP_MAX_VALUES + 1, bias, &v))
 		return 0;
 	__builtin_memcpy(key.b, v.str, LP_STR_LEN);
-	/* a name of LP_STR_LEN bytes or more was cut: never a match */
-	if (key.a[LP_STR_LEN - 1] || key.b[LP_STR_LEN - 1])
+	/* The read keeps LP_STR_LEN - 1 bytes and a NUL: a name that long
+	 * may have been cut, and the names asked for are shorter (a cut
+	 * name must not match by its prefix). */
+	if (key.a[LP_STR_LEN - 2] || key.b[LP_STR_LEN - 2])
 		return 0;
 	return bpf_map_lookup_elem(&str_match, &key) != NULL;
 }

@@ -142,7 +142,7 @@ def test_bad_specs_exit_8(run_lp, wl):
         ("usdt:lpw", "bad USDT spec", wl("usdt")),
         ("usdt:lpw:tick(arg9)", "has no arg9", wl("usdt")),
         ("rb:Handler", "expected rb:Class#method", wl("usdt")),
-        ("rb:H#" + "m" * 40, "at most 31 bytes", wl("usdt")),
+        ("rb:H#" + "m" * 31, "at most 30 bytes", wl("usdt")),
     ]
     for spec, msg, cmd in cases:
         r = run_lp(["--trace", spec, "--", cmd, "10", "1", "1"], json_out=False, folded=False)

@@ -124,7 +124,7 @@ int bpf_session__attach_uprobe_sema(struct bpf_session *s, enum bpf_probe_prog p
 
 /**
  * bpf_session__set_str_match - let USDT pair @id time the hits whose two
- * strings are @a and @b (each shorter than LP_STR_LEN), or forget them
+ * strings are @a and @b (each shorter than LP_STR_LEN - 1), or forget them
  * when @on is false
  *
  * Return: 0, -ENAMETOOLONG, or a negative errno from the map.

@@ -97,7 +97,7 @@ int bpf_session__set_str_match(struct bpf_session *s, uint32_t id, const char *a
 	struct lp_str_key key = {.probe_id = id};
 	uint8_t one = 1;
 
-	if (strlen(a) >= LP_STR_LEN || strlen(b) >= LP_STR_LEN)
+	if (strlen(a) >= LP_STR_LEN - 1 || strlen(b) >= LP_STR_LEN - 1)
 		return -ENAMETOOLONG;
 	memcpy(key.a, a, strlen(a));
 	memcpy(key.b, b, strlen(b));

@@ -45,11 +45,12 @@ static int parse_rb(struct trace *tr, const char *spec, char *err, size_t errlen
 		lp_errf(err, errlen, "bad Ruby spec '%s': expected rb:Class#method", spec);
 		return -EINVAL;
 	}
-	/* BPF compares LP_STR_LEN - 1 bytes: a longer name would match by prefix */
-	if (nc >= LP_STR_LEN || nm >= LP_STR_LEN) {
+	/* BPF reads LP_STR_LEN - 1 bytes of a name: one of that length may
+	 * have been cut, so it takes only shorter ones (usdt.bpf.h) */
+	if (nc >= LP_STR_LEN - 1 || nm >= LP_STR_LEN - 1) {
 		lp_errf(err, errlen,
 			"'%s': class and method names of at most %d bytes are supported", spec,
-			LP_STR_LEN - 1);
+			LP_STR_LEN - 2);
 		return -ENAMETOOLONG;
 	}
 	memcpy(tr->rb_class, cls, nc);
