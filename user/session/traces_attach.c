@@ -440,7 +440,9 @@ int traces__add_by(struct traces *t, const char *spec, const char *by, char *err
 	if (tr->usdt) /* a USDT probe alone counts hits; a pair is timed */
 		tr->info.kind = tr->usdt->ret_name[0] ? TRACE_FUNC : TRACE_LINE;
 	if (tr->info.kind == TRACE_LINE) /* an entry probe alone, a single-stepped one at worst */
-		tr->info.probe_cost_ns = traces_class_cost(t, PIC_STEPPED, true)->cost_ns / 2;
+		tr->info.probe_cost_ns =
+			traces_class_cost(t, tr->usdt ? PIC_USDT_PAIR : PIC_STEPPED, true)->cost_ns /
+			2;
 	if (!tr->n_ids) {
 		/* pending: reserve the id now so it is stable */
 		int id = traces_alloc_id(t);

@@ -256,19 +256,25 @@ static int site_progs(struct trace *tr, const char *path, const struct usdt_note
 }
 
 /*
- * What a pair's probes cost the calls around it is not charged: the
- * calibration (traces_cost.c) times an entry + uretprobe pair at a
- * function's entry, not two uprobes on nops, and charging it made an
- * outer Ruby method 0 ns (10 us taken off per nested traced call). A
- * pair's latency is net of the samples taken in it only. The first
- * site's class is still what -v and the JSON report.
+ * What a pair's probes cost, calibrated on liveprof's own pair of nops
+ * (probe_cost.c, class "usdt nop pair"): charged to the traced calls
+ * around it, and the part inside the call taken off its latency, as for
+ * functions. (An entry + uretprobe's calibration, 10 us here, made an
+ * outer Ruby method 0 ns.) Measured at the next tick when not yet known.
  */
-static void pair_class(struct traces *t, struct trace *tr, const char *path, uint64_t offset)
+static void pair_cost(struct traces *t, struct trace *tr, struct lp_probe_cfg *cfg)
 {
-	tr->insn_class = traces_site_class(path, offset);
-	tr->info.insn_class = probe_insn_class_name(tr->insn_class);
-	/* for the cost% estimate: two single-stepped hits at most */
-	tr->info.probe_cost_ns = traces_class_cost(t, PIC_STEPPED, true)->cost_ns;
+	const struct probe_cost *cost = traces_class_cost(t, PIC_USDT_PAIR, false);
+
+	tr->insn_class = PIC_USDT_PAIR;
+	tr->info.insn_class = probe_insn_class_name(PIC_USDT_PAIR);
+	if (cost) {
+		cfg->cost_ns = cost->cost_ns;
+		cfg->self_ns = cost->self_ns;
+		tr->info.probe_cost_ns = cost->cost_ns;
+	} else {
+		tr->cost_pending = true;
+	}
 }
 
 /* One probe id per site, configured once (the first process). */
@@ -307,7 +313,7 @@ static int configure_sites(struct traces *t, struct trace *tr, const struct usdt
 			cfg.flags = LP_PCF_EMIT_VALUES;
 		}
 		if (i == 0 && pair) {
-			pair_class(t, tr, loc->attach_path, nt->offset);
+			pair_cost(t, tr, &cfg);
 			tr->cfg = cfg;
 		}
 		if (!r)
