@@ -38,6 +38,8 @@ DEB_BUILD += libdebuginfod-dev
 DEB_TEST  := python3 python3-pytest python3-pytest-xdist tmux chromium elfutils linux-perf bpftrace \
 	golang-go ruby xz-utils libclang-rt-14-dev procps libc6-dbg prometheus nodejs valgrind
 DEB_TEST  += debuginfod
+# <sys/sdt.h>: the USDT probes of tests/workloads/usdt.c
+DEB_TEST  += systemtap-sdt-dev
 DEPS_STAMP := $(OUT)/.deps-ok
 
 CFLAGS_COMMON := -g -O2 -Wall -Wextra -Werror -std=gnu11 -D_GNU_SOURCE \

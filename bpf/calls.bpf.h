@@ -29,6 +29,9 @@ struct lp_frame_state {
 #define LP_FS_SAMPLED  (1u << 0)
 #define LP_FS_LINE_HIT (1u << 1) /* the --when line was hit inside this call */
 #define LP_FS_HAS_BY   (1u << 2)
+/* A USDT entry/return pair (usdt.bpf.h): no stack slot, so sp is 0 and
+ * the stack-pointer rules that drop stale frames do not apply to it. */
+#define LP_FS_USDT (1u << 3)
 
 /*
  * A thread's traced calls in flight, in its task-local storage: no hash

@@ -21,6 +21,7 @@
 #include "fetch.bpf.h"
 #include "causal.bpf.h"
 #include "tracer.bpf.h"
+#include "usdt.bpf.h"
 #include "offcpu.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

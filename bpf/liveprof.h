@@ -333,10 +333,38 @@ struct lp_probe_cfg {
 	 */
 	__u64 cost_ns;
 	__u64 self_ns;
+	/*
+	 * A USDT site (usdt.bpf.h): the probe id its calls are timed and
+	 * paired under (the trace's first id). Its own id holds its fetch
+	 * programs, as each site of one USDT probe names its arguments its
+	 * own way.
+	 */
+	__u32 pair_id;
+	__u32 reserved;
+	/*
+	 * A USDT site: its link-time address. The module's load bias is then
+	 * the hit's ip minus this, known at every hit: module_bias is not
+	 * known when a launched command is probed before its exec.
+	 */
+	__u64 site_vaddr;
 };
 
 #define LP_PCF_EMIT_VALUES (1u << 0) /* send an LP_EV_HIT with the values of every hit */
 #define LP_PCF_WHEN	   (1u << 1) /* a --when line: when_of names the split function */
+#define LP_PCF_STR_MATCH   (1u << 2) /* USDT pair: fire only for the strings of fetch 0, 1 */
+
+/*
+ * Key of map "str_match": a USDT pair with LP_PCF_STR_MATCH times a hit
+ * only if the C strings its fetch programs 0 and 1 read (zero-padded,
+ * LP_STR_LEN - 2 bytes at most) are a key with its probe id: Ruby's
+ * method__entry/return carry the class and the method name.
+ */
+struct lp_str_key {
+	__u32 probe_id;
+	__u32 pad;
+	char a[LP_STR_LEN];
+	char b[LP_STR_LEN];
+};
 
 /*
  * Per probe, in the mmap'ed array map "probe_stats": line probes count
@@ -448,11 +476,12 @@ LP_ASSERT_SIZE(struct lp_rb_cfg, 32);
 LP_ASSERT_SIZE(struct lp_call_end, 64);
 LP_ASSERT_SIZE(struct lp_fetch_op, 16);
 LP_ASSERT_SIZE(struct lp_fetch_prog, 8 + 16 * LP_MAX_FETCH_OPS);
-LP_ASSERT_SIZE(struct lp_probe_cfg, 48);
+LP_ASSERT_SIZE(struct lp_probe_cfg, 64);
 LP_ASSERT_SIZE(struct lp_probe_stats, 32);
 LP_ASSERT_SIZE(struct lp_value, 8 + LP_STR_LEN);
 LP_ASSERT_AT(struct lp_hit, values, 56);
 LP_ASSERT_SIZE(struct lp_by_key, 16);
+LP_ASSERT_SIZE(struct lp_str_key, 8 + 2 * LP_STR_LEN);
 _Static_assert((LP_MAX_DEPTH & (LP_MAX_DEPTH - 1)) == 0, "LP_MAX_DEPTH is a power of 2");
 LP_ASSERT_SIZE(struct lp_unwind_row, 12);
 LP_ASSERT_SIZE(struct lp_unwind_rows4, 48);

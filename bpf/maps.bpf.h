@@ -122,6 +122,14 @@ struct {
 	__type(value, __u64);
 } by_hist SEC(".maps");
 
+/* USDT pairs filtered by strings (rb:Class#method): liveprof.h. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, LP_MAX_PROBES);
+	__type(key, struct lp_str_key);
+	__type(value, __u8);
+} str_match SEC(".maps");
+
 /*
  * Wake the daemon only once this many bytes are waiting (set by the
  * loader to a fraction of the ring; 0 wakes it for every event). The

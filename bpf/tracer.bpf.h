@@ -40,6 +40,12 @@ static __always_inline __u64 call_id_of(__u32 tid, const struct lp_frame_state *
 	return ((__u64)tid << 32) | fs->seq;
 }
 
+/* The probed module's load bias for this hit (liveprof.h, site_vaddr). */
+static __always_inline __u64 probe_bias(const struct pt_regs *ctx, const struct lp_probe_cfg *cfg)
+{
+	return cfg->site_vaddr ? ctx->ip - cfg->site_vaddr : cfg->module_bias;
+}
+
 /* A call that cannot be timed is still counted, beside the histogram. */
 static __always_inline void count_untimed(__u32 probe_id)
 {
@@ -138,6 +144,42 @@ __noinline __u64 lp_fetch_value(struct pt_regs *ctx, __u32 idx, __u64 bias)
 	return v.u64;
 }
 
+/*
+ * Push a call of @probe_id at depth @d (< LP_MAX_DEPTH) of @tc: its
+ * entry values, its --by value, and its start, taken last so that the
+ * latency excludes our own work. @sp is its return-address slot (0 for
+ * a USDT pair, flagged LP_FS_USDT in @flags). The values are fetched by
+ * the programs of @site_id (@probe_id but for USDT sites).
+ */
+static __always_inline void push_call(struct pt_regs *ctx, struct lp_thread_calls *tc, __u32 d,
+				      const struct lp_probe_cfg *cfg, __u32 probe_id, __u64 id,
+				      __u64 sp, __u32 flags, __u32 site_id)
+{
+	struct lp_frame_state *fs;
+
+	fs = &tc->f[call_idx(d)];
+	fs->probe_id = probe_id;
+	fs->flags = flags;
+	fs->seq = next_seq(tc);
+	fs->sp = sp;
+	if (cfg->n_values) {
+		if (cfg->flags & LP_PCF_EMIT_VALUES)
+			lp_emit_values(ctx, site_id, VALUES_RANGE(0, cfg->n_values, 0),
+				       probe_bias(ctx, cfg), call_id_of((__u32)id, fs));
+		if (cfg->by_index >= 0 && cfg->by_index < LP_MAX_VALUES) {
+			fs->by_value = lp_fetch_value(ctx, site_id * LP_MAX_VALUES + cfg->by_index,
+						      probe_bias(ctx, cfg));
+			fs->flags |= LP_FS_HAS_BY;
+		}
+	}
+	tc->depth = d + 1;
+	/* A causal experiment's delay: outside the call's own latency. */
+	causal_delay(probe_id);
+	/* Last, so the latency excludes our own work above. */
+	fs->ovh0 = tc->overhead_ns;
+	fs->start_ns = bpf_ktime_get_ns();
+}
+
 SEC("uprobe")
 int BPF_KPROBE(lp_func_entry)
 {
@@ -146,7 +188,6 @@ int BPF_KPROBE(lp_func_entry)
 	__u32 probe_id = (__u32)bpf_get_attach_cookie(ctx);
 	struct lp_thread_calls *tc;
 	struct lp_probe_cfg *cfg;
-	struct lp_frame_state *fs;
 	__u64 sp = ctx->sp;
 	__u32 d, k;
 
@@ -163,7 +204,8 @@ int BPF_KPROBE(lp_func_entry)
 		return 0;
 	d = tc->depth;
 	for (k = 0; k < LP_MAX_DEPTH; k++) {
-		if (d == 0 || tc->f[call_idx(d - 1)].sp > sp)
+		if (d == 0 || tc->f[call_idx(d - 1)].sp > sp ||
+		    (tc->f[call_idx(d - 1)].flags & LP_FS_USDT))
 			break;
 		d--;
 		drop_stale(tc, tc->f[call_idx(d)].probe_id);
@@ -175,27 +217,7 @@ int BPF_KPROBE(lp_func_entry)
 		count_event(LP_CNT_CALLS_DROPPED);
 		return 0;
 	}
-	fs = &tc->f[call_idx(d)];
-	fs->probe_id = probe_id;
-	fs->flags = 0;
-	fs->seq = next_seq(tc);
-	fs->sp = sp;
-	if (cfg->n_values) {
-		if (cfg->flags & LP_PCF_EMIT_VALUES)
-			lp_emit_values(ctx, probe_id, VALUES_RANGE(0, cfg->n_values, 0),
-				       cfg->module_bias, call_id_of((__u32)id, fs));
-		if (cfg->by_index >= 0 && cfg->by_index < LP_MAX_VALUES) {
-			fs->by_value = lp_fetch_value(ctx, probe_id * LP_MAX_VALUES + cfg->by_index,
-						      cfg->module_bias);
-			fs->flags |= LP_FS_HAS_BY;
-		}
-	}
-	tc->depth = d + 1;
-	/* A causal experiment's delay: outside the call's own latency. */
-	causal_delay(probe_id);
-	/* Last, so the latency excludes our own work above. */
-	fs->ovh0 = tc->overhead_ns;
-	fs->start_ns = bpf_ktime_get_ns();
+	push_call(ctx, tc, d, cfg, probe_id, id, sp, 0, probe_id);
 	return 0;
 }
 
@@ -227,44 +249,20 @@ static __always_inline void send_call_end(const struct lp_frame_state *fs, __u64
 	bpf_ringbuf_submit(e, rb_flags());
 }
 
-static __always_inline int on_return(struct pt_regs *ctx, __u64 entry_sp)
+/*
+ * The end of the call @fs (the innermost of @tc) at @now: its latency net
+ * of what it was charged, into the histogram, the maximum, the --by
+ * histogram; its return values and, if a sample was taken in it, its
+ * end for the daemon. The caller pops it.
+ */
+static __always_inline void finish_call(struct pt_regs *ctx, struct lp_thread_calls *tc,
+					const struct lp_frame_state *fs,
+					const struct lp_probe_cfg *cfg, __u64 id, __u64 now)
 {
-	__u64 now = bpf_ktime_get_ns();
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 probe_id = (__u32)bpf_get_attach_cookie(ctx);
-	struct lp_thread_calls *tc;
-	struct lp_frame_state *fs;
+	__u32 probe_id = fs->probe_id, idx;
 	struct lp_probe_stats *st;
-	struct lp_probe_cfg *cfg;
 	__u64 lat, charged, *slot;
-	__u32 d, k, idx;
 
-	if (filter_all && (id >> 32) == self_tgid)
-		return 0;
-	tc = thread_calls_of(bpf_get_current_task_btf(), false);
-	cfg = bpf_map_lookup_elem(&probes, &probe_id);
-	if (!tc || !cfg)
-		return 0;
-	d = tc->depth;
-	if (d > LP_MAX_DEPTH)
-		d = LP_MAX_DEPTH;
-	/* Frames deeper than ours that never returned (longjmp, exceptions). */
-	for (k = 0; k < LP_MAX_DEPTH; k++) {
-		if (d == 0 || tc->f[call_idx(d - 1)].sp >= entry_sp)
-			break;
-		d--;
-		drop_stale(tc, tc->f[call_idx(d)].probe_id);
-	}
-	if (d == 0) {
-		tc->depth = 0;
-		return 0;
-	}
-	fs = &tc->f[call_idx(d - 1)];
-	if (fs->sp != entry_sp || fs->probe_id != probe_id) {
-		/* Entered before we attached, or too deep to time (counted). */
-		tc->depth = d;
-		return 0;
-	}
 	/* Net of what samples and nested probes cost it, and of the part of
 	 * its own probes that lies between our two timestamps. */
 	charged = tc->overhead_ns - fs->ovh0 + cfg->self_ns;
@@ -298,6 +296,46 @@ static __always_inline int on_return(struct pt_regs *ctx, __u64 entry_sp)
 			       cfg->module_bias, call_id_of((__u32)id, fs));
 	if (fs->flags & LP_FS_SAMPLED)
 		send_call_end(fs, id, lat, charged);
+}
+
+static __always_inline int on_return(struct pt_regs *ctx, __u64 entry_sp)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 probe_id = (__u32)bpf_get_attach_cookie(ctx);
+	struct lp_thread_calls *tc;
+	struct lp_frame_state *fs;
+	struct lp_probe_cfg *cfg;
+	__u32 d, k;
+
+	if (filter_all && (id >> 32) == self_tgid)
+		return 0;
+	tc = thread_calls_of(bpf_get_current_task_btf(), false);
+	cfg = bpf_map_lookup_elem(&probes, &probe_id);
+	if (!tc || !cfg)
+		return 0;
+	d = tc->depth;
+	if (d > LP_MAX_DEPTH)
+		d = LP_MAX_DEPTH;
+	/* Frames deeper than ours that never returned (longjmp, exceptions). */
+	for (k = 0; k < LP_MAX_DEPTH; k++) {
+		if (d == 0 || tc->f[call_idx(d - 1)].sp >= entry_sp ||
+		    (tc->f[call_idx(d - 1)].flags & LP_FS_USDT))
+			break;
+		d--;
+		drop_stale(tc, tc->f[call_idx(d)].probe_id);
+	}
+	if (d == 0) {
+		tc->depth = 0;
+		return 0;
+	}
+	fs = &tc->f[call_idx(d - 1)];
+	if (fs->sp != entry_sp || fs->probe_id != probe_id) {
+		/* Entered before we attached, or too deep to time (counted). */
+		tc->depth = d;
+		return 0;
+	}
+	finish_call(ctx, tc, fs, cfg, id, now);
 	tc->depth = d - 1;
 	return 0;
 }
@@ -347,8 +385,8 @@ int BPF_KPROBE(lp_line_hit)
 		}
 	}
 	if (cfg->n_values && (cfg->flags & LP_PCF_EMIT_VALUES))
-		lp_emit_values(ctx, probe_id, VALUES_RANGE(0, cfg->n_values, 0), cfg->module_bias,
-			       0);
+		lp_emit_values(ctx, probe_id, VALUES_RANGE(0, cfg->n_values, 0),
+			       probe_bias(ctx, cfg), 0);
 	return 0;
 }
 

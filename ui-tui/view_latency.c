@@ -14,6 +14,8 @@
 #include "user/session/split.h"
 #include "user/session/traces.h"
 
+#define VALUES_SHOWN 8 /* most frequent values per expression in the Latency view */
+
 #define HIST_MAX_ROWS 24
 
 static void draw_hist(struct tui *t, int idx, int y0, int h, uint64_t thresh)
@@ -94,6 +96,30 @@ static void draw_hist(struct tui *t, int idx, int y0, int h, uint64_t thresh)
 	free(hist);
 }
 
+/*
+ * The captured values of trace @i, one row per expression with its most
+ * frequent values, from row @y, at most @rows rows. Returns the rows used.
+ */
+static int draw_values(struct traces *tr, int i, int y, int rows)
+{
+	struct trace_value_row v[VALUES_SHOWN];
+	const char *expr;
+	int used = 0, n;
+
+	for (int k = 0; used < rows && (n = traces__values(tr, i, k, &expr, v, VALUES_SHOWN)) >= 0;
+	     k++) {
+		char line[512];
+		int len = snprintf(line, sizeof(line), " %-12s", expr);
+
+		for (int j = 0; j < n && len < (int)sizeof(line); j++)
+			len += snprintf(line + len, sizeof(line) - (size_t)len, " %s x%" PRIu64 "",
+					v[j].text, v[j].count);
+		putf(y + used++, 0, COLS, attrs[C_NORMAL], "%s%s", line,
+		     n ? "" : " (nothing captured yet)");
+	}
+	return used;
+}
+
 /**
  * draw_latency - draw the Latency view
  * @t: the UI state
@@ -156,12 +182,17 @@ void draw_latency(struct tui *t, int y0, int h)
 			return;
 		if (t->m.has_split && split__probe_id(t->d->split) == ti->id)
 			thresh = t->m.sr.threshold_ns;
-		fill_row(y, 0, attrs[C_HEADER]);
 		if (ti->kind == TRACE_LINE) {
+			fill_row(y, 0, attrs[C_HEADER]);
 			putf(y, 0, COLS, attrs[C_HEADER], " %s is a line probe: hits only",
 			     ti->spec);
+			draw_values(tr, t->lat_sel, y + 1, h - list_h - 2);
 			return;
 		}
+		/* a function's captured values go above its histogram */
+		list_h += draw_values(tr, t->lat_sel, y, h - list_h - 4);
+		y = y0 + 1 + list_h;
+		fill_row(y, 0, attrs[C_HEADER]);
 		putf(y, 0, COLS, attrs[C_HEADER],
 		     " latency of %s (%s, log bars)  probe cost ~%.1fus/call%s", ti->spec,
 		     t->window ? "window" : "whole run", ti->probe_cost_ns / 1e3,

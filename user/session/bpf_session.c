@@ -293,7 +293,17 @@ int bpf_session__set_ruby(struct bpf_session *s, uint32_t pid, const struct lp_r
 int bpf_session__attach_uprobe(struct bpf_session *s, enum bpf_probe_prog which, int pid,
 			       const char *path, uint64_t offset, uint32_t cookie)
 {
-	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookie);
+	return bpf_session__attach_uprobe_sema(s, which, pid, path, offset, 0, cookie);
+}
+
+int bpf_session__attach_uprobe_sema(struct bpf_session *s, enum bpf_probe_prog which, int pid,
+				    const char *path, uint64_t offset, uint64_t sema_offset,
+				    uint32_t cookie)
+{
+	/* The kernel raises the semaphore (a u16 in the file's writable
+	 * data) in every process that maps it while the probe lives, and
+	 * lowers it when the probe goes: nothing of ours writes there. */
+	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookie, .ref_ctr_offset = sema_offset);
 	struct bpf_program *prog;
 	int slot;
 
@@ -310,6 +320,12 @@ int bpf_session__attach_uprobe(struct bpf_session *s, enum bpf_probe_prog which,
 		break;
 	case PROBE_PROG_LINE:
 		prog = s->skel->progs.lp_line_hit;
+		break;
+	case PROBE_PROG_USDT_ENTRY:
+		prog = s->skel->progs.lp_usdt_entry;
+		break;
+	case PROBE_PROG_USDT_RETURN:
+		prog = s->skel->progs.lp_usdt_return;
 		break;
 	default:
 		return -EINVAL;

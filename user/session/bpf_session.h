@@ -43,10 +43,12 @@ struct bpf_session_opts {
 #define BPF_SESSION_UNWIND_ROWS 1000000 /* 12 MB: libc + CPython + a large binary */
 
 enum bpf_probe_prog {
-	PROBE_PROG_ENTRY,    /* uprobe at the function entry */
-	PROBE_PROG_RETURN,   /* uretprobe */
-	PROBE_PROG_RET_INSN, /* uprobe on a `ret` instruction (Go) */
-	PROBE_PROG_LINE,     /* uprobe on a line's address */
+	PROBE_PROG_ENTRY,	/* uprobe at the function entry */
+	PROBE_PROG_RETURN,	/* uretprobe */
+	PROBE_PROG_RET_INSN,	/* uprobe on a `ret` instruction (Go) */
+	PROBE_PROG_LINE,	/* uprobe on a line's address */
+	PROBE_PROG_USDT_ENTRY,	/* uprobe on a USDT pair's entry probe */
+	PROBE_PROG_USDT_RETURN, /* uprobe on its return probe */
 };
 
 /**
@@ -108,6 +110,27 @@ void bpf_session__stop_sampling(struct bpf_session *s);
 int bpf_session__attach_uprobe(struct bpf_session *s, enum bpf_probe_prog prog, int pid,
 			       const char *path, uint64_t offset, uint32_t cookie);
 void bpf_session__detach(struct bpf_session *s, int handle);
+
+/**
+ * bpf_session__attach_uprobe_sema - bpf_session__attach_uprobe, with the
+ * kernel keeping a USDT semaphore raised while the probe is attached
+ * @sema_offset: the semaphore's file offset in @path (0: none)
+ *
+ * Return: as bpf_session__attach_uprobe.
+ */
+int bpf_session__attach_uprobe_sema(struct bpf_session *s, enum bpf_probe_prog prog, int pid,
+				    const char *path, uint64_t offset, uint64_t sema_offset,
+				    uint32_t cookie);
+
+/**
+ * bpf_session__set_str_match - let USDT pair @id time the hits whose two
+ * strings are @a and @b (each shorter than LP_STR_LEN - 1), or forget them
+ * when @on is false
+ *
+ * Return: 0, -ENAMETOOLONG, or a negative errno from the map.
+ */
+int bpf_session__set_str_match(struct bpf_session *s, uint32_t id, const char *a, const char *b,
+			       bool on);
 
 /**
  * bpf_session__probe_site - whether an attached entry, line or ret-insn

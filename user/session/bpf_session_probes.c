@@ -98,6 +98,22 @@ int bpf_session__map_fd(struct bpf_session *s, const char *name)
 	return m ? bpf_map__fd(m) : -ENOENT;
 }
 
+int bpf_session__set_str_match(struct bpf_session *s, uint32_t id, const char *a, const char *b,
+			       bool on)
+{
+	struct lp_str_key key = {.probe_id = id};
+	uint8_t one = 1;
+
+	if (strlen(a) >= LP_STR_LEN - 1 || strlen(b) >= LP_STR_LEN - 1)
+		return -ENAMETOOLONG;
+	memcpy(key.a, a, strlen(a));
+	memcpy(key.b, b, strlen(b));
+	if (!on)
+		return bpf_map__delete_elem(s->skel->maps.str_match, &key, sizeof(key), 0);
+	return bpf_map__update_elem(s->skel->maps.str_match, &key, sizeof(key), &one, sizeof(one),
+				    BPF_ANY);
+}
+
 int bpf_session__by_hist_fd(struct bpf_session *s)
 {
 	return bpf_map__fd(s->skel->maps.by_hist);

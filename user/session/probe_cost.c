@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * probe_cost.c - calibrate the cost of a function probe (uprobe at the
- * entry + uretprobe) per class of first instruction, on this machine.
+ * entry + uretprobe) per class of first instruction, on this machine,
+ * and of a USDT pair (two uprobes on nops).
  *
  * Each class has a stub in liveprof's own text that starts with the
  * class's instruction and does almost nothing else. liveprof probes its
@@ -38,6 +39,7 @@ long lp_stub_push_r15(long x);
 long lp_stub_endbr64(long x);
 long lp_stub_sub_rsp(long x);
 long lp_stub_stepped(long x);
+long lp_stub_usdt(long x);
 
 #define LP_STUB_PUSH(reg)                                                                          \
 	".globl lp_stub_push_" #reg "\n.hidden lp_stub_push_" #reg "\n.type lp_stub_push_" #reg    \
@@ -59,7 +61,12 @@ __asm__(".text\n" LP_STUB_PUSH(rbp) LP_STUB_PUSH(rbx) LP_STUB_PUSH(r12) LP_STUB_
 			     ".globl lp_stub_stepped\n.hidden lp_stub_stepped\n.type "
 			     "lp_stub_stepped,@function\n"
 			     "lp_stub_stepped:\n\tlea 1(%rdi),%rax\n\tnop\n\tnop\n\tret\n"
-			     ".size lp_stub_stepped,.-lp_stub_stepped\n");
+			     ".size lp_stub_stepped,.-lp_stub_stepped\n"
+			     /* a USDT pair's two nops around the work, as <sys/sdt.h> makes them */
+			     ".globl lp_stub_usdt\n.hidden lp_stub_usdt\n.type "
+			     "lp_stub_usdt,@function\n"
+			     "lp_stub_usdt:\n\tnop\n\tlea 1(%rdi),%rax\n\tnop\n\tret\n"
+			     ".size lp_stub_usdt,.-lp_stub_usdt\n");
 
 static const struct {
 	const char *name;
@@ -75,7 +82,10 @@ static const struct {
 	[PIC_ENDBR64] = {"endbr64", lp_stub_endbr64},
 	[PIC_SUB_RSP] = {"sub $imm,%rsp (single-stepped)", lp_stub_sub_rsp},
 	[PIC_STEPPED] = {"single-stepped", lp_stub_stepped},
+	[PIC_USDT_PAIR] = {"usdt nop pair", lp_stub_usdt},
 };
+
+#define USDT_STUB_RETURN 5 /* lp_stub_usdt's second nop: after nop (1), lea (4) */
 
 enum probe_insn_class probe_insn_classify(const uint8_t *b, size_t n)
 {
@@ -156,7 +166,8 @@ static uint64_t hist_median(struct bpf_session *bpf, int id)
 int probe_cost_measure(struct bpf_session *bpf, int probe_id, enum probe_insn_class c,
 		       struct probe_cost *out)
 {
-	struct lp_probe_cfg cfg = {.kind = LP_PK_FUNC, .by_index = -1};
+	struct lp_probe_cfg cfg = {.kind = LP_PK_FUNC, .by_index = -1, .pair_id = probe_id};
+	bool usdt = c == PIC_USDT_PAIR;
 	double base, traced;
 	uint64_t off;
 	int h1 = -1, h2 = -1, err;
@@ -171,10 +182,12 @@ int probe_cost_measure(struct bpf_session *bpf, int probe_id, enum probe_insn_cl
 	if (err)
 		return err;
 	base = time_batches(classes[c].stub);
-	h1 = bpf_session__attach_uprobe(bpf, PROBE_PROG_ENTRY, getpid(), "/proc/self/exe", off,
-					probe_id);
-	h2 = bpf_session__attach_uprobe(bpf, PROBE_PROG_RETURN, getpid(), "/proc/self/exe", off,
-					probe_id);
+	/* a USDT pair: its entry and return programs on the stub's two nops */
+	h1 = bpf_session__attach_uprobe(bpf, usdt ? PROBE_PROG_USDT_ENTRY : PROBE_PROG_ENTRY,
+					getpid(), "/proc/self/exe", off, probe_id);
+	h2 = bpf_session__attach_uprobe(bpf, usdt ? PROBE_PROG_USDT_RETURN : PROBE_PROG_RETURN,
+					getpid(), "/proc/self/exe",
+					usdt ? off + USDT_STUB_RETURN : off, probe_id);
 	if (h1 < 0 || h2 < 0) {
 		err = h1 < 0 ? h1 : h2;
 		goto out;

@@ -42,6 +42,7 @@ struct split_frame_rank {
 
 struct split_result {
 	const char *function;
+	const char *frame; /* the stack frame a call of it stands in (Ruby: its method) */
 	double percentile;
 	uint64_t threshold_ns;
 	uint64_t slow_calls, fast_calls;	 /* sampled calls of each class */

@@ -233,6 +233,15 @@ static double moved_samples(const struct split_result *r)
 	return calls ? r->moved_calls * (double)smp / (double)calls : 0;
 }
 
+/* The split function's name, and the frame a call of it stands in. */
+static void split_names(struct split *s, int ti, struct split_result *r)
+{
+	const struct trace_info *info = traces__info(s->traces, ti);
+
+	r->function = info->func;
+	r->frame = info->frame ? info->frame : info->func;
+}
+
 int split__compute(struct split *s, bool window, bool use_weight, struct split_result *r)
 {
 	int ti = traces__find(s->traces, s->probe_id);
@@ -254,7 +263,7 @@ int split__compute(struct split *s, bool window, bool use_weight, struct split_r
 			since = 0;
 		}
 	}
-	r->function = traces__info(s->traces, ti)->func;
+	split_names(s, ti, r);
 	r->held = s->held_entries;
 	r->orphans = s->orphans;
 	r->dropped = s->dropped;
@@ -325,7 +334,7 @@ int split__compute_range(struct split *s, uint64_t since_ns, uint64_t until_ns,
 	counts__init(&r->fast);
 	if (ti < 0)
 		return -ENOENT;
-	r->function = traces__info(s->traces, ti)->func;
+	split_names(s, ti, r);
 	r->percentile = s->pct;
 	r->alpha = split_alpha(s);
 	r->threshold_ns = traces__percentile(s->traces, ti, s->pct, false);

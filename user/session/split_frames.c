@@ -157,9 +157,9 @@ int split_rank_frames(struct split *s, bool use_weight, struct split_result *r)
 	struct acc_table t = {0};
 	int err;
 
-	err = accumulate(s, &t, &r->slow, true, use_weight, r->function);
+	err = accumulate(s, &t, &r->slow, true, use_weight, r->frame);
 	if (!err)
-		err = accumulate(s, &t, &r->fast, false, use_weight, r->function);
+		err = accumulate(s, &t, &r->fast, false, use_weight, r->frame);
 	if (err) {
 		free(t.v);
 		return err;
@@ -243,9 +243,9 @@ int split_recheck_ambiguous(struct split *s, uint64_t since, struct split_result
 			     (r->fast_samples >= SPLIT_MIN_CLASS &&
 			      r->fast_samples - r->ambiguous_fast_samples < SPLIT_MIN_CLASS);
 	if (!err && r->ambiguous_calls) {
-		err = accumulate(s, &t, &slow, true, false, r->function);
+		err = accumulate(s, &t, &slow, true, false, r->frame);
 		if (!err)
-			err = accumulate(s, &t, &fast, false, false, r->function);
+			err = accumulate(s, &t, &fast, false, false, r->frame);
 	}
 	for (int i = 0; !err && r->ambiguous_calls && i < r->n_ranks; i++) {
 		struct split_frame_rank *k = &r->ranks[i];

@@ -54,6 +54,7 @@ void trace_free(struct traces *t, struct trace *tr)
 		return;
 	for (int i = 0; i < tr->n_links; i++)
 		bpf_session__detach(t->c->bpf, tr->links[i]);
+	traces_usdt_free(t, tr);
 	for (int i = 0; i < tr->n_ids; i++) {
 		bpf_session__clear_probe(t->c->bpf, tr->ids[i]);
 		t->id_used[tr->ids[i]] = false;

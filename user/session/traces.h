@@ -35,6 +35,7 @@ struct trace_info {
 	int id;		  /* probe id */
 	const char *spec; /* as the user wrote it */
 	const char *func; /* resolved function (or file:line) */
+	const char *frame; /* the stack frame its calls stand in, when not func (USDT pairs) */
 	const char *binary;
 	enum trace_kind kind;
 	int n_sites;
@@ -145,6 +146,24 @@ int traces__totals(struct traces *t, int i, struct trace_totals *out);
  * Return: 0, -ENOENT, or -EINVAL for a line trace (no entry to delay).
  */
 int traces__set_delay(struct traces *t, int i, uint64_t ns);
+
+/* One captured value and how many hits had it (traces__values). */
+struct trace_value_row {
+	const char *text; /* owned by the set, valid until the next event is read */
+	uint64_t count;
+};
+
+/**
+ * traces__values - the values trace index @i captured for its @k-th
+ * expression (0-based), most frequent first
+ * @expr: set to the expression as written ("arg0", "req->kind"), owned by the set
+ * @rows: filled with at most @max rows
+ *
+ * Return: the number of rows; 0 when nothing was captured or @i or @k is
+ * out of range; -1 when @k is past the last expression.
+ */
+int traces__values(struct traces *t, int i, int k, const char **expr, struct trace_value_row *rows,
+		   int max);
 
 /** traces__complete - function names starting with @prefix (for the TUI) */
 int traces__complete(struct traces *t, const char *prefix, const char **out, int max);

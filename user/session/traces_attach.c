@@ -26,7 +26,7 @@
 
 /* ---- add ---- */
 
-static int add_link(struct trace *tr, int h)
+int traces_add_link(struct trace *tr, int h)
 {
 	int *l = realloc(tr->links, (tr->n_links + 1) * sizeof(int));
 
@@ -115,7 +115,7 @@ static int attach_one(struct traces *t, struct trace *tr, enum bpf_probe_prog pr
 
 	if (h < 0)
 		return h;
-	if (add_link(tr, h)) {
+	if (traces_add_link(tr, h)) {
 		bpf_session__detach(t->c->bpf, h);
 		return -ENOMEM;
 	}
@@ -258,20 +258,19 @@ static int attach_line(struct traces *t, struct trace *tr, struct probe_target *
 	return 0;
 }
 
-/* Resolve @tr's spec for @pid: its binary, or any module for a bare spec. */
-static int resolve_in(struct traces *t, struct trace *tr, int pid, struct binary_loc *loc,
-		      struct probe_target *pt, char *err, size_t errlen)
+int traces_locate_spec(struct traces *t, struct trace *tr, int pid, const char *binary,
+		       struct binary_loc *loc, bool *pre_exec, char *err, size_t errlen)
 {
-	bool pre_exec = false;
 	int r = -ENOENT;
 
-	if (!tr->spec.binary[0] && pid == t->c->child && t->c->opts->command) {
+	*pre_exec = false;
+	if (!binary[0] && pid == t->c->child && t->c->opts->command) {
 		r = traces_locate_command(pid, t->c->opts->command[0], loc);
-		pre_exec = !r;
+		*pre_exec = !r;
 	}
 	if (r)
-		r = traces_locate_binary(pid, tr->spec.binary, loc);
-	if (r == -ENOENT && tr->spec.binary[0]) {
+		r = traces_locate_binary(pid, binary, loc);
+	if (r == -ENOENT && binary[0]) {
 		tr->pending = true; /* attach when the library shows up */
 		return -EAGAIN;
 	}
@@ -280,11 +279,21 @@ static int resolve_in(struct traces *t, struct trace *tr, int pid, struct binary
 			 tr->spec_text);
 		return r;
 	}
-	if (r) {
+	if (r)
 		snprintf(err, errlen, "cannot find the binary of '%s' in process %d", tr->spec_text,
 			 pid);
+	return r;
+}
+
+/* Resolve @tr's spec for @pid: its binary, or any module for a bare spec. */
+static int resolve_in(struct traces *t, struct trace *tr, int pid, struct binary_loc *loc,
+		      struct probe_target *pt, char *err, size_t errlen)
+{
+	bool pre_exec;
+	int r = traces_locate_spec(t, tr, pid, tr->spec.binary, loc, &pre_exec, err, errlen);
+
+	if (r)
 		return r;
-	}
 	r = probe_resolve(loc->attach_path, &tr->spec, pt, err, errlen);
 	if (r)
 		traces_name_binary_in(err, errlen, loc->attach_path, loc->mapped_path);
@@ -301,6 +310,8 @@ static int attach_in(struct traces *t, struct trace *tr, int pid, char *err, siz
 	struct probe_target pt;
 	int r;
 
+	if (tr->usdt)
+		return traces_usdt_attach_in(t, tr, pid, err, errlen);
 	r = resolve_in(t, tr, pid, &loc, &pt, err, errlen);
 	if (r == -EAGAIN)
 		return 0;
@@ -368,7 +379,15 @@ int traces__add_by(struct traces *t, const char *spec, const char *by, char *err
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	r = probe_spec_parse(spec, &tr->spec, err, errlen);
+	if (traces_usdt_is_spec(spec)) {
+		r = traces_usdt_parse(tr, spec, err, errlen);
+		if (!r && by) {
+			snprintf(err, errlen, "--by takes a function trace, not '%s'", spec);
+			r = -EINVAL;
+		}
+	} else {
+		r = probe_spec_parse(spec, &tr->spec, err, errlen);
+	}
 	tr->user_args = tr->spec.n_args;
 	if (!r && by) {
 		/* The --by value is fetched like an argument at entry. */
@@ -392,7 +411,7 @@ int traces__add_by(struct traces *t, const char *spec, const char *by, char *err
 			}
 		}
 	}
-	if (!r && t->c->opts->all && tr->spec.binary[0] != '/') {
+	if (!r && t->c->opts->all && (tr->usdt ? tr->usdt->binary : tr->spec.binary)[0] != '/') {
 		snprintf(err, errlen, "with -a, name the binary by path: --trace /path/to/bin:%s",
 			 spec);
 		r = -EINVAL;
@@ -414,11 +433,16 @@ int traces__add_by(struct traces *t, const char *spec, const char *by, char *err
 	tr->info.spec = tr->spec_text;
 	tr->info.func = tr->func_name ? tr->func_name : tr->spec_text;
 	tr->info.binary = tr->binary ? tr->binary : tr->spec.binary;
+	tr->info.frame = tr->frame_name;
 	/* an offset is a hit counter like a line: no return probe, no latency */
 	tr->info.kind =
 		tr->spec.kind == PROBE_SPEC_LINE || tr->spec.has_offset ? TRACE_LINE : TRACE_FUNC;
+	if (tr->usdt) /* a USDT probe alone counts hits; a pair is timed */
+		tr->info.kind = tr->usdt->ret_name[0] ? TRACE_FUNC : TRACE_LINE;
 	if (tr->info.kind == TRACE_LINE) /* an entry probe alone, a single-stepped one at worst */
-		tr->info.probe_cost_ns = traces_class_cost(t, PIC_STEPPED, true)->cost_ns / 2;
+		tr->info.probe_cost_ns =
+			traces_class_cost(t, tr->usdt ? PIC_USDT_PAIR : PIC_STEPPED, true)->cost_ns /
+			2;
 	if (!tr->n_ids) {
 		/* pending: reserve the id now so it is stable */
 		int id = traces_alloc_id(t);

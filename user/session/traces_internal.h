@@ -12,6 +12,7 @@
 #include "bpf/liveprof.h"
 #include "dwarf/fetch_compile.h"
 #include "dwarf/probe_resolve.h"
+#include "dwarf/usdt.h"
 #include "user/session/probe_cost.h"
 #include "user/session/traces.h"
 
@@ -39,6 +40,10 @@ struct trace {
 	char *func_name;
 	char *binary;
 	struct probe_spec spec;
+	struct usdt_spec *usdt;	   /* a usdt: or rb: spec, NULL otherwise */
+	char rb_class[LP_STR_LEN]; /* rb:Class#method: the pair's strings */
+	char rb_method[LP_STR_LEN];
+	char *frame_name; /* USDT pair: the function of its entry site (rb: the method) */
 	int ids[MAX_IDS_PER_TRACE];
 	int n_ids;
 	int *links; /* bpf_session attach handles */
@@ -72,6 +77,7 @@ struct traces {
 	struct probe_cost cost[PIC_NR]; /* per class of first instruction, measured once */
 	bool cost_tried[PIC_NR];
 	uint64_t last_tick_ns;
+	bool rb_noted; /* the TracePoint note of rb: traces was printed */
 };
 
 struct binary_loc {
@@ -92,6 +98,16 @@ int traces_alloc_id(struct traces *t);
 
 /* traces_attach.c */
 int traces_attach_all(struct traces *t, struct trace *tr, char *err, size_t errlen);
+int traces_add_link(struct trace *tr, int h);
+/*
+ * traces_locate_spec - the file of @binary ("" for the main executable,
+ * or the command about to be exec'd: *@pre_exec) in @pid
+ *
+ * Return: 0; -EAGAIN when a named library is not mapped yet (@tr is then
+ * pending); other errors with a message in @err.
+ */
+int traces_locate_spec(struct traces *t, struct trace *tr, int pid, const char *binary,
+		       struct binary_loc *loc, bool *pre_exec, char *err, size_t errlen);
 
 /* traces_locate.c */
 int traces_locate_binary(int pid, const char *spec_binary, struct binary_loc *loc);
@@ -109,6 +125,20 @@ void traces_name_binary_in(char *err, size_t errlen, const char *proc_path, cons
  */
 int traces_resolve_bare(struct trace *tr, int pid, int main_r, struct binary_loc *loc,
 			struct probe_target *pt, char *err, size_t errlen);
+
+/* traces_usdt.c */
+/* Is @spec a usdt: or rb: spec (traces_usdt.c handles it, not dwarf/'s resolver)? */
+bool traces_usdt_is_spec(const char *spec);
+/* Parse @spec into @tr->usdt (allocated; rb: fills the libruby pair): 0 or -errno, @err set. */
+int traces_usdt_parse(struct trace *tr, const char *spec, char *err, size_t errlen);
+/*
+ * Find @tr's probe sites in @pid's file, configure them (once) and attach
+ * them with their semaphores: 0 (also when the library is not mapped
+ * yet: @tr is then pending), or -errno with @err set.
+ */
+int traces_usdt_attach_in(struct traces *t, struct trace *tr, int pid, char *err, size_t errlen);
+/* Forget @tr's string filters and what traces_usdt_parse() allocated. */
+void traces_usdt_free(struct traces *t, struct trace *tr);
 
 /* traces_cost.c */
 void traces_measure_pending(struct traces *t);

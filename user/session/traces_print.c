@@ -104,7 +104,8 @@ static void print_summary_row(FILE *f, const struct trace *tr, const struct trac
 				tr->spec_text, s->untimed, LP_MAX_DEPTH);
 	}
 	if (tr->pending)
-		fprintf(f, "    (waiting for '%s' to be loaded)\n", tr->spec.binary);
+		fprintf(f, "    (waiting for '%s' to be loaded)\n",
+			tr->usdt ? tr->usdt->binary : tr->spec.binary);
 }
 
 static void print_latency_histogram(struct traces *t, int i, FILE *f)
@@ -116,6 +117,26 @@ static void print_latency_histogram(struct traces *t, int i, FILE *f)
 		print_histogram(h, f);
 	}
 	free(h);
+}
+
+int traces__values(struct traces *t, int i, int k, const char **expr, struct trace_value_row *rows,
+		   int max)
+{
+	struct value_stats *vs;
+	int n = 0;
+
+	if (!t || i < 0 || i >= t->n || k < 0)
+		return -1;
+	if (k >= t->v[i]->n_values)
+		return -1;
+	vs = &t->v[i]->values[k];
+	*expr = vs->expr;
+	qsort(vs->vals, vs->n, sizeof(*vs->vals), cmp_value_count);
+	for (size_t j = 0; j < vs->n && n < max; j++, n++) {
+		rows[n].text = vs->vals[j].text;
+		rows[n].count = vs->vals[j].count;
+	}
+	return n;
 }
 
 /* The most frequent values of each value expression of @tr. */

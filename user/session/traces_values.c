@@ -80,17 +80,29 @@ void traces_format_value(const struct fetch_type *ty, const struct lp_value *v, 
 	}
 }
 
-static void count_value(struct value_stats *vs, const char *text)
+static bool count_known(struct value_stats *vs, const char *text)
 {
 	for (size_t i = 0; i < vs->n; i++) {
 		if (!strcmp(vs->vals[i].text, text)) {
 			vs->vals[i].count++;
-			return;
+			return true;
 		}
 	}
-	/* Bound the table: past 4096 distinct values the rest is "other". */
-	if (vs->n >= 4096)
+	return false;
+}
+
+static void count_value(struct value_stats *vs, const char *text)
+{
+	if (count_known(vs, text))
+		return;
+	/* Bound the table: past 4096 distinct values the rest is one
+	 * "(other)" (it was a new "(other)" per value: a table, and a scan
+	 * per hit, that grew with every hit of a counter-like argument). */
+	if (vs->n >= 4096) {
 		text = "(other)";
+		if (count_known(vs, text))
+			return;
+	}
 	if (vs->n == vs->cap) {
 		size_t cap = vs->cap ? vs->cap * 2 : 16;
 		struct value_count *n = realloc(vs->vals, cap * sizeof(*n));

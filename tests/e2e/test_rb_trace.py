@@ -1,0 +1,82 @@
+"""--trace rb:Class#method and --split rb:Class#method@p95 (issue 15), on
+Debian's ruby 3.1 through libruby's method__entry/method__return USDT probes.
+
+Ground truth: tests/workloads/ruby/rb_handler.rb. Handler#call(i) spins
+100 + (37 i mod 400) us of CPU time, and one call in 50 (i % 50 == 49) also
+runs slow_extra, SLOW_US (30 ms) of CPU time: slow_extra is called exactly
+once per 50 calls, its calls last at least SLOW_US, and every sample inside
+it is in a call above the p95 threshold (2% of the calls are that long; the
+others only if kept waiting 29.5 ms). The workload enables an empty
+TracePoint(:call, :return): without one, Ruby 3.1 never fires the probes
+for Ruby methods (rb_shares.rb, which has none, shows it).
+"""
+
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+RB = HERE.parent / "workloads" / "ruby"
+RUBY = "/usr/bin/ruby"
+SLOW_US = 30000
+BUCKET = 0.016  # a latency is a histogram bucket's middle: within 1.6%
+
+
+def folded_count(path, frame):
+    """Samples of @path's stacks that hold @frame, and all of them."""
+    hit = total = 0
+    for line in Path(path).read_text().splitlines():
+        stack, _, n = line.rpartition(" ")
+        total += int(n)
+        if frame in stack.split(";"):
+            hit += int(n)
+    return hit, total
+
+
+def test_trace_and_split_ruby_method(run_lp, procs, tmp_path):
+    target = procs.start([RUBY, "--disable-gems", RB / "rb_handler.rb", "60", SLOW_US],
+                         settle=1.0)
+    out = tmp_path / "split"
+    # --raw-latency: a busy wait's length is a lower bound of the raw
+    # latency; net of the samples' cost (30 us each here) it is not
+    r = run_lp(["-p", target.pid, "-F", "499", "-d", "6", "--raw-latency",
+                "--trace", "rb:Handler#slow_extra",
+                "--split", "rb:Handler#call@p95", "-o", f"{out}/"], timeout=90, folded=False)
+    assert r.rc == 0, r
+    call, extra = r.trace("rb:Handler#call"), r.trace("rb:Handler#slow_extra")
+    assert call["kind"] == "function" and call["calls"] > 1000, call
+    # Exactly one slow_extra per 50 calls; the window may cut one cycle
+    # of 50 short at each end.
+    assert abs(call["calls"] - 50 * extra["calls"]) <= 2 * 50, (call["calls"], extra["calls"])
+    # slow_extra waits at least SLOW_US; a call at least 100 us.
+    assert extra["p50_ns"] >= SLOW_US * 1e3 * (1 - BUCKET), extra
+    assert call["p50_ns"] >= 100e3 * (1 - BUCKET), call
+    print(f"\nrb:Handler#call {call['calls']} calls p50 {call['p50_ns'] / 1e3:.0f}us "
+          f"p99 {call['p99_ns'] / 1e3:.0f}us; slow_extra {extra['calls']} calls "
+          f"p50 {extra['p50_ns'] / 1e3:.0f}us")
+
+    s = r.json["split"]
+    assert s["function"] == "rb:Handler#call" and s["percentile"] == 95, s
+    frame = next(f for f in Path(RB / "rb_handler.rb").read_text().splitlines()
+                 if "def slow_extra" in f)
+    line = Path(RB / "rb_handler.rb").read_text().splitlines().index(frame) + 1
+    name = f"slow_extra (rb_handler.rb:{line})"
+    slow_hit, slow_all = folded_count(out / "slow.folded", name)
+    fast_hit, fast_all = folded_count(out / "fast.folded", name)
+    print(f"slow_extra samples: {slow_hit} slow, {fast_hit} fast "
+          f"(of {slow_all} / {fast_all}); top {s['top_frames'][0]['frame']}")
+    # Issue 15: >= 90% of the extra function's samples in the slow profile.
+    assert slow_hit >= 50 and slow_hit >= 0.9 * (slow_hit + fast_hit), (slow_hit, fast_hit)
+    top = s["top_frames"][0]
+    assert top["frame"] == name and top["significant"], s["top_frames"][:3]
+
+
+def test_no_probe_fires_without_a_tracepoint(run_lp, procs):
+    """The measured reason rb: needs a TracePoint in the target."""
+    target = procs.start([RUBY, "--disable-gems", RB / "rb_shares.rb", "60"], settle=1.0)
+    r = run_lp(["-p", target.pid, "-d", "2", "--trace", "rb:Runner#round",
+                "--trace", "usdt:libruby:ruby:cmethod__entry"], timeout=60, folded=False)
+    assert r.rc == 0, r
+    assert "TracePoint" in r.stderr, r.stderr
+    # The probes are attached and their semaphores up: C methods fire
+    # (Array#shuffle! and Process.clock_gettime each round), Ruby methods do not.
+    assert r.trace("usdt:libruby:ruby:cmethod__entry")["calls"] > 0
+    assert r.trace("rb:Runner#round")["calls"] == 0
