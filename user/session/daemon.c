@@ -75,10 +75,14 @@ int daemon__add_target(struct daemon *d, int pid)
 	} else {
 		read_comm(pid, p->name, sizeof(p->name));
 	}
-	/* Tables first: samples walked before them would be cut short. A
-	 * launched command has not exec'd yet: its first samples find no
-	 * tables and trigger the scan of what it became. */
-	if (d->utab && pid != d->core.child)
+	/* Before the sampler is attached, tables are built by daemon__start()
+	 * right after it, while the first samples are on their way (building
+	 * libc's took 11 ms of the time to the first sample); a walk that
+	 * finds no tables is cut and sent with a stack copy, which the daemon
+	 * unwinds (sample_stack.c). A launched command has not exec'd yet:
+	 * its first samples find no tables and trigger the scan of what it
+	 * became. */
+	if (d->utab && d->sampling && pid != d->core.child)
 		unwind_tables__scan(d->utab, pid, lp_now_ns());
 	err = bpf_session__add_pid(d->core.bpf, pid);
 	if (err)
@@ -449,6 +453,7 @@ static int wait_events(struct daemon *d, int timeout_ms)
 
 int daemon__poll(struct daemon *d, int timeout_ms)
 {
+	bool had_stacks = stack_store__count(d->stacks) > 0;
 	uint64_t now;
 	int err;
 
@@ -463,6 +468,14 @@ int daemon__poll(struct daemon *d, int timeout_ms)
 
 		if (n < 0 && err >= 0)
 			err = n;
+	}
+	/* The first symbolization opens the targets' DWARF (libc's debug
+	 * file alone: 40 ms of decompression): at start-up, once the first
+	 * stacks have been counted and reported, rather than at the first
+	 * tick, amid the steady state. */
+	if (had_stacks && !d->symbolized) {
+		d->symbolized = true;
+		daemon__symbolize_new(d);
 	}
 	now = lp_now_ns();
 	/* A library a trace waits for is looked for at every poll, not only
