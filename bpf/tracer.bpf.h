@@ -141,8 +141,6 @@ __noinline __u64 lp_fetch_value(struct pt_regs *ctx, __u32 idx, __u64 bias)
 SEC("uprobe")
 int BPF_KPROBE(lp_func_entry)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32;
 	__u32 probe_id = (__u32)bpf_get_attach_cookie(ctx);
 	struct lp_thread_calls *tc;
 	struct lp_probe_cfg *cfg;
@@ -153,7 +151,9 @@ int BPF_KPROBE(lp_func_entry)
 	/* No target lookup: uprobes are attached per target pid, so they fire
 	 * only where they should. With -a they fire everywhere but in us.
 	 * (liveprof probes itself on purpose once, to measure probe cost.) */
-	if ((filter_all && tgid == self_tgid) || is_paused())
+	/* The thread's ids only where they are used: a helper call less per
+	 * call of a function that is only timed. */
+	if ((filter_all && (bpf_get_current_pid_tgid() >> 32) == self_tgid) || is_paused())
 		return 0;
 	cfg = bpf_map_lookup_elem(&probes, &probe_id);
 	if (!cfg)
@@ -183,7 +183,8 @@ int BPF_KPROBE(lp_func_entry)
 	if (cfg->n_values) {
 		if (cfg->flags & LP_PCF_EMIT_VALUES)
 			lp_emit_values(ctx, probe_id, VALUES_RANGE(0, cfg->n_values, 0),
-				       cfg->module_bias, call_id_of((__u32)id, fs));
+				       cfg->module_bias,
+				       call_id_of((__u32)bpf_get_current_pid_tgid(), fs));
 		if (cfg->by_index >= 0 && cfg->by_index < LP_MAX_VALUES) {
 			fs->by_value = lp_fetch_value(ctx, probe_id * LP_MAX_VALUES + cfg->by_index,
 						      cfg->module_bias);
@@ -200,10 +201,11 @@ int BPF_KPROBE(lp_func_entry)
 }
 
 /* Send the end of a sampled call, so the daemon can class its samples. */
-static __always_inline void send_call_end(const struct lp_frame_state *fs, __u64 id, __u64 lat,
+static __always_inline void send_call_end(const struct lp_frame_state *fs, __u64 lat,
 					  __u64 charged)
 {
 	struct lp_call_end *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	__u64 id = bpf_get_current_pid_tgid();
 
 	if (!e) {
 		count_event(LP_CNT_LOST);
@@ -230,7 +232,6 @@ static __always_inline void send_call_end(const struct lp_frame_state *fs, __u64
 static __always_inline int on_return(struct pt_regs *ctx, __u64 entry_sp)
 {
 	__u64 now = bpf_ktime_get_ns();
-	__u64 id = bpf_get_current_pid_tgid();
 	__u32 probe_id = (__u32)bpf_get_attach_cookie(ctx);
 	struct lp_thread_calls *tc;
 	struct lp_frame_state *fs;
@@ -239,7 +240,7 @@ static __always_inline int on_return(struct pt_regs *ctx, __u64 entry_sp)
 	__u64 lat, charged, *slot;
 	__u32 d, k, idx;
 
-	if (filter_all && (id >> 32) == self_tgid)
+	if (filter_all && (bpf_get_current_pid_tgid() >> 32) == self_tgid)
 		return 0;
 	tc = thread_calls_of(bpf_get_current_task_btf(), false);
 	cfg = bpf_map_lookup_elem(&probes, &probe_id);
@@ -295,9 +296,9 @@ static __always_inline int on_return(struct pt_regs *ctx, __u64 entry_sp)
 	}
 	if (cfg->n_ret_values)
 		lp_emit_values(ctx, probe_id, VALUES_RANGE(cfg->n_values, cfg->n_ret_values, 1),
-			       cfg->module_bias, call_id_of((__u32)id, fs));
+			       cfg->module_bias, call_id_of((__u32)bpf_get_current_pid_tgid(), fs));
 	if (fs->flags & LP_FS_SAMPLED)
-		send_call_end(fs, id, lat, charged);
+		send_call_end(fs, lat, charged);
 	tc->depth = d - 1;
 	return 0;
 }
