@@ -75,7 +75,6 @@ struct daemon {
 	const char *child_exe; /* its executable, resolved through PATH */
 	int child_status;      /* wait status once it exited */
 	bool child_exited;
-	bool sampling; /* daemon__start() has attached the sampler */
 	bool symbolized; /* the first symbolization has run */
 
 	struct counts total;  /* whole run */

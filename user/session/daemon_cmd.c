@@ -15,7 +15,6 @@
 #include "user/session/sample_cost.h"
 #include "user/session/split.h"
 #include "user/session/traces.h"
-#include "user/session/unwind_tables.h"
 #include "user/util/exit_codes.h"
 #include "user/util/log.h"
 #include "user/util/util.h"
@@ -93,11 +92,6 @@ int daemon__start(struct daemon *d)
 		lp_err("cannot open the cpu-clock perf event: %s", strerror(-err));
 		return err == -EACCES || err == -EPERM ? EXIT_PERMISSION : EXIT_UNSUPPORTED;
 	}
-	d->sampling = true;
-	/* the unwind tables daemon__add_target() left for now */
-	for (int i = 0; d->utab && i < d->core.n_procs; i++)
-		if (d->core.procs[i].pid != d->core.child)
-			unwind_tables__scan(d->utab, d->core.procs[i].pid, lp_now_ns());
 	return EXIT_OK;
 }
 

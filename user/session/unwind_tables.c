@@ -467,6 +467,11 @@ int unwind_tables__scan(struct unwind_tables *t, int pid, uint64_t now_ns)
 	return err;
 }
 
+bool unwind_tables__has_pid(struct unwind_tables *t, int pid)
+{
+	return proc_find(t, pid) != NULL;
+}
+
 void unwind_tables__unknown_pc(struct unwind_tables *t, int pid, uint64_t now_ns)
 {
 	struct proc *p = proc_find(t, pid);
