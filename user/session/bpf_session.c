@@ -122,6 +122,9 @@ static void size_maps(struct bpf_session *s, const struct bpf_session_opts *o)
 		bpf_program__set_autoload(k->progs.lp_line_hit, false);
 		bpf_program__set_autoload(k->progs.lp_timer_entry, false);
 		bpf_program__set_autoload(k->progs.lp_timer_exit, false);
+		/* --by's table is preallocated: 65,536 entries took 1.2 ms to
+		 * create, for traces this session cannot have */
+		bpf_map__set_max_entries(k->maps.by_hist, 1);
 	}
 	/* The stack map of an unused program still costs memory. */
 	bpf_map__set_max_entries(k->maps.offcpu_start, 1);
