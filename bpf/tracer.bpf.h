@@ -201,8 +201,7 @@ int BPF_KPROBE(lp_func_entry)
 }
 
 /* Send the end of a sampled call, so the daemon can class its samples. */
-static __always_inline void send_call_end(const struct lp_frame_state *fs, __u64 lat,
-					  __u64 charged)
+static __always_inline void send_call_end(const struct lp_frame_state *fs, __u64 lat, __u64 charged)
 {
 	struct lp_call_end *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	__u64 id = bpf_get_current_pid_tgid();

@@ -131,7 +131,7 @@ static __always_inline void bsearch_step(__u32 *lo, __u32 *hi, __u32 mid, __u64 
 					 __u64 key)
 {
 	__u64 below = (key - key_at_mid) >> 63; /* 1: key < key_at_mid */
-	__u32 keep = (__u32)below - 1;		 /* ~0: go right, 0: go left */
+	__u32 keep = (__u32)below - 1;		/* ~0: go right, 0: go left */
 
 	/* hide that keep is a bool, or clang makes a branch of it again */
 	barrier_var(keep);

@@ -453,7 +453,8 @@ static int wait_events(struct daemon *d, int timeout_ms)
 static bool tables_ready(struct daemon *d)
 {
 	for (int i = 0; d->utab && i < d->core.n_procs; i++)
-		if (d->core.procs[i].alive && !unwind_tables__has_pid(d->utab, d->core.procs[i].pid))
+		if (d->core.procs[i].alive &&
+		    !unwind_tables__has_pid(d->utab, d->core.procs[i].pid))
 			return false;
 	return true;
 }

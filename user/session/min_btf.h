@@ -13,9 +13,9 @@
 #include <stddef.h>
 
 extern const unsigned char lp_min_btf[];
-extern const size_t lp_min_btf_len; /* 0: none was built */
-extern const char lp_min_btf_release[];	 /* uname -r of the build machine */
-extern const char lp_min_btf_version[];	 /* uname -v */
+extern const size_t lp_min_btf_len;		/* 0: none was built */
+extern const char lp_min_btf_release[];		/* uname -r of the build machine */
+extern const char lp_min_btf_version[];		/* uname -v */
 extern const long long lp_min_btf_vmlinux_size; /* bytes of its /sys/kernel/btf/vmlinux */
 
 #endif /* LP_MIN_BTF_H */
