@@ -161,6 +161,21 @@ $(OUT)/user/serve/assets_gen.o: $(OUT)/user/serve/assets_gen.c
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS_COMMON) $(CFLAGS) -c $< -o $@
 
+# The kernel types the BPF object's CO-RE relocations need, embedded in the
+# session layer (user/session/min_btf.h). A bpftool that cannot cut them
+# leaves an empty file: liveprof then reads the whole kernel BTF.
+session_EXTRA := $(OUT)/user/session/min_btf_gen.o
+$(OUT)/liveprof.min.btf: $(OUT)/bpf/liveprof.bpf.o
+	$(call msg,BTF,$@)
+	$(Q)$(BPFTOOL) gen min_core_btf /sys/kernel/btf/vmlinux $@ $< 2>/dev/null || : >$@
+$(OUT)/user/session/min_btf_gen.c: $(OUT)/liveprof.min.btf user/session/gen_min_btf.sh
+	$(call msg,GEN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)user/session/gen_min_btf.sh $@ $<
+$(OUT)/user/session/min_btf_gen.o: $(OUT)/user/session/min_btf_gen.c
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS_COMMON) $(CFLAGS) -c $< -o $@
+
 # layer_rule LAYER,DIR: DIR/libLAYER.a from DIR/<the layer's folder>/*.o (and,
 # in the main build, the layer's generated objects)
 define layer_rule

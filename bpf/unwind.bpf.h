@@ -120,6 +120,26 @@ __noinline int lp_uw_read(struct lp_unwind_state *st, __u64 addr, __u64 *v)
 }
 
 /*
+ * One step of a binary search, without a branch: @lo becomes @mid when
+ * @key_at_mid <= @key, else @hi does. With a branch per step the verifier
+ * walks every path through the search separately (2^steps of them: most of
+ * the time it took to load the sampler, 74 ms here); computed, it is one.
+ * Keys are user addresses or module offsets, below 2^63, so the sign of
+ * the difference is the comparison.
+ */
+static __always_inline void bsearch_step(__u32 *lo, __u32 *hi, __u32 mid, __u64 key_at_mid,
+					 __u64 key)
+{
+	__u64 below = (key - key_at_mid) >> 63; /* 1: key < key_at_mid */
+	__u32 keep = (__u32)below - 1;		/* ~0: go right, 0: go left */
+
+	/* hide that keep is a bool, or clang makes a branch of it again */
+	barrier_var(keep);
+	*lo = (mid & keep) | (*lo & ~keep);
+	*hi = (*hi & keep) | (mid & ~keep);
+}
+
+/*
  * The mapping of process @tgid that holds @pc, copied to @out: 1 found,
  * 0 in no mapping, -1 no tables for the process.
  */
@@ -133,14 +153,10 @@ __noinline int lp_uw_find_map(__u32 tgid, __u64 pc, struct lp_unwind_map *out)
 	hi = p->n_maps;
 	if (hi > LP_UNWIND_MAX_MAPS)
 		hi = LP_UNWIND_MAX_MAPS;
-	for (int i = 0; i < 9; i++) { /* log2(LP_UNWIND_MAX_MAPS) + 1 */
-		if (hi - lo <= 1)
-			break;
+	/* log2(LP_UNWIND_MAX_MAPS) + 1 steps; once hi - lo <= 1 they change nothing */
+	for (int i = 0; i < 9; i++) {
 		mid = lo + (hi - lo) / 2;
-		if (p->maps[mid & (LP_UNWIND_MAX_MAPS - 1)].start <= pc)
-			lo = mid;
-		else
-			hi = mid;
+		bsearch_step(&lo, &hi, mid, p->maps[mid & (LP_UNWIND_MAX_MAPS - 1)].start, pc);
 	}
 	if (lo >= p->n_maps)
 		return 0;
@@ -178,10 +194,7 @@ __noinline int lp_uw_find_row(__u32 table_id, __u64 rel, struct lp_unwind_row *o
 		r = row_at(t->first_row + mid);
 		if (!r)
 			return -1;
-		if (r->pc <= rel)
-			lo = mid;
-		else
-			hi = mid;
+		bsearch_step(&lo, &hi, mid, r->pc, rel);
 	}
 	r = row_at(t->first_row + lo);
 	if (!r || r->pc > rel)
@@ -302,23 +315,18 @@ stop:
 /*
  * Bytes the uretprobe trampoline has pushed at offset @off, or -1 (Linux
  * >= 6.11: push %rax; push %rcx; push %r11; mov $NR,%rax; syscall;
- * pop %r11; pop %rcx; ret; older kernels: int3 at 0).
+ * pop %r11; pop %rcx; ret; older kernels: int3 at 0). A table, not a
+ * chain of ifs: read at a variable index, its value is unknown to the
+ * verifier, which then checks what follows once instead of once per
+ * constant the ifs returned.
  */
+static const __s8 tramp_push_tab[0x11] = {
+	0, 8, 16, 16, 24, 24, 24, 24, 24, 24, 24, 24, 24, 24, -1, 16, 8,
+};
+
 static __always_inline int tramp_pushed(__u64 off)
 {
-	if (off == 0)
-		return 0;
-	if (off == 1)
-		return 8;
-	if (off < 4)
-		return 16;
-	if (off <= 0xd)
-		return 24;
-	if (off == 0xf)
-		return 16;
-	if (off == 0x10)
-		return 8;
-	return -1;
+	return off < sizeof(tramp_push_tab) ? tramp_push_tab[off] : -1;
 }
 
 /* The caller's state: running @ret with sp just above @slot (a frame 0). */
@@ -344,7 +352,8 @@ static __always_inline void to_caller(struct lp_unwind_state *st, __u64 ret, __u
  */
 __noinline int lp_uw_uprobe_state(struct lp_unwind_state *st)
 {
-	__u64 pc, sp, off, ret = 0, slot = 0, top_slot = 0, top_ret = 0;
+	__u64 pc, sp, off, ret = 0, slot = 0, top_slot = 0, top_ret = 0, want, want_alt;
+	__u32 n_fix;
 	__u8 op = 0;
 	int pushed;
 	bool found = false;
@@ -354,21 +363,27 @@ __noinline int lp_uw_uprobe_state(struct lp_unwind_state *st)
 	pc = st->pc;
 	sp = st->sp;
 	off = pc - LP_UPROBE_TRAMP_LO;
-	for (int i = 0; i < LP_MAX_CALLS; i++) {
-		if (i >= st->n_fix)
-			break;
-		top_slot = st->fix[i].slot;
-		top_ret = st->fix[i].ret;
+	n_fix = st->n_fix;
+	if (n_fix > LP_MAX_CALLS)
+		n_fix = LP_MAX_CALLS;
+	if (n_fix) { /* the innermost call in flight */
+		top_slot = st->fix[(n_fix - 1) & (LP_MAX_CALLS - 1)].slot;
+		top_ret = st->fix[(n_fix - 1) & (LP_MAX_CALLS - 1)].ret;
 	}
 	if (in_uprobe_tramp(pc) && off < 128) {
 		pushed = tramp_pushed(off);
+		/* slots are 8-aligned: 1 matches none */
+		want = pushed >= 0 ? sp + pushed - 8 : 1;
+		want_alt = off == 0xd ? sp - 8 : 1;
 		for (int i = 0; i < LP_MAX_CALLS; i++) {
-			if (i >= st->n_fix)
+			__u64 s;
+
+			if (i >= n_fix)
 				break;
-			if ((pushed >= 0 && st->fix[i].slot == sp + pushed - 8) ||
-			    (off == 0xd && st->fix[i].slot == sp - 8)) {
+			s = st->fix[i].slot;
+			if (s == want || s == want_alt) {
 				ret = st->fix[i].ret;
-				slot = st->fix[i].slot;
+				slot = s;
 				found = true;
 			}
 		}

@@ -187,14 +187,18 @@ static void unknown_frame(struct sym_frame *f, const char *module, const char *p
 	f->inlined = false;
 }
 
-enum sym_addr_kind symbolizer__addr_kind(struct symbolizer *s, int pid, uint64_t addr)
+enum sym_addr_kind symbolizer__addr_kind_span(struct symbolizer *s, int pid, uint64_t addr,
+					      uint64_t *start, uint64_t *end)
 {
 	const struct sym_map *m;
 
+	*start = *end = 0;
 	if (sym_find_map(s, pid, addr, &m))
 		return SYM_ADDR_UNKNOWN;
 	if (!m)
 		return SYM_ADDR_NONE;
+	*start = m->start;
+	*end = m->end;
 	if (m->path[0] == '/' || !strcmp(m->path, "[vdso]") || !strcmp(m->path, "[vsyscall]"))
 		return SYM_ADDR_CODE;
 	if (!m->path[0])
@@ -203,6 +207,13 @@ enum sym_addr_kind symbolizer__addr_kind(struct symbolizer *s, int pid, uint64_t
 		return SYM_ADDR_UPROBES;
 	/* [stack], [stack:TID], [heap] mapped executable (execstack): data all the same */
 	return SYM_ADDR_DATA;
+}
+
+enum sym_addr_kind symbolizer__addr_kind(struct symbolizer *s, int pid, uint64_t addr)
+{
+	uint64_t start, end;
+
+	return symbolizer__addr_kind_span(s, pid, addr, &start, &end);
 }
 
 int symbolizer__file_pos(struct symbolizer *s, int pid, uint64_t addr, uint64_t *dev, uint64_t *ino,

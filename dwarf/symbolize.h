@@ -103,6 +103,20 @@ enum sym_addr_kind {
 enum sym_addr_kind symbolizer__addr_kind(struct symbolizer *s, int pid, uint64_t addr);
 
 /**
+ * symbolizer__addr_kind_span - symbolizer__addr_kind(), and the mapping's extent
+ * @start: set to the first address of the mapping that holds @addr
+ * @end: set to the first address past it; both 0 when no mapping holds @addr
+ *
+ * Every address in [@start, @end) has the same kind until the maps are
+ * re-read, so a caller that judges a whole stack looks up each mapping
+ * once instead of once per frame.
+ *
+ * Return: the kind, as symbolizer__addr_kind().
+ */
+enum sym_addr_kind symbolizer__addr_kind_span(struct symbolizer *s, int pid, uint64_t addr,
+					      uint64_t *start, uint64_t *end);
+
+/**
  * symbolizer__file_pos - the file behind @addr of @pid and its offset in it
  * @dev, @ino: set to the file's st_dev (makedev encoding) and st_ino
  * @file_offset: set to the offset of @addr in that file

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "unit.h"
+#include "dwarf/cfi_cache.h"
 #include "dwarf/cfi_table.h"
 #include "dwarf/elf_symtab.h"
 
@@ -220,6 +221,48 @@ UNIT_TEST(not_elf)
 	CHECK(cfi_table__build_path("/etc/passwd", &t) < 0);
 	CHECK(t == NULL);
 	CHECK_EQ_INT(cfi_table__build_path("/nonexistent/x", &t), -ENOENT);
+}
+
+/* A table stored by build-id reads back row for row; anything off is refused. */
+UNIT_TEST(cache_round_trip)
+{
+	struct cfi_table *t = NULL, *back = NULL;
+	char dir[300], path[400];
+	FILE *f;
+
+	snprintf(dir, sizeof(dir), "%s/cache", tmpdir);
+	setenv("LIVEPROF_CACHE_DIR", dir, 1);
+	CHECK_EQ_INT(cfi_table__build_path(LIBC, &t), 0);
+	if (!t)
+		return;
+	CHECK_EQ_INT(cfi_cache__load("00112233445566778899", &back), -ENOENT);
+	cfi_cache__save("00112233445566778899", t);
+	CHECK_EQ_INT(cfi_cache__load("00112233445566778899", &back), 0);
+	if (back) {
+		CHECK_EQ_INT(back->n_rows, t->n_rows);
+		CHECK_EQ_INT(back->n_loads, t->n_loads);
+		CHECK(!memcmp(back->rows, t->rows, t->n_rows * sizeof(*t->rows)));
+		CHECK(!memcmp(back->loads, t->loads, sizeof(t->loads)));
+		cfi_table__free(back);
+		back = NULL;
+	}
+	/* a path component, not a path */
+	cfi_cache__save("../0011223344", t);
+	CHECK_EQ_INT(cfi_cache__load("../0011223344", &back), -ENOENT);
+	/* cut short: its size no longer matches its header */
+	snprintf(path, sizeof(path), "%s/00112233445566778899", dir);
+	CHECK_EQ_INT(truncate(path, 200), 0);
+	CHECK_EQ_INT(cfi_cache__load("00112233445566778899", &back), -ENOENT);
+	CHECK(back == NULL);
+	/* garbage */
+	f = fopen(path, "w");
+	if (f) {
+		fputs("not a table", f);
+		fclose(f);
+	}
+	CHECK_EQ_INT(cfi_cache__load("00112233445566778899", &back), -ENOENT);
+	unsetenv("LIVEPROF_CACHE_DIR");
+	cfi_table__free(t);
 }
 
 static void setup(void) __attribute__((constructor));

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "user/profile/stack_store.h"
+#include "user/util/util.h"
 
 #define ARENA_WORDS (64 * 1024)
 /* words a record takes in the arena, ahead of its addresses */
@@ -27,7 +28,10 @@ struct stack_store {
 	struct raw_stack **stacks; /* by id, each in an arena */
 	uint64_t *hashes;	   /* by id */
 	size_t n, cap;
-	uint32_t *table; /* open addressing: id + 1, 0 = empty */
+	/* open addressing: the hash's high half << 32 | id + 1, 0 = empty;
+	 * a probe compares the high halves in the slot itself before it
+	 * touches a stored stack (each of those is a cache miss) */
+	uint64_t *table;
 	size_t table_cap;
 	struct arena *arena;
 };
@@ -49,6 +53,8 @@ static uint64_t stack_hash(const struct stack_store *ss, const struct raw_stack 
 		h = mix(h, st->user[i]);
 	for (unsigned i = 0; i < st->n_kernel; i++)
 		h = mix(h, st->kernel[i]);
+	/* mix() leaves the low bits, the table's index, weakly spread */
+	h = lp_mix64(h);
 	return h ? h : 1;
 }
 
@@ -119,10 +125,15 @@ static uint64_t *arena_alloc(struct stack_store *ss, size_t words)
 	return a->words + a->used - words;
 }
 
+static uint64_t table_entry(uint64_t h, size_t id)
+{
+	return (h & 0xffffffff00000000ULL) | (uint32_t)(id + 1);
+}
+
 static int grow_table(struct stack_store *ss)
 {
 	size_t cap = ss->table_cap * 2;
-	uint32_t *t = calloc(cap, sizeof(*t));
+	uint64_t *t = calloc(cap, sizeof(*t));
 
 	if (!t)
 		return -ENOMEM;
@@ -131,7 +142,7 @@ static int grow_table(struct stack_store *ss)
 
 		while (t[i])
 			i = (i + 1) & (cap - 1);
-		t[i] = id + 1;
+		t[i] = table_entry(ss->hashes[id], id);
 	}
 	free(ss->table);
 	ss->table = t;
@@ -147,9 +158,10 @@ int64_t stack_store__intern(struct stack_store *ss, const struct raw_stack *st)
 	uint64_t *words;
 
 	while (ss->table[i]) {
-		uint32_t id = ss->table[i] - 1;
+		uint32_t id = (uint32_t)ss->table[i] - 1;
 
-		if (ss->hashes[id] == h && stack_equal(ss, ss->stacks[id], st))
+		if ((ss->table[i] >> 32) == (h >> 32) && ss->hashes[id] == h &&
+		    stack_equal(ss, ss->stacks[id], st))
 			return id;
 		i = (i + 1) & (ss->table_cap - 1);
 	}
@@ -183,7 +195,7 @@ int64_t stack_store__intern(struct stack_store *ss, const struct raw_stack *st)
 		memcpy(words + st->n_user, st->kernel, st->n_kernel * sizeof(uint64_t));
 	ss->stacks[ss->n] = copy;
 	ss->hashes[ss->n] = h;
-	ss->table[i] = ss->n + 1;
+	ss->table[i] = table_entry(h, ss->n);
 	ss->n++;
 	/* Keep the load factor under one half. */
 	if (ss->n * 2 > ss->table_cap && grow_table(ss))

@@ -12,12 +12,14 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <linux/perf_event.h>
 #include <bpf/libbpf.h>
 #include <bpf/bpf.h>
 
 #include "user/session/bpf_session.h"
 #include "user/session/bpf_session_internal.h"
+#include "user/session/min_btf.h"
 #include "user/session/unwind_tables.h"
 #include "liveprof.skel.h"
 
@@ -121,15 +123,66 @@ static void size_maps(struct bpf_session *s, const struct bpf_session_opts *o)
 		bpf_program__set_autoload(k->progs.lp_line_hit, false);
 		bpf_program__set_autoload(k->progs.lp_timer_entry, false);
 		bpf_program__set_autoload(k->progs.lp_timer_exit, false);
+		/* --by's table is preallocated: 65,536 entries took 1.2 ms to
+		 * create, for traces this session cannot have */
+		bpf_map__set_max_entries(k->maps.by_hist, 1);
 	}
 	/* The stack map of an unused program still costs memory. */
 	bpf_map__set_max_entries(k->maps.offcpu_start, 1);
 }
 
+/*
+ * A memfd holding the embedded kernel-type subset (min_btf.h), if this is
+ * the kernel it was cut from; else -1, and libbpf reads the whole BTF.
+ */
+static int min_btf_fd(void)
+{
+	struct utsname u;
+	struct stat st;
+	size_t done = 0;
+	int fd;
+
+	if (!lp_min_btf_len || uname(&u) || strcmp(u.release, lp_min_btf_release) ||
+	    strcmp(u.version, lp_min_btf_version) || stat("/sys/kernel/btf/vmlinux", &st) ||
+	    st.st_size != lp_min_btf_vmlinux_size)
+		return -1;
+	fd = memfd_create("liveprof-btf", MFD_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	while (done < lp_min_btf_len) {
+		ssize_t w = write(fd, lp_min_btf + done, lp_min_btf_len - done);
+
+		if (w <= 0) {
+			close(fd);
+			return -1;
+		}
+		done += (size_t)w;
+	}
+	return fd;
+}
+
+/*
+ * Open the skeleton, with the kernel-type subset for CO-RE when it applies:
+ * *@btf_fd holds it (or is -1), to be closed after the load, when libbpf
+ * reads it.
+ */
+static struct liveprof_bpf *open_skel(int *btf_fd)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, oo);
+	char path[64];
+
+	*btf_fd = min_btf_fd();
+	if (*btf_fd >= 0) {
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", *btf_fd);
+		oo.btf_custom_path = path; /* copied by libbpf */
+	}
+	return liveprof_bpf__open_opts(&oo);
+}
+
 int bpf_session__open(struct bpf_session **out, const struct bpf_session_opts *o)
 {
 	struct bpf_session *s;
-	int err;
+	int err, btf_fd = -1;
 
 	*out = NULL;
 	if (access("/sys/kernel/btf/vmlinux", R_OK))
@@ -155,7 +208,7 @@ int bpf_session__open(struct bpf_session **out, const struct bpf_session_opts *o
 	for (int i = 0; i < s->nr_cpus; i++)
 		s->perf_fds[i] = -1;
 
-	s->skel = liveprof_bpf__open();
+	s->skel = open_skel(&btf_fd);
 	if (!s->skel) {
 		err = errno ? -errno : -EINVAL;
 		goto fail;
@@ -165,6 +218,9 @@ int bpf_session__open(struct bpf_session **out, const struct bpf_session_opts *o
 		goto fail;
 	size_maps(s, o);
 	err = liveprof_bpf__load(s->skel);
+	if (btf_fd >= 0)
+		close(btf_fd);
+	btf_fd = -1;
 	if (err) {
 		err = err < 0 ? err : -EINVAL;
 		goto fail;
@@ -187,6 +243,8 @@ int bpf_session__open(struct bpf_session **out, const struct bpf_session_opts *o
 	*out = s;
 	return 0;
 fail:
+	if (btf_fd >= 0)
+		close(btf_fd);
 	bpf_session__close(s);
 	return err;
 }

@@ -76,7 +76,9 @@ int daemon__add_target(struct daemon *d, int pid)
 	} else {
 		read_comm(pid, p->name, sizeof(p->name));
 	}
-	/* Tables first: samples walked before them would be cut short. A
+	/* Tables first: samples walked before them would be cut short (and
+	 * their rescue by libdw fails in PLT stubs: test_kunwind.py's PLT
+	 * test saw cut stacks when they were built after the attach). A
 	 * launched command has not exec'd yet: its first samples find no
 	 * tables and trigger the scan of what it became. */
 	if (d->utab && pid != d->core.child)
@@ -499,8 +501,19 @@ static int wait_events(struct daemon *d, int timeout_ms)
 	return 0;
 }
 
+/* Whether every live target has its unwind tables (or none are used). */
+static bool tables_ready(struct daemon *d)
+{
+	for (int i = 0; d->utab && i < d->core.n_procs; i++)
+		if (d->core.procs[i].alive &&
+		    !unwind_tables__has_pid(d->utab, d->core.procs[i].pid))
+			return false;
+	return true;
+}
+
 int daemon__poll(struct daemon *d, int timeout_ms)
 {
+	bool had_stacks = stack_store__count(d->stacks) > 0;
 	uint64_t now;
 	int err;
 
@@ -515,6 +528,16 @@ int daemon__poll(struct daemon *d, int timeout_ms)
 
 		if (n < 0 && err >= 0)
 			err = n;
+	}
+	/* The first symbolization opens the targets' DWARF (libc's debug
+	 * file alone: 40 ms of decompression): at start-up, once the first
+	 * stacks have been counted and reported, rather than at the first
+	 * tick, amid the steady state; but not before every target has its
+	 * unwind tables, or the samples taken during the stall are walked
+	 * without them (a launched command gets them at its first samples). */
+	if (had_stacks && !d->symbolized && tables_ready(d)) {
+		d->symbolized = true;
+		daemon__symbolize_new(d);
 	}
 	now = lp_now_ns();
 	/* A library a trace waits for is looked for at every poll, not only

@@ -76,6 +76,7 @@ struct daemon {
 	const char *child_exe; /* its executable, resolved through PATH */
 	int child_status;      /* wait status once it exited */
 	bool child_exited;
+	bool symbolized; /* the first symbolization has run */
 
 	struct counts total;  /* whole run */
 	/* --offcpu: blocks by (waiter stack, waker stack) pair, see holders.h */

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <bpf/bpf.h>
 
+#include "dwarf/cfi_cache.h"
 #include "dwarf/cfi_table.h"
 #include "dwarf/elf_symtab.h"
 #include "dwarf/proc_maps.h"
@@ -239,6 +240,19 @@ static struct module *module_find(struct unwind_tables *t, const struct pm_entry
  * found by build-id only, as the [vdso]). Frees @es. NULL when out of
  * memory.
  */
+/* @es's table: read back from the cache by build-id, or built and stored. */
+static int table_of(struct elf_symtab *es, struct cfi_table **ct)
+{
+	int err;
+
+	if (es->build_id[0] && !cfi_cache__load(es->build_id, ct))
+		return 0;
+	err = cfi_table__build(es->elf, ct);
+	if (!err && es->build_id[0])
+		cfi_cache__save(es->build_id, *ct);
+	return err;
+}
+
 static struct module *module_add(struct unwind_tables *t, struct elf_symtab *es,
 				 const struct pm_entry *key, const char *name)
 {
@@ -260,7 +274,7 @@ static struct module *module_add(struct unwind_tables *t, struct elf_symtab *es,
 		m->dev_minor = key->dev_minor;
 		m->inode = key->inode;
 	}
-	err = es ? cfi_table__build(es->elf, &ct) : -ENOENT;
+	err = es ? table_of(es, &ct) : -ENOENT;
 	if (es)
 		snprintf(m->build_id, sizeof(m->build_id), "%s", es->build_id);
 	elf_symtab__free(es);
@@ -275,8 +289,8 @@ static struct module *module_add(struct unwind_tables *t, struct elf_symtab *es,
 		if (ct->build_ns > t->st.max_module_ns)
 			t->st.max_module_ns = ct->build_ns;
 		if (t->verbose)
-			lp_debug("unwind table '%s': %zu rows, %zu KiB, %zu fallback, %.1f ms", name,
-				 ct->n_rows, ct->n_rows * sizeof(struct cfi_row) >> 10,
+			lp_debug("unwind table '%s': %zu rows, %zu KiB, %zu fallback, %.1f ms",
+				 name, ct->n_rows, ct->n_rows * sizeof(struct cfi_row) >> 10,
 				 ct->n_fallback, ct->build_ns / 1e6);
 		module_load(t, m, ct, name);
 		cfi_table__free(ct);
@@ -465,6 +479,11 @@ int unwind_tables__scan(struct unwind_tables *t, int pid, uint64_t now_ns)
 	free(up);
 	proc_maps__free(maps, n);
 	return err;
+}
+
+bool unwind_tables__has_pid(struct unwind_tables *t, int pid)
+{
+	return proc_find(t, pid) != NULL;
 }
 
 void unwind_tables__unknown_pc(struct unwind_tables *t, int pid, uint64_t now_ns)

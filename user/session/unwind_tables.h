@@ -64,6 +64,15 @@ void unwind_tables__free(struct unwind_tables *t);
 int unwind_tables__scan(struct unwind_tables *t, int pid, uint64_t now_ns);
 
 /**
+ * unwind_tables__has_pid - whether @pid's mappings have been scanned
+ * @t: the tables
+ * @pid: the process
+ *
+ * Return: true once unwind_tables__scan() has loaded an entry for @pid.
+ */
+bool unwind_tables__has_pid(struct unwind_tables *t, int pid);
+
+/**
  * unwind_tables__unknown_pc - a sample met a pc in no known mapping
  * @t: the tables
  * @pid: its process
