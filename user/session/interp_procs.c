@@ -169,7 +169,7 @@ unsigned int interp_merge(const struct interp_merge_ops *ops, void *ctx, const s
 			  uint64_t *us, unsigned int n, unsigned int max, uint64_t *unmerged)
 {
 	unsigned int ni = s->n_interp < LP_MAX_PYFRAMES ? s->n_interp : LP_MAX_PYFRAMES;
-	unsigned int loops = 0, seen = 0, g = 0, out = 0, i;
+	unsigned int loops = 0, seen = 0, g = 0, out = 0, extra = 0, i;
 	uint64_t merged[MERGED_MAX];
 
 	if (!ni)
@@ -180,12 +180,26 @@ unsigned int interp_merge(const struct interp_merge_ops *ops, void *ctx, const s
 		(*unmerged)++;
 		return n;
 	}
+	/*
+	 * More evaluator calls in the interpreter's frames than loop frames
+	 * on the native stack: the innermost ones were pushed by the native
+	 * code at the leaf (a C method yielding to a block) and their loop has
+	 * not begun yet, or has returned before the frame was popped. They are
+	 * the newest: they go at the leaf, not on the next loop frame up.
+	 */
+	for (i = 0; i < ni; i++)
+		extra += !!(s->interp[i].instr & LP_PYF_ENTRY);
+	extra = extra > loops ? extra - loops : 0;
+	while (extra && g < ni && out < MERGED_MAX) {
+		extra -= !!(s->interp[g].instr & LP_PYF_ENTRY);
+		merged[out++] = ops->frame_tag(ctx, &s->interp[g++]);
+	}
 	for (i = 0; i < n && out < MERGED_MAX; i++) {
 		if (!ops->in_loop(ctx, call_pc(us, i))) {
 			merged[out++] = us[i];
 			continue;
 		}
-		if (ops->part_of_loop && out && merged[out - 1] == us[i - 1] &&
+		if (ops->part_of_loop && i && out && merged[out - 1] == us[i - 1] &&
 		    ops->part_of_loop(ctx, call_pc(us, i - 1)))
 			out--;
 		/* this loop call's frames, up to the one it began with */
