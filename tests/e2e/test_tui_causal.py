@@ -21,17 +21,9 @@ import time
 
 import pytest
 
-from test_tui import Tui, ensure_built
+from test_tui import tui  # noqa: F401 (the fixture: liveprof in tmux on tui_handler)
 
 TRUTH_LO, TRUTH_HI = 0.55, 50 / 82  # slow_path's impact, with and without probe costs
-
-
-@pytest.fixture
-def tui(tmp_path):
-    ensure_built()
-    t = Tui(tmp_path)
-    yield t
-    t.close()
 
 
 def causal_row(lines, name):

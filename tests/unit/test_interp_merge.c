@@ -44,40 +44,40 @@ static void set_frames(struct lp_sample *s, const int *entry, unsigned int n)
 
 static struct lp_sample sample;
 
+/* Merge @us (@n frames) with the frames of @entry; check it gives @want. */
+static void check_merge(const int *entry, unsigned int ni, uint64_t *us, unsigned int n,
+			const uint64_t *want, unsigned int n_want)
+{
+	uint64_t unmerged = 0;
+
+	memset(&sample, 0, sizeof(sample));
+	set_frames(&sample, entry, ni);
+	CHECK_EQ_INT(interp_merge(&ops, NULL, &sample, us, n, 16, &unmerged), n_want);
+	CHECK(!memcmp(us, want, n_want * sizeof(*want)));
+	CHECK_EQ_INT(unmerged, 0);
+}
+
+/* block(E) | via_each, worker, main-block(E) */
+static const int block_entry[] = {1, 0, 0, 1};
+
 /* A block run by Array#each: both loops on the native stack. */
 UNIT_TEST(every_call_on_its_loop)
 {
-	/* block(E) | via_each, worker, main-block(E) */
-	static const int entry[] = {1, 0, 0, 1};
 	uint64_t us[16] = {LOOP + 0x10, C_YIELD + 1, C_EACH + 1, LOOP + 0x21, C_START + 1};
 	static const uint64_t want[] = {TAG_BASE + 1, C_YIELD + 1,  C_EACH + 1, TAG_BASE + 2,
 					TAG_BASE + 3, TAG_BASE + 4, C_START + 1};
-	uint64_t unmerged = 0;
-	unsigned int n;
 
-	memset(&sample, 0, sizeof(sample));
-	set_frames(&sample, entry, 4);
-	n = interp_merge(&ops, NULL, &sample, us, 5, 16, &unmerged);
-	CHECK_EQ_INT(n, 7);
-	CHECK(!memcmp(us, want, sizeof(want)));
-	CHECK_EQ_INT(unmerged, 0);
+	check_merge(block_entry, 4, us, 5, want, 7);
 }
 
 /* The block's frame is pushed, its loop not begun: it is the leaf. */
 UNIT_TEST(block_before_its_loop_goes_at_the_leaf)
 {
-	static const int entry[] = {1, 0, 0, 1};
 	uint64_t us[16] = {C_LEAF, C_YIELD + 1, C_EACH + 1, LOOP + 0x21, C_START + 1};
 	static const uint64_t want[] = {TAG_BASE + 1, C_LEAF,	    C_YIELD + 1,  C_EACH + 1,
 					TAG_BASE + 2, TAG_BASE + 3, TAG_BASE + 4, C_START + 1};
-	uint64_t unmerged = 0;
-	unsigned int n;
 
-	memset(&sample, 0, sizeof(sample));
-	set_frames(&sample, entry, 4);
-	n = interp_merge(&ops, NULL, &sample, us, 5, 16, &unmerged);
-	CHECK_EQ_INT(n, 8);
-	CHECK(!memcmp(us, want, sizeof(want)));
+	check_merge(block_entry, 4, us, 5, want, 8);
 }
 
 /* No loop frame at all: the native stack stays as it is, counted. */
