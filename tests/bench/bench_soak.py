@@ -79,6 +79,9 @@ def main():
     wl.wait()
     stacks = re.search(r"^liveprof_stacks (\S+)", metrics, re.M).group(1)
     samples = re.search(r"^liveprof_samples_total (\S+)", metrics, re.M).group(1)
+    released = re.search(r"^liveprof_stacks_released_total (\S+)", metrics, re.M).group(1)
+    reclaim_s = float(re.search(r"^liveprof_reclaim_seconds_total (\S+)", metrics,
+                                re.M).group(1))
     after = [kb for t, kb in series if t >= WARMUP_S and kb]
     base = after[0] if after else None
     last = after[-1] if after else None
@@ -90,7 +93,10 @@ def main():
     print(f"| RSS growth after warm-up | {growth:+.1f} % (the issue asks for at most 10 %) |")
     print(f"| RSS median of the last minute | "
           f"{statistics.median(after[-60:]) / 1024:.1f} MiB |")
-    print(f"| distinct stacks interned, samples | {stacks}, {samples} |")
+    print(f"| stacks held at the end, released (folded), samples | {stacks}, {released}, "
+          f"{samples} |")
+    print(f"| time in reclaim passes | {reclaim_s:.2f} s of {SOAK_S:.0f} s "
+          f"({100 * reclaim_s / SOAK_S:.2f} % of a CPU) |")
     print(f"| scrapes: profile (5 s windows), metrics, state, errors | {scrapes['profile']}, "
           f"{scrapes['metrics']}, {scrapes['state']}, {scrapes['errors']} |")
 

@@ -2,7 +2,8 @@
 /*
  * test_stack_store.c - interning of raw stacks and the id -> count tables
  * (user/profile/stack_store.c): identity, lookup, copies, growth far past
- * the initial sizes, and stacks of hostile sizes.
+ * the initial sizes, stacks of hostile sizes, and releasing and reusing
+ * ids (the reclaim of long runs).
  */
 #include <errno.h>
 #include <stdint.h>
@@ -313,6 +314,111 @@ UNIT_TEST(counts_growth_and_merge)
 	CHECK_EQ_INT(bad, 0);
 	counts__free(&a);
 	counts__free(&b);
+}
+
+/*
+ * Releasing: every third of many random stacks goes; the others must
+ * still be found under their ids (deleting from an open-addressing table
+ * must not cut a probe run short), the released ones are gone, and new
+ * stacks take the released ids before any new one.
+ */
+UNIT_TEST(release_and_reuse)
+{
+	enum { N = 60000, DEPTH = 9 };
+	struct stack_store *ss = stack_store__new(false);
+	uint64_t seed = 3, u[DEPTH];
+	struct raw_stack a;
+	int bad = 0, reused = 0;
+
+	for (uint32_t i = 0; i < N; i++) {
+		for (int j = 0; j < DEPTH; j++)
+			u[j] = rnd(&seed);
+		a = mk(1, u, 1 + i % DEPTH, NULL, 0);
+		bad += stack_store__intern(ss, &a) != i;
+	}
+	for (uint32_t i = 0; i < N; i += 3)
+		bad += stack_store__release(ss, i) != 0;
+	CHECK_EQ_INT(bad, 0);
+	CHECK_EQ_INT(stack_store__count(ss), N - N / 3);
+	CHECK_EQ_INT(stack_store__released(ss), N / 3);
+	CHECK(stack_store__get(ss, 0) == NULL);
+	CHECK_EQ_INT(stack_store__release(ss, 0), -EINVAL);
+	/* the same sequence: kept ones found under their ids, released ones
+	 * interned anew into released ids */
+	seed = 3;
+	for (uint32_t i = 0; i < N; i++) {
+		int64_t id;
+
+		for (int j = 0; j < DEPTH; j++)
+			u[j] = rnd(&seed);
+		a = mk(1, u, 1 + i % DEPTH, NULL, 0);
+		id = stack_store__intern(ss, &a);
+		if (i % 3)
+			bad += id != i;
+		else
+			reused += id >= 0 && id < N && id % 3 == 0;
+		bad += !same_stack(stack_store__get(ss, (uint32_t)id), &a);
+	}
+	CHECK_EQ_INT(bad, 0);
+	CHECK_EQ_INT(reused, N / 3);
+	CHECK_EQ_INT(stack_store__id_bound(ss), N);
+	CHECK_EQ_INT(stack_store__count(ss), N);
+	stack_store__free(ss);
+}
+
+UNIT_TEST(epochs_and_pins)
+{
+	struct stack_store *ss = stack_store__new(false);
+	uint64_t u1[] = {0x1000}, u2[] = {0x2000};
+	struct raw_stack a = mk(1, u1, 1, NULL, 0), b = mk(1, u2, 1, NULL, 0);
+
+	stack_store__set_epoch(ss, 5);
+	CHECK_EQ_INT(stack_store__intern(ss, &a), 0);
+	CHECK_EQ_INT(stack_store__intern(ss, &b), 1);
+	stack_store__set_epoch(ss, 9);
+	CHECK_EQ_INT(stack_store__intern(ss, &b), 1); /* seen again */
+	CHECK(stack_store__idle_since(ss, 0, 6));
+	CHECK(!stack_store__idle_since(ss, 0, 5));
+	CHECK(!stack_store__idle_since(ss, 1, 6));
+	CHECK(stack_store__idle_since(ss, 1, 10));
+	stack_store__pin(ss, 0);
+	CHECK(!stack_store__idle_since(ss, 0, 6));
+	CHECK_EQ_INT(stack_store__release(ss, 0), -EINVAL);
+	CHECK(stack_store__get(ss, 0) != NULL);
+	CHECK(!stack_store__idle_since(ss, 7, 100)); /* unknown id */
+	stack_store__free(ss);
+}
+
+/* Remapping folds counts into the target ids, keeps totals, and is a no-op
+ * for ids outside the map. */
+UNIT_TEST(counts_remap)
+{
+	struct counts c;
+	uint32_t map[8] = {0};
+	uint64_t n, w;
+
+	counts__init(&c);
+	CHECK_EQ_INT(counts__remap(&c, map, 8), 0); /* empty */
+	for (uint32_t id = 0; id < 8; id++)
+		CHECK_EQ_INT(counts__add(&c, id, id + 1, 10 * (id + 1)), 0);
+	CHECK_EQ_INT(counts__add(&c, 100, 7, 70), 0);
+	map[3] = 1 + 1; /* 3 -> 1 */
+	map[5] = 1 + 1; /* 5 -> 1 */
+	map[6] = 7 + 1; /* 6 -> 7 */
+	CHECK_EQ_INT(counts__remap(&c, map, 8), 0);
+	CHECK_EQ_INT(c.n, 6);
+	CHECK_EQ_INT(c.total_count, 36 + 7);
+	CHECK_EQ_INT(c.total_weight, 430);
+	counts__get(&c, 1, &n, &w);
+	CHECK_EQ_INT(n, 2 + 4 + 6);
+	CHECK_EQ_INT(w, 120);
+	counts__get(&c, 7, &n, &w);
+	CHECK_EQ_INT(n, 8 + 7);
+	counts__get(&c, 3, &n, &w);
+	CHECK_EQ_INT(n, 0);
+	counts__get(&c, 100, &n, &w);
+	CHECK_EQ_INT(n, 7);
+	counts__free(&c);
 }
 
 UNIT_MAIN()

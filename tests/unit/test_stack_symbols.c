@@ -7,6 +7,7 @@
  * moved when the mappings did.
  */
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,8 +43,8 @@ static bool build_lib(const char *func, char *path, size_t len)
 static const char *leaf_name(struct stack_store *store, struct stack_symbols *ss,
 			     struct symbolizer *sym, uint64_t addr)
 {
-	struct raw_stack rs = {.pid = (uint32_t)getpid(), .tid = (uint32_t)getpid(),
-			       .n_user = 1, .user = &addr};
+	struct raw_stack rs = {
+		.pid = (uint32_t)getpid(), .tid = (uint32_t)getpid(), .n_user = 1, .user = &addr};
 	const struct frame *frames;
 	uint32_t depth = 0;
 	int64_t id;
@@ -86,6 +87,62 @@ UNIT_TEST(test_shared_address_same_frame)
 	stack_symbols__free(ss);
 }
 
+__attribute__((noinline)) int unit_other(int x)
+{
+	__asm__ volatile("" : "+r"(x));
+	return x + 2;
+}
+
+/* Stacks of the same function at other addresses show as the same path;
+ * a released id, reused by another stack, is symbolized anew. */
+UNIT_TEST(test_path_identity_and_reuse)
+{
+	struct stack_symbols_opts o = {.inline_frames = true};
+	struct stack_symbols *ss = stack_symbols__new(&o);
+	struct stack_store *store = stack_store__new(false);
+	struct symbolizer *sym = symbolizer__new(false);
+	uint64_t a1 = (uint64_t)(uintptr_t)unit_marker + 1, a2 = a1 + 2;
+	uint64_t b1 = (uint64_t)(uintptr_t)unit_other + 1, ha, hb;
+	struct raw_stack rs = {.pid = (uint32_t)getpid(), .tid = (uint32_t)getpid(), .n_user = 1};
+	const struct frame *frames;
+	uint32_t depth = 0;
+	int64_t x, y, z, w;
+
+	CHECK(ss && store && sym);
+	CHECK_EQ_INT(symbolizer__add_pid(sym, getpid()), 0);
+	strcpy(rs.comm, "unit");
+	rs.user = &a1;
+	x = stack_store__intern(store, &rs);
+	rs.user = &a2;
+	y = stack_store__intern(store, &rs);
+	rs.user = &b1;
+	z = stack_store__intern(store, &rs);
+	CHECK(x == 0 && y == 1 && z == 2);
+	CHECK_EQ_INT(stack_symbols__update(ss, store, sym, NULL, NULL), 0);
+	CHECK_EQ_INT(stack_symbols__path_hash(ss, 0, &ha), 0);
+	CHECK_EQ_INT(stack_symbols__path_hash(ss, 1, &hb), 0);
+	CHECK(ha == hb);
+	CHECK(stack_symbols__same_path(ss, 0, 1));
+	CHECK(!stack_symbols__same_path(ss, 0, 2));
+	/* release y; its id goes to a stack in another function */
+	CHECK_EQ_INT(stack_symbols__forget(ss, 1), 0);
+	CHECK_EQ_INT(stack_store__release(store, 1), 0);
+	CHECK_EQ_INT(stack_symbols__frames(ss, 1, &frames, &depth), -ENOENT);
+	CHECK_EQ_INT(stack_symbols__path_hash(ss, 1, &hb), -ENOENT);
+	rs.user = &b1;
+	rs.flags = 1u << 8; /* another stack than z */
+	w = stack_store__intern(store, &rs);
+	CHECK_EQ_INT(w, 1);
+	CHECK_EQ_INT(stack_symbols__update(ss, store, sym, NULL, NULL), 0);
+	CHECK_EQ_INT(stack_symbols__frames(ss, 1, &frames, &depth), 0);
+	CHECK(depth >= 2);
+	if (depth >= 2)
+		CHECK_STR(frames[depth - 1].name, "unit_other");
+	symbolizer__free(sym);
+	stack_store__free(store);
+	stack_symbols__free(ss);
+}
+
 UNIT_TEST(test_replaced_library_named_anew)
 {
 	struct stack_symbols_opts o = {.inline_frames = true};
@@ -99,7 +156,8 @@ UNIT_TEST(test_replaced_library_named_anew)
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/lp_stacksym.XXXXXX");
 	CHECK(mkdtemp(tmpdir) != NULL);
 	CHECK(ss && store && sym);
-	CHECK(build_lib("lp_first_fn", pa, sizeof(pa)) && build_lib("lp_second_fn", pb, sizeof(pb)));
+	CHECK(build_lib("lp_first_fn", pa, sizeof(pa)) &&
+	      build_lib("lp_second_fn", pb, sizeof(pb)));
 	ha = dlopen(pa, RTLD_NOW | RTLD_LOCAL);
 	CHECK(ha != NULL);
 	if (!ha || !ss || !store || !sym)

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * stack_store.c - stacks interned by content. Each stack's record and its
- * addresses are allocated together in large arenas that never move (so a
- * pointer from stack_store__get() stays valid until the store is freed);
- * a growing array maps ids to records. Interning a stack already seen
- * costs a hash and a compare.
+ * addresses are one allocation (a pointer from stack_store__get() stays
+ * valid until the stack is released); a growing array maps ids to
+ * records. Interning a stack already seen costs a hash and a compare.
+ * Released ids are reused, so the arrays stay as large as the most stacks
+ * alive at once, not as all the stacks a long run has seen.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -13,27 +14,26 @@
 #include "user/profile/stack_store.h"
 #include "user/util/util.h"
 
-#define ARENA_WORDS (64 * 1024)
-/* words a record takes in the arena, ahead of its addresses */
+/* words a record takes ahead of its addresses */
 #define RECORD_WORDS ((sizeof(struct raw_stack) + sizeof(uint64_t) - 1) / sizeof(uint64_t))
-
-struct arena {
-	struct arena *next;
-	size_t used, cap;
-	uint64_t words[];
-};
+#define PINNED	     (1u << 31) /* in seen[]: never released */
 
 struct stack_store {
 	bool per_thread;
-	struct raw_stack **stacks; /* by id, each in an arena */
+	struct raw_stack **stacks; /* by id; NULL: released, the id is free */
 	uint64_t *hashes;	   /* by id */
-	size_t n, cap;
+	uint32_t *seen;		   /* by id: the epoch last interned, | PINNED */
+	size_t n, cap;		   /* ids handed out so far (the bound), room */
+	size_t live;		   /* stacks not released */
+	uint32_t *free_ids;	   /* released ids, reused first */
+	size_t n_free, cap_free;
+	uint32_t epoch;
+	uint64_t released;
 	/* open addressing: the hash's high half << 32 | id + 1, 0 = empty;
 	 * a probe compares the high halves in the slot itself before it
 	 * touches a stored stack (each of those is a cache miss) */
 	uint64_t *table;
 	size_t table_cap;
-	struct arena *arena;
 };
 
 static uint64_t mix(uint64_t h, uint64_t v)
@@ -87,42 +87,14 @@ void stack_store__free(struct stack_store *ss)
 {
 	if (!ss)
 		return;
-	while (ss->arena) {
-		struct arena *next = ss->arena->next;
-
-		free(ss->arena);
-		ss->arena = next;
-	}
+	for (size_t id = 0; id < ss->n; id++)
+		free(ss->stacks[id]);
 	free(ss->stacks);
 	free(ss->hashes);
+	free(ss->seen);
+	free(ss->free_ids);
 	free(ss->table);
 	free(ss);
-}
-
-static uint64_t *arena_alloc(struct stack_store *ss, size_t words)
-{
-	struct arena *a = ss->arena;
-
-	if (!a || a->used + words > a->cap) {
-		/* a stack larger than an arena (up to 2 x 65,535 frames) gets its own */
-		size_t cap = words > ARENA_WORDS ? words : ARENA_WORDS;
-
-		a = malloc(sizeof(*a) + cap * sizeof(uint64_t));
-		if (!a)
-			return NULL;
-		a->used = 0;
-		a->cap = cap;
-		/* a full-size arena goes first, so small stacks keep filling it */
-		if (cap > ARENA_WORDS && ss->arena) {
-			a->next = ss->arena->next;
-			ss->arena->next = a;
-		} else {
-			a->next = ss->arena;
-			ss->arena = a;
-		}
-	}
-	a->used += words;
-	return a->words + a->used - words;
 }
 
 static uint64_t table_entry(uint64_t h, size_t id)
@@ -140,6 +112,8 @@ static int grow_table(struct stack_store *ss)
 	for (size_t id = 0; id < ss->n; id++) {
 		size_t i = ss->hashes[id] & (cap - 1);
 
+		if (!ss->stacks[id])
+			continue;
 		while (t[i])
 			i = (i + 1) & (cap - 1);
 		t[i] = table_entry(ss->hashes[id], id);
@@ -150,41 +124,36 @@ static int grow_table(struct stack_store *ss)
 	return 0;
 }
 
-int64_t stack_store__intern(struct stack_store *ss, const struct raw_stack *st)
+/* Room for one more id at the end of the per-id arrays. */
+static int grow_ids(struct stack_store *ss)
 {
-	uint64_t h = stack_hash(ss, st);
-	size_t i = h & (ss->table_cap - 1);
-	struct raw_stack *copy;
-	uint64_t *words;
+	size_t cap = ss->cap ? ss->cap * 2 : 1024;
+	struct raw_stack **s = realloc(ss->stacks, cap * sizeof(*s));
+	uint64_t *hs;
+	uint32_t *seen;
 
-	while (ss->table[i]) {
-		uint32_t id = (uint32_t)ss->table[i] - 1;
-
-		if ((ss->table[i] >> 32) == (h >> 32) && ss->hashes[id] == h &&
-		    stack_equal(ss, ss->stacks[id], st))
-			return id;
-		i = (i + 1) & (ss->table_cap - 1);
-	}
-	if (ss->n >= UINT32_MAX - 1)
-		return -E2BIG;
-	if (ss->n == ss->cap) {
-		size_t cap = ss->cap ? ss->cap * 2 : 1024;
-		struct raw_stack **s = realloc(ss->stacks, cap * sizeof(*s));
-		uint64_t *hs;
-
-		if (!s)
-			return -ENOMEM;
-		ss->stacks = s;
-		hs = realloc(ss->hashes, cap * sizeof(*hs));
-		if (!hs)
-			return -ENOMEM;
-		ss->hashes = hs;
-		ss->cap = cap;
-	}
-	words = arena_alloc(ss, RECORD_WORDS + st->n_user + st->n_kernel);
-	if (!words)
+	if (!s)
 		return -ENOMEM;
-	copy = (struct raw_stack *)words;
+	ss->stacks = s;
+	hs = realloc(ss->hashes, cap * sizeof(*hs));
+	if (!hs)
+		return -ENOMEM;
+	ss->hashes = hs;
+	seen = realloc(ss->seen, cap * sizeof(*seen));
+	if (!seen)
+		return -ENOMEM;
+	ss->seen = seen;
+	ss->cap = cap;
+	return 0;
+}
+
+static struct raw_stack *copy_stack(const struct raw_stack *st)
+{
+	uint64_t *words = malloc((RECORD_WORDS + st->n_user + st->n_kernel) * sizeof(uint64_t));
+	struct raw_stack *copy = (struct raw_stack *)words;
+
+	if (!words)
+		return NULL;
 	words += RECORD_WORDS;
 	*copy = *st;
 	copy->user = words;
@@ -193,14 +162,101 @@ int64_t stack_store__intern(struct stack_store *ss, const struct raw_stack *st)
 		memcpy(words, st->user, st->n_user * sizeof(uint64_t));
 	if (st->n_kernel)
 		memcpy(words + st->n_user, st->kernel, st->n_kernel * sizeof(uint64_t));
-	ss->stacks[ss->n] = copy;
-	ss->hashes[ss->n] = h;
-	ss->table[i] = table_entry(h, ss->n);
-	ss->n++;
-	/* Keep the load factor under one half. */
-	if (ss->n * 2 > ss->table_cap && grow_table(ss))
+	return copy;
+}
+
+int64_t stack_store__intern(struct stack_store *ss, const struct raw_stack *st)
+{
+	uint64_t h = stack_hash(ss, st);
+	size_t i = h & (ss->table_cap - 1);
+	struct raw_stack *copy;
+	uint32_t id;
+
+	while (ss->table[i]) {
+		id = (uint32_t)ss->table[i] - 1;
+		if ((ss->table[i] >> 32) == (h >> 32) && ss->hashes[id] == h &&
+		    stack_equal(ss, ss->stacks[id], st)) {
+			ss->seen[id] = (ss->seen[id] & PINNED) | ss->epoch;
+			return id;
+		}
+		i = (i + 1) & (ss->table_cap - 1);
+	}
+	if (!ss->n_free && ss->n >= UINT32_MAX - 1)
+		return -E2BIG;
+	if (!ss->n_free && ss->n == ss->cap && grow_ids(ss))
 		return -ENOMEM;
-	return ss->n - 1;
+	copy = copy_stack(st);
+	if (!copy)
+		return -ENOMEM;
+	id = ss->n_free ? ss->free_ids[--ss->n_free] : (uint32_t)ss->n++;
+	ss->stacks[id] = copy;
+	ss->hashes[id] = h;
+	ss->seen[id] = ss->epoch;
+	ss->table[i] = table_entry(h, id);
+	ss->live++;
+	/* Keep the load factor under one half. */
+	if (ss->live * 2 > ss->table_cap && grow_table(ss))
+		return -ENOMEM;
+	return id;
+}
+
+/* Take the entry of @id out of the table, moving later entries of its
+ * probe run back so that no lookup stops at the hole. */
+static void table_remove(struct stack_store *ss, uint32_t id)
+{
+	size_t mask = ss->table_cap - 1, i = ss->hashes[id] & mask, j;
+
+	while ((uint32_t)ss->table[i] != id + 1)
+		i = (i + 1) & mask;
+	for (j = (i + 1) & mask; ss->table[j]; j = (j + 1) & mask) {
+		size_t home = ss->hashes[(uint32_t)ss->table[j] - 1] & mask;
+
+		/* the entry at j may fill the hole at i unless its home lies
+		 * cyclically in (i, j] */
+		if (i <= j ? (home <= i || home > j) : (home <= i && home > j)) {
+			ss->table[i] = ss->table[j];
+			i = j;
+		}
+	}
+	ss->table[i] = 0;
+}
+
+int stack_store__release(struct stack_store *ss, uint32_t id)
+{
+	if (id >= ss->n || !ss->stacks[id] || (ss->seen[id] & PINNED))
+		return -EINVAL;
+	if (ss->n_free == ss->cap_free) {
+		size_t cap = ss->cap_free ? ss->cap_free * 2 : 1024;
+		uint32_t *f = realloc(ss->free_ids, cap * sizeof(*f));
+
+		if (!f)
+			return -ENOMEM;
+		ss->free_ids = f;
+		ss->cap_free = cap;
+	}
+	table_remove(ss, id);
+	free(ss->stacks[id]);
+	ss->stacks[id] = NULL;
+	ss->free_ids[ss->n_free++] = id;
+	ss->live--;
+	ss->released++;
+	return 0;
+}
+
+void stack_store__pin(struct stack_store *ss, uint32_t id)
+{
+	if (id < ss->n && ss->stacks[id])
+		ss->seen[id] |= PINNED;
+}
+
+void stack_store__set_epoch(struct stack_store *ss, uint32_t epoch)
+{
+	ss->epoch = epoch & ~PINNED;
+}
+
+bool stack_store__idle_since(const struct stack_store *ss, uint32_t id, uint32_t epoch)
+{
+	return id < ss->n && ss->stacks[id] && !(ss->seen[id] & PINNED) && ss->seen[id] < epoch;
 }
 
 const struct raw_stack *stack_store__get(const struct stack_store *ss, uint32_t id)
@@ -210,7 +266,17 @@ const struct raw_stack *stack_store__get(const struct stack_store *ss, uint32_t 
 
 size_t stack_store__count(const struct stack_store *ss)
 {
+	return ss->live;
+}
+
+size_t stack_store__id_bound(const struct stack_store *ss)
+{
 	return ss->n;
+}
+
+uint64_t stack_store__released(const struct stack_store *ss)
+{
+	return ss->released;
 }
 
 void counts__init(struct counts *c)
@@ -312,4 +378,33 @@ void counts__get(const struct counts *c, uint32_t id, uint64_t *count, uint64_t 
 		}
 		i = (i + 1) & (c->cap - 1);
 	}
+}
+
+int counts__remap(struct counts *c, const uint32_t *map, size_t n_map)
+{
+	struct counts old = *c;
+
+	if (!old.cap)
+		return 0;
+	c->slots = calloc(old.cap, sizeof(*c->slots));
+	if (!c->slots) {
+		*c = old;
+		return -ENOMEM;
+	}
+	c->n = 0;
+	c->total_count = c->total_weight = 0;
+	for (size_t i = 0; i < old.cap; i++) {
+		const struct stack_count *sc = &old.slots[i];
+		uint32_t id;
+
+		if (!sc->id)
+			continue;
+		id = sc->id - 1;
+		if (id < n_map && map[id])
+			id = map[id] - 1;
+		/* no growth: at most as many entries as before, same room */
+		counts__add(c, id, sc->count, sc->weight_ns);
+	}
+	free(old.slots);
+	return 0;
 }

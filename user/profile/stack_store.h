@@ -4,7 +4,8 @@
  * (pid, off-CPU flag, user addresses, kernel addresses); equal stacks get
  * the same small id, assigned once, so that everything downstream
  * (counts, windows, split classes) handles 4-byte ids, and symbolization
- * happens once per distinct stack, lazily.
+ * happens once per distinct stack, lazily. A stack nobody counts any
+ * more can be released (user/session/reclaim.h) and its id reused.
  */
 #ifndef LP_USER_STACK_STORE_H
 #define LP_USER_STACK_STORE_H
@@ -53,8 +54,40 @@ int64_t stack_store__intern(struct stack_store *ss, const struct raw_stack *st);
  */
 const struct raw_stack *stack_store__get(const struct stack_store *ss, uint32_t id);
 
-/** stack_store__count - number of distinct stacks */
+/** stack_store__count - number of distinct stacks held (not released) */
 size_t stack_store__count(const struct stack_store *ss);
+
+/** stack_store__id_bound - every id handed out so far is below this */
+size_t stack_store__id_bound(const struct stack_store *ss);
+
+/** stack_store__released - stacks released since the store was made */
+uint64_t stack_store__released(const struct stack_store *ss);
+
+/**
+ * stack_store__set_epoch - the epoch (the daemon's tick count) recorded
+ * as "last seen" by every intern from now on
+ */
+void stack_store__set_epoch(struct stack_store *ss, uint32_t epoch);
+
+/**
+ * stack_store__idle_since - whether stack @id was last interned before
+ * @epoch, and is neither pinned nor released
+ */
+bool stack_store__idle_since(const struct stack_store *ss, uint32_t id, uint32_t epoch);
+
+/**
+ * stack_store__pin - never release stack @id: for stacks that state kept
+ * outside any remapping refers to (allocation rows, lock pairs)
+ */
+void stack_store__pin(struct stack_store *ss, uint32_t id);
+
+/**
+ * stack_store__release - free stack @id; its id is reused by a later intern
+ *
+ * Every reference to @id must be gone (remapped) first.
+ * Return: 0, -EINVAL for a pinned, released or unknown id, or -ENOMEM.
+ */
+int stack_store__release(struct stack_store *ss, uint32_t id);
 
 /*
  * counts: stack id -> (count, weight). Used for the whole run, for each
@@ -89,6 +122,14 @@ static inline uint32_t stack_count__id(const struct stack_count *sc)
 {
 	return sc->id - 1;
 }
+
+/**
+ * counts__remap - move the counts of every stack @id with @map[@id] != 0
+ * (and @id < @n_map) to stack @map[@id] - 1, adding to what it has
+ *
+ * Return: 0, or -ENOMEM with @c unchanged.
+ */
+int counts__remap(struct counts *c, const uint32_t *map, size_t n_map);
 
 /** counts__get - count and weight of stack @id in @c (0 if absent) */
 void counts__get(const struct counts *c, uint32_t id, uint64_t *count, uint64_t *weight_ns);

@@ -14,7 +14,7 @@
 #include "user/profile/stack_symbols.h"
 #include "user/util/util.h"
 
-#define MAX_FRAMES 512
+#define MAX_FRAMES     512
 #define ADDR_CACHE_MAX (1u << 20) /* entries; past it the cache starts over */
 
 /*
@@ -32,7 +32,7 @@ struct addr_frames {
 };
 
 struct sym_stack {
-	uint32_t *ids; /* ids in the frame table, root first */
+	uint32_t *ids; /* ids in the frame table, root first; NULL: not yet */
 	uint32_t depth;
 };
 
@@ -40,7 +40,9 @@ struct stack_symbols {
 	struct stack_symbols_opts opts;
 	struct profile *table; /* frame table */
 	struct sym_stack *stacks;
-	size_t n, cap;
+	size_t n, cap;	/* stacks below n were symbolized once */
+	uint32_t *redo; /* ids below n released since: symbolize again when reused */
+	size_t n_redo, cap_redo;
 	struct frame *frame_buf;
 	struct addr_frames *addr_cache; /* open addressing by (pid, addr) */
 	size_t addr_cap, addr_n;
@@ -73,6 +75,7 @@ void stack_symbols__free(struct stack_symbols *ss)
 	for (size_t i = 0; i < ss->n; i++)
 		free(ss->stacks[i].ids);
 	free(ss->stacks);
+	free(ss->redo);
 	free(ss->addr_cache);
 	free(ss->remap);
 	profile__free(ss->table);
@@ -207,7 +210,8 @@ static int addr_room(struct stack_symbols *ss)
 
 		if (!old[j].pid)
 			continue;
-		for (i = addr_slot(old[j].pid, old[j].addr, ncap); n[i].pid; i = (i + 1) & (ncap - 1))
+		for (i = addr_slot(old[j].pid, old[j].addr, ncap); n[i].pid;
+		     i = (i + 1) & (ncap - 1))
 			;
 		n[i] = old[j];
 	}
@@ -341,11 +345,59 @@ static int symbolize_one(struct stack_symbols *ss, const struct raw_stack *rs,
 	return 0;
 }
 
+static int symbolize_id(struct stack_symbols *ss, const struct raw_stack *rs,
+			struct symbolizer *sym, const char *(*root_name)(void *, uint32_t),
+			void *ctx, uint32_t id)
+{
+	const char *root = root_name ? root_name(ctx, rs->pid) : NULL;
+	char comm[17];
+
+	if (!root) {
+		snprintf(comm, sizeof(comm), "%.16s", rs->comm);
+		root = comm;
+	}
+	return symbolize_one(ss, rs, sym, root, &ss->stacks[id]);
+}
+
+static int redo_push(struct stack_symbols *ss, uint32_t id)
+{
+	if (ss->n_redo == ss->cap_redo) {
+		size_t cap = ss->cap_redo ? ss->cap_redo * 2 : 1024;
+		uint32_t *r = realloc(ss->redo, cap * sizeof(*r));
+
+		if (!r)
+			return -ENOMEM;
+		ss->redo = r;
+		ss->cap_redo = cap;
+	}
+	ss->redo[ss->n_redo++] = id;
+	return 0;
+}
+
+/* The released ids that the store has handed out again. */
+static int update_redo(struct stack_symbols *ss, const struct stack_store *store,
+		       struct symbolizer *sym, const char *(*root_name)(void *, uint32_t),
+		       void *ctx)
+{
+	size_t kept = 0;
+	int err = 0;
+
+	for (size_t i = 0; i < ss->n_redo; i++) {
+		uint32_t id = ss->redo[i];
+		const struct raw_stack *rs = stack_store__get(store, id);
+
+		if (!rs || err || (err = symbolize_id(ss, rs, sym, root_name, ctx, id)))
+			ss->redo[kept++] = id;
+	}
+	ss->n_redo = kept;
+	return err;
+}
+
 int stack_symbols__update(struct stack_symbols *ss, const struct stack_store *store,
 			  struct symbolizer *sym, const char *(*root_name)(void *, uint32_t),
 			  void *ctx)
 {
-	size_t total = stack_store__count(store);
+	size_t total = stack_store__id_bound(store);
 
 	if (total > ss->cap) {
 		size_t cap = total + total / 2 + 64;
@@ -356,21 +408,94 @@ int stack_symbols__update(struct stack_symbols *ss, const struct stack_store *st
 		ss->stacks = s;
 		ss->cap = cap;
 	}
+	if (ss->n_redo) {
+		int err = update_redo(ss, store, sym, root_name, ctx);
+
+		if (err)
+			return err;
+	}
 	for (; ss->n < total; ss->n++) {
 		const struct raw_stack *rs = stack_store__get(store, ss->n);
-		const char *root = root_name ? root_name(ctx, rs->pid) : NULL;
-		char comm[17];
 		int err;
 
-		if (!root) {
-			snprintf(comm, sizeof(comm), "%.16s", rs->comm);
-			root = comm;
+		ss->stacks[ss->n] = (struct sym_stack){0};
+		if (!rs) {
+			/* released before it was symbolized (not by reclaim,
+			 * which waits for the frames): redo when reused */
+			if (redo_push(ss, (uint32_t)ss->n))
+				return -ENOMEM;
+			continue;
 		}
-		err = symbolize_one(ss, rs, sym, root, &ss->stacks[ss->n]);
+		err = symbolize_id(ss, rs, sym, root_name, ctx, (uint32_t)ss->n);
 		if (err)
 			return err;
 	}
 	return 0;
+}
+
+int stack_symbols__forget(struct stack_symbols *ss, uint32_t id)
+{
+	if (id >= ss->n)
+		return 0; /* never symbolized: the next update takes it as new */
+	if (!ss->stacks[id].ids)
+		return 0; /* already waiting for its reuse */
+	/* queued first: a stack without frames is always in the queue */
+	if (redo_push(ss, id))
+		return -ENOMEM;
+	free(ss->stacks[id].ids);
+	ss->stacks[id] = (struct sym_stack){0};
+	return 0;
+}
+
+/* The frame as it shows in a profile's name-level views: all but its address. */
+static uint64_t frame_path_hash(uint64_t h, const struct frame *f)
+{
+	h = lp_mix64(h ^ (uintptr_t)f->name);
+	h = lp_mix64(h ^ (uintptr_t)f->module ^ ((uint64_t)(uintptr_t)f->file << 1));
+	h = lp_mix64(h ^ ((uint64_t)(uint32_t)f->line << 8) ^ ((uint64_t)f->kind << 1) ^
+		     f->inlined);
+	/* the root's address is the pid: processes stay apart */
+	return f->kind == FRAME_ROOT ? lp_mix64(h ^ f->addr) : h;
+}
+
+static bool frame_same_path(const struct frame *a, const struct frame *b)
+{
+	return a->name == b->name && a->module == b->module && a->path == b->path &&
+	       a->build_id == b->build_id && a->file == b->file && a->line == b->line &&
+	       a->kind == b->kind && a->inlined == b->inlined &&
+	       (a->kind != FRAME_ROOT || a->addr == b->addr);
+}
+
+int stack_symbols__path_hash(const struct stack_symbols *ss, uint32_t id, uint64_t *hash)
+{
+	const struct sym_stack *st;
+	uint64_t h;
+
+	if (id >= ss->n || !ss->stacks[id].ids)
+		return -ENOENT;
+	st = &ss->stacks[id];
+	h = st->depth;
+	for (uint32_t i = 0; i < st->depth; i++)
+		h = frame_path_hash(h, &ss->table->frames[st->ids[i]]);
+	*hash = h;
+	return 0;
+}
+
+bool stack_symbols__same_path(const struct stack_symbols *ss, uint32_t a, uint32_t b)
+{
+	const struct sym_stack *x, *y;
+
+	if (a >= ss->n || b >= ss->n || !ss->stacks[a].ids || !ss->stacks[b].ids)
+		return false;
+	x = &ss->stacks[a];
+	y = &ss->stacks[b];
+	if (x->depth != y->depth)
+		return false;
+	for (uint32_t i = 0; i < x->depth; i++)
+		if (x->ids[i] != y->ids[i] &&
+		    !frame_same_path(&ss->table->frames[x->ids[i]], &ss->table->frames[y->ids[i]]))
+			return false;
+	return true;
 }
 
 int stack_symbols__frames(struct stack_symbols *ss, uint32_t id, const struct frame **frames,
@@ -378,7 +503,7 @@ int stack_symbols__frames(struct stack_symbols *ss, uint32_t id, const struct fr
 {
 	static __thread struct frame buf[MAX_FRAMES];
 
-	if (id >= ss->n)
+	if (id >= ss->n || !ss->stacks[id].ids)
 		return -ENOENT;
 	for (uint32_t i = 0; i < ss->stacks[id].depth; i++)
 		buf[i] = ss->table->frames[ss->stacks[id].ids[i]];
@@ -420,7 +545,7 @@ int stack_symbols__add_counts(struct stack_symbols *ss, struct profile *out, con
 		struct sym_stack *st;
 		int err;
 
-		if (id >= ss->n)
+		if (id >= ss->n || !ss->stacks[id].ids)
 			continue; /* not symbolized yet: next build has it */
 		st = &ss->stacks[id];
 		for (uint32_t i = 0; i < st->depth; i++) {

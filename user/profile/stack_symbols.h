@@ -69,6 +69,28 @@ int stack_symbols__add_counts(struct stack_symbols *ss, struct profile *out, con
  */
 uint64_t stack_symbols__intern_interp(struct stack_symbols *ss, const struct frame *f);
 
+/**
+ * stack_symbols__forget - drop the frames of stack @id, which the store
+ * released; they are computed again when the id is reused
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int stack_symbols__forget(struct stack_symbols *ss, uint32_t id);
+
+/**
+ * stack_symbols__path_hash - hash of stack @id's frames as name-level
+ * views show them: everything but the frames' addresses
+ *
+ * Return: 0, or -ENOENT if @id is not symbolized.
+ */
+int stack_symbols__path_hash(const struct stack_symbols *ss, uint32_t id, uint64_t *hash);
+
+/**
+ * stack_symbols__same_path - whether stacks @a and @b show as the same
+ * frames (they may differ in addresses within those frames)
+ */
+bool stack_symbols__same_path(const struct stack_symbols *ss, uint32_t a, uint32_t b);
+
 /** stack_symbols__frames - the symbolized frames of stack @id (root first) */
 int stack_symbols__frames(struct stack_symbols *ss, uint32_t id, const struct frame **frames,
 			  uint32_t *depth);

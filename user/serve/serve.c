@@ -16,6 +16,7 @@
 #include "user/serve/query.h"
 #include "user/serve/serve.h"
 #include "user/serve/serve_internal.h"
+#include "user/session/reclaim.h"
 #include "user/util/util.h"
 
 #define CONN_LIMIT     128	   /* connections at once; more are refused */
@@ -395,6 +396,20 @@ static int listen_on(struct serve *sv, const struct sockaddr_storage *ss)
 	return daemon__add_poller(sv->d, di->epoll_fd, on_poll, sv);
 }
 
+/* The previous delta scrapes follow the stacks the daemon folds, so that
+ * a fold shows in no delta (user/session/reclaim.h). */
+static int remap_prev(void *ctx, const uint32_t *map, size_t n_map)
+{
+	struct serve *sv = ctx;
+
+	return counts__remap(&sv->prev_block, map, n_map) ||
+			       counts__remap(&sv->prev_mutex, map, n_map) ||
+			       counts__remap(&sv->prev_block_waker, map, n_map) ||
+			       counts__remap(&sv->prev_mutex_waker, map, n_map)
+		       ? -ENOMEM
+		       : 0;
+}
+
 int serve__start(struct serve **out, struct daemon *d, const struct serve_opts *o)
 {
 	struct sockaddr_storage ss;
@@ -422,7 +437,11 @@ int serve__start(struct serve **out, struct daemon *d, const struct serve_opts *
 	counts__init(&sv->prev_mutex);
 	counts__init(&sv->prev_block_waker);
 	counts__init(&sv->prev_mutex_waker);
-	err = o->token_file ? read_token(o->token_file, &sv->token) : 0;
+	err = reclaim__add_holder(d->reclaim, remap_prev, sv);
+	if (!err)
+		sv->reclaim_holder = true;
+	if (!err)
+		err = o->token_file ? read_token(o->token_file, &sv->token) : 0;
 	if (!err)
 		err = random_hex(sv->csrf, 16);
 	if (!err) {
@@ -460,6 +479,8 @@ void serve__stop(struct serve *sv)
 		MHD_stop_daemon(sv->mhd);
 	}
 	serve_heap__free(sv);
+	if (sv->reclaim_holder)
+		reclaim__remove_holder(sv->d->reclaim, sv);
 	counts__free(&sv->prev_block);
 	counts__free(&sv->prev_mutex);
 	counts__free(&sv->prev_block_waker);

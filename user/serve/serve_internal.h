@@ -37,6 +37,7 @@ struct serve {
 	struct heap_prev *heap_prev;	      /* delta_heap's previous scrape */
 	struct counts prev_block, prev_mutex; /* delta_block's and delta_mutex's */
 	struct counts prev_block_waker, prev_mutex_waker; /* the same with ?stack=waker */
+	bool reclaim_holder; /* the prev_* counts are remapped by reclaim passes */
 };
 
 enum prof_kind {

@@ -54,8 +54,8 @@ static void labels(FILE *f, const char *func, const char *cls)
  * @threshold (@want 1: slow, 0: fast).
  */
 /* Add buckets [*b, end) of @h that are of class @want (-1: all) to the sums. */
-static void add_buckets(const uint64_t *h, uint32_t *b, uint32_t end, uint64_t threshold,
-			int want, uint64_t *cum, uint64_t *sum)
+static void add_buckets(const uint64_t *h, uint32_t *b, uint32_t end, uint64_t threshold, int want,
+			uint64_t *cum, uint64_t *sum)
 {
 	for (; *b < end && *b < LP_HIST_BUCKETS; (*b)++) {
 		bool slow = traces__bucket_value(*b) >= threshold;
@@ -191,8 +191,15 @@ enum MHD_Result serve_metrics__get(struct request *r)
 	counter(f, "liveprof_calls_dropped_total",
 		"Calls not tracked because a thread's call stack was full.",
 		d->counters[LP_CNT_CALLS_DROPPED]);
-	gauge(f, "liveprof_stacks", "Distinct stacks interned.",
-	      (double)stack_store__count(d->stacks));
+	gauge(f, "liveprof_stacks", "Distinct stacks held.", (double)stack_store__count(d->stacks));
+	counter(f, "liveprof_stacks_released_total",
+		"Stacks idle for longer than the window, folded into kept ones and freed.",
+		stack_store__released(d->stacks));
+	fprintf(f,
+		"# HELP liveprof_reclaim_seconds_total Time spent folding and freeing idle "
+		"stacks.\n# TYPE liveprof_reclaim_seconds_total counter\n"
+		"liveprof_reclaim_seconds_total %.6f\n",
+		d->reclaim_ns / 1e9);
 	gauge(f, "liveprof_profile_windows", "Profile scrapes waiting for their window.",
 	      r->sv->n_windows);
 	counter(f, "liveprof_http_requests_total", "HTTP requests received.", r->sv->requests);

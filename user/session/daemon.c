@@ -23,6 +23,7 @@ _Static_assert(UNWIND_TRAMP_LO == LP_UPROBE_TRAMP_LO && UNWIND_TRAMP_HI == LP_UP
 #include "user/session/holders.h"
 #include "user/session/bpf_session.h"
 #include "user/session/daemon.h"
+#include "user/session/reclaim.h"
 #include "user/session/python_procs.h"
 #include "user/session/ruby_procs.h"
 #include "user/util/log.h"
@@ -141,8 +142,7 @@ static int on_sample(struct daemon *d, const struct lp_sample *s, size_t size)
 						 MAX_USER_FRAMES);
 	} else if (d->rb && ruby_procs__on_sample(d->rb, d->core.bpf, d->sym, s->pid, s->comm)) {
 		/* also without frames: a walk that failed at once is counted */
-		nu = ruby_procs__merge(d->rb, d->core.symbols, d->sym, s, us, nu,
-				       MAX_USER_FRAMES);
+		nu = ruby_procs__merge(d->rb, d->core.symbols, d->sym, s, us, nu, MAX_USER_FRAMES);
 	}
 	nk = s->n_kstack < LP_MAX_KSTACK ? s->n_kstack : LP_MAX_KSTACK;
 	if (flags & STACK_F_TRUNCATED)
@@ -203,6 +203,11 @@ static int on_waker(struct daemon *d, const struct lp_waker *w, size_t size)
 		snprintf(rs.comm, sizeof(rs.comm), "%s", name);
 	id = stack_store__intern(d->stacks, &rs);
 	pair = id < 0 ? id : holders__pair(d->holders, waiter, (uint32_t)id);
+	if (pair >= 0) {
+		/* a pair keeps both ids for the whole run, unremapped */
+		stack_store__pin(d->stacks, waiter);
+		stack_store__pin(d->stacks, (uint32_t)id);
+	}
 	if (pair < 0 || counts__add(&d->holder_total, (uint32_t)pair, 1, weight))
 		return -ENOMEM;
 	for (struct daemon_window *win = d->windows; win; win = win->next)
@@ -281,6 +286,8 @@ int daemon__init(struct daemon *d, struct options *o, struct bpf_session *bpf)
 	}
 	counts__init(&d->total);
 	counts__init(&d->holder_total);
+	if (!(d->reclaim = reclaim__new()))
+		return -ENOMEM;
 	if (o->offcpu && !(d->holders = holders__new()))
 		return -ENOMEM;
 	err = daemon__set_window(d, (int)(o->window_s + 0.5));
@@ -325,6 +332,7 @@ void daemon__fini(struct daemon *d)
 	free(d->slots);
 	counts__free(&d->total);
 	counts__free(&d->holder_total);
+	reclaim__free(d->reclaim);
 	holders__free(d->holders);
 	unwinder__free(d->unwind);
 	unwind_tables__free(d->utab);
@@ -409,6 +417,16 @@ static void tick(struct daemon *d, uint64_t now)
 		split__tick(d->split, now);
 	d->cur_slot = (d->cur_slot + 1) % d->n_slots;
 	counts__clear(&d->slots[d->cur_slot]);
+	stack_store__set_epoch(d->stacks, ++d->epoch);
+	/* The slots hold the epochs after epoch - n_slots: older stacks are
+	 * in no slot, only in whole-run counts, which the pass remaps. */
+	if (d->epoch % RECLAIM_EVERY_S == 0 && d->epoch > (uint32_t)d->n_slots + 1) {
+		uint64_t t0 = lp_now_ns();
+
+		if (reclaim__run(d, d->epoch - (uint32_t)d->n_slots - 1) < 0)
+			d->reclaim_errors++;
+		d->reclaim_ns += lp_now_ns() - t0;
+	}
 }
 
 int daemon__window_open(struct daemon *d, struct daemon_window *w, uint64_t duration_ns)

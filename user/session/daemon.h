@@ -23,6 +23,7 @@ struct traces;
 struct split;
 struct unwinder;
 struct unwind_tables;
+struct reclaim;
 
 #define MAX_WINDOW_SLOTS 3600
 
@@ -72,22 +73,26 @@ struct daemon {
 	struct unwind_tables *utab; /* CFI tables of the BPF unwinder, NULL without it */
 	struct python_procs *py;    /* CPython targets, NULL with --no-interp */
 	struct ruby_procs *rb;	    /* CRuby targets, NULL with --no-interp */
+	struct reclaim *reclaim;    /* idle stacks folded and released, see reclaim.h */
 
 	const char *child_exe; /* its executable, resolved through PATH */
 	int child_status;      /* wait status once it exited */
 	bool child_exited;
 	bool symbolized; /* the first symbolization has run */
 
-	struct counts total;  /* whole run */
+	struct counts total; /* whole run */
 	/* --offcpu: blocks by (waiter stack, waker stack) pair, see holders.h */
 	struct holders *holders;
 	struct counts holder_total; /* by pair id, whole run */
-	struct counts *slots; /* one-second slots of the window, ring */
+	struct counts *slots;	    /* one-second slots of the window, ring */
 	int n_slots, cur_slot;
 
 	unsigned int freq;
 	bool paused;
 	uint64_t last_tick_ns;
+	uint32_t epoch;		 /* ticks so far: the stack store's clock */
+	uint64_t reclaim_ns;	 /* time spent in reclaim passes */
+	uint64_t reclaim_errors; /* passes that found no memory to finish */
 	uint64_t split_gen; /* changes whenever the split or its trace goes away or is replaced */
 	uint64_t samples, offcpu_events, events_bad;
 	uint64_t counters[16];	    /* LP_CNT_* from BPF, summed over CPUs */

@@ -17,6 +17,7 @@
 #include "user/util/exit_codes.h"
 #include "user/util/log.h"
 #include "user/session/report.h"
+#include "user/session/reclaim.h"
 #include "user/session/alloc.h"
 #include "user/session/python_procs.h"
 #include "user/session/ruby_procs.h"
@@ -296,11 +297,15 @@ static json_t *summary_json(struct daemon *d, struct profile *p, struct split_re
 	json_object_set_new(root, "samples", json_integer(d->samples));
 	json_object_set_new(root, "lost", json_integer(d->counters[LP_CNT_LOST]));
 	json_object_set_new(root, "duration_s", json_real(dur));
-	json_object_set_new(root, "end_monotonic_ns",
-			    json_integer((json_int_t)(d->core.end_ns ? d->core.end_ns : lp_now_ns())));
+	json_object_set_new(
+		root, "end_monotonic_ns",
+		json_integer((json_int_t)(d->core.end_ns ? d->core.end_ns : lp_now_ns())));
 	json_object_set_new(root, "frequency_hz", json_integer(d->freq));
 	json_object_set_new(root, "pids", pids);
 	json_object_set_new(root, "distinct_stacks", json_integer(stack_store__count(d->stacks)));
+	json_object_set_new(root, "stacks_released",
+			    json_integer((json_int_t)stack_store__released(d->stacks)));
+	json_object_set_new(root, "stacks_kept", json_integer(reclaim__kept(d->reclaim)));
 	json_object_set_new(root, "offcpu_events", json_integer(d->offcpu_events));
 	json_object_set_new(root, "truncated_stacks", json_integer(d->truncated));
 	json_object_set_new(root, "trampolines_fixed", json_integer(d->tramp_fixed));
@@ -381,8 +386,7 @@ static int write_json(struct daemon *d, struct profile *p, struct split_result *
 }
 
 /* What the interpreter frames cost in accuracy: every loss is said. */
-static void print_interp(FILE *f, const char *lang, const char *loop,
-			 const struct interp_stats *st)
+static void print_interp(FILE *f, const char *lang, const char *loop, const struct interp_stats *st)
 {
 	if (!st->procs && !st->frames)
 		return;

@@ -243,3 +243,14 @@ void split__stats(const struct split *s, uint64_t *held, uint64_t *orphans, uint
 	*orphans = s->orphans;
 	*dropped = s->dropped;
 }
+
+void split__remap_stacks(struct split *s, const uint32_t *map, size_t n_map)
+{
+	for (uint64_t i = 0; i < s->n_pool; i++)
+		if (s->pool[i].stack_id < n_map && map[s->pool[i].stack_id])
+			s->pool[i].stack_id = map[s->pool[i].stack_id] - 1;
+	for (size_t i = 0; i < s->held_cap; i++)
+		for (uint32_t k = 0; s->held[i].call_id && k < s->held[i].n; k++)
+			if (s->held[i].e[k].stack_id < n_map && map[s->held[i].e[k].stack_id])
+				s->held[i].e[k].stack_id = map[s->held[i].e[k].stack_id] - 1;
+}

@@ -62,12 +62,12 @@ struct split_result {
 	 * marked significant.
 	 */
 	bool raw_latency;
-	double correction_ns;	    /* mean subtracted per sampled call */
-	double correction_unc_ns;   /* its uncertainty per sampled call */
-	uint64_t median_ns;	    /* of every call */
-	bool correction_exceeds;    /* correction_unc_ns >= threshold - median */
-	bool ambiguous_class;	    /* the ambiguous calls hold all but a few of a class's samples */
-	uint64_t calib_spread_ns;   /* the per-sample calibration's own spread */
+	double correction_ns;	  /* mean subtracted per sampled call */
+	double correction_unc_ns; /* its uncertainty per sampled call */
+	uint64_t median_ns;	  /* of every call */
+	bool correction_exceeds;  /* correction_unc_ns >= threshold - median */
+	bool ambiguous_class;	  /* the ambiguous calls hold all but a few of a class's samples */
+	uint64_t calib_spread_ns; /* the per-sample calibration's own spread */
 	/*
 	 * The check of the classes of sampled calls against every call's
 	 * latency (split_compute.c, expect_sampled_slow): without bias, the
@@ -89,7 +89,7 @@ struct split_result {
 	 * their samples in each class: a star must survive their moving */
 	uint64_t ambiguous_calls, ambiguous_slow_samples, ambiguous_fast_samples;
 	bool sampling_biased;
-	uint64_t *latency_hist;      /* LP_HIST_BUCKETS counts of every call, for the JSON */
+	uint64_t *latency_hist; /* LP_HIST_BUCKETS counts of every call, for the JSON */
 };
 
 /**
@@ -147,6 +147,12 @@ void split_result__fini(struct split_result *r);
  */
 int split__compute_range(struct split *s, uint64_t since_ns, uint64_t until_ns,
 			 struct split_result *r);
+
+/**
+ * split__remap_stacks - stack @id of the samples kept becomes @map[@id] - 1
+ * wherever @map[@id] is set (user/session/reclaim.h)
+ */
+void split__remap_stacks(struct split *s, const uint32_t *map, size_t n_map);
 
 /** split__stats - held samples, orphaned calls, dropped samples */
 void split__stats(const struct split *s, uint64_t *held, uint64_t *orphans, uint64_t *dropped);
