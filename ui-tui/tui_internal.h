@@ -207,4 +207,11 @@ void tree_free(struct tree *tr);
 void tree_reset(struct tree *tr);
 int tree_sort(struct tree *tr);
 
+/* tui_term.c: curses on, stderr to the message line (0 or -ENOTTY) */
+int tui_term_start(struct tui *t);
+/* tui_term.c: show what was printed to stderr; true if anything was */
+bool tui_term_drain_stderr(struct tui *t);
+/* tui_term.c: the terminal as it was */
+void tui_term_end(void);
+
 #endif

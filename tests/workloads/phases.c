@@ -43,22 +43,10 @@ __attribute__((noinline)) void b_leaf(void)
 	SPIN();
 }
 
-/* l and r of one phase: the path's bits pick which at each level */
-#define TREE(P)                                                                                    \
-	void P##_l(unsigned int bits, int depth);                                                  \
-	void P##_r(unsigned int bits, int depth);                                                  \
-	__attribute__((noinline)) void P##_l(unsigned int bits, int depth)                         \
-	{                                                                                          \
-		volatile int frame = 0;                                                            \
-		if (depth == DEPTH)                                                                \
-			P##_leaf();                                                                \
-		else if (bits & 1)                                                                 \
-			P##_r(bits >> 1, depth + 1);                                               \
-		else                                                                               \
-			P##_l(bits >> 1, depth + 1);                                               \
-		frame++;                                                                           \
-	}                                                                                          \
-	__attribute__((noinline)) void P##_r(unsigned int bits, int depth)                         \
+/* One node of phase P's tree (P_l or P_r: the same code under two names,
+ * so that the path shows in the stack): the path's bits pick the next. */
+#define NODE(P, side)                                                                              \
+	__attribute__((noinline)) void P##_##side(unsigned int bits, int depth)                    \
 	{                                                                                          \
 		volatile int frame = 0;                                                            \
 		if (depth == DEPTH)                                                                \
@@ -69,6 +57,12 @@ __attribute__((noinline)) void b_leaf(void)
 			P##_l(bits >> 1, depth + 1);                                               \
 		frame++;                                                                           \
 	}
+
+#define TREE(P)                                                                                    \
+	void P##_l(unsigned int bits, int depth);                                                  \
+	void P##_r(unsigned int bits, int depth);                                                  \
+	NODE(P, l)                                                                                 \
+	NODE(P, r)
 
 TREE(a)
 TREE(b)
