@@ -94,4 +94,24 @@ int python_runtime_find(const char *path, struct py_runtime *out, char *err, siz
  */
 const struct py_offsets *python_offsets_builtin(unsigned int major, unsigned int minor);
 
+/* Where the evaluator starts (and resumes) frames: resume_frame. */
+struct py_eval_point {
+	uint64_t vaddr;	 /* link-time address, proven an instruction boundary */
+	uint64_t offset; /* its file offset, for the uprobe */
+};
+
+/**
+ * python_eval_resume() - find and prove the resume_frame label of
+ * _PyEval_EvalFrameDefault in @path's DWARF (its own or its debug file's,
+ * found by build-id)
+ * @path: the interpreter executable or libpython
+ * @out: filled on success
+ * @err: on failure, one line saying what is missing and what would work
+ * @errlen: size of @err
+ *
+ * Return: 0; -ENOENT when no DWARF (or no address for the label) is
+ * found; another negative errno when the address cannot be proven.
+ */
+int python_eval_resume(const char *path, struct py_eval_point *out, char *err, size_t errlen);
+
 #endif /* LP_PYTHON_RUNTIME_H */
