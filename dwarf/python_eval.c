@@ -30,6 +30,11 @@
 
 #define EVAL_FUNC    "_PyEval_EvalFrameDefault"
 #define RESUME_LABEL "resume_frame"
+/* Returns, where a build has no USDT: the RETURN_VALUE handler (computed
+ * gotos label it) and exit_unwind, which each frame an exception ends
+ * passes; the frame is still the thread's current one at both. */
+#define RETURN_LABEL "TARGET_RETURN_VALUE"
+#define UNWIND_LABEL "exit_unwind"
 
 /* The label @name with an address below @die (depth-first), or -ENOENT. */
 static int find_label(Dwarf_Die *die, const char *name, Dwarf_Addr *pc, int depth)
@@ -75,30 +80,28 @@ static int find_eval(Dwarf_Die *cu, Dwarf_Die *out)
 }
 
 /*
- * The label's address in the first CU that has the evaluator's code: with
- * LTO (Debian's build) that is a partition CU, whose subprogram refers to
- * the abstract one in ceval.c's CU, so every CU is looked at.
+ * The evaluator's code in the first CU that has it: with LTO (Debian's
+ * build) that is a partition CU, whose subprogram refers to the abstract
+ * one in ceval.c's CU, so every CU is looked at.
  */
-static int label_addr(Dwarf *dbg, Dwarf_Addr *pc, bool *have_eval)
+static int eval_die(Dwarf *dbg, Dwarf_Die *fn)
 {
 	Dwarf_Off off = 0, next;
 	size_t hsize;
 
 	while (dwarf_nextcu(dbg, off, &next, &hsize, NULL, NULL, NULL) == 0) {
-		Dwarf_Die cu, fn;
+		Dwarf_Die cu;
 
-		if (dwarf_offdie(dbg, off + hsize, &cu) && !find_eval(&cu, &fn)) {
-			*have_eval = true;
-			return find_label(&fn, RESUME_LABEL, pc, 0);
-		}
+		if (dwarf_offdie(dbg, off + hsize, &cu) && !find_eval(&cu, fn))
+			return 0;
 		off = next;
 	}
 	return -ENOENT;
 }
 
 /* Prove @vaddr an instruction boundary and turn it into a file offset. */
-static int prove(Elf *elf, Dwarf *dbg, const char *path, uint64_t vaddr, uint64_t *offset,
-		 char *err, size_t errlen)
+static int prove(Elf *elf, Dwarf *dbg, const char *path, const char *label, uint64_t vaddr,
+		 uint64_t *offset, char *err, size_t errlen)
 {
 	struct probe_prover *p = NULL;
 	struct prove_result res;
@@ -111,7 +114,7 @@ static int prove(Elf *elf, Dwarf *dbg, const char *path, uint64_t vaddr, uint64_
 		lp_errf(err, errlen,
 			"refusing '%s' at 0x%" PRIx64 " in '%s': not proven an instruction "
 			"boundary (%s)",
-			RESUME_LABEL, vaddr, path, strerror(-r));
+			label, vaddr, path, strerror(-r));
 		return r;
 	}
 	r = elf_vaddr_to_offset(elf, vaddr, offset);
@@ -120,19 +123,19 @@ static int prove(Elf *elf, Dwarf *dbg, const char *path, uint64_t vaddr, uint64_
 	return r;
 }
 
-static void no_dwarf_msg(Elf *elf, const char *path, bool have_dwarf, bool have_eval, char *err,
-			 size_t errlen)
+static void no_dwarf_msg(Elf *elf, const char *path, bool have_dwarf, const char *no_label,
+			 char *err, size_t errlen)
 {
 	char hex[2 * 64 + 1] = "";
 
 	if (debuginfo__hex_build_id(elf, hex))
 		snprintf(hex, sizeof(hex), "none");
-	if (have_eval)
+	if (no_label)
 		lp_errf(err, errlen,
 			"'%s' (build-id %s): the DWARF of " EVAL_FUNC " has no address for its "
-			"label '" RESUME_LABEL "', where py: traces probe; an interpreter built "
-			"with -g at -O2 (Debian's with python3.11-dbg) has one",
-			path, hex);
+			"label '%s', where py: traces probe; an interpreter built with -g at -O2 "
+			"(Debian's with python3.11-dbg, pyenv's) has one",
+			path, hex, no_label);
 	else if (have_dwarf)
 		lp_errf(err, errlen,
 			"'%s' (build-id %s): its DWARF has no code of " EVAL_FUNC ", whose "
@@ -148,12 +151,40 @@ static void no_dwarf_msg(Elf *elf, const char *path, bool have_dwarf, bool have_
 			path, hex);
 }
 
-int python_eval_resume(const char *path, struct py_eval_point *out, char *err, size_t errlen)
+/* Find and prove the labels; the first missing one names itself in @missing. */
+static int find_points(Elf *elf, Dwarf *dbg, const char *path, bool returns,
+		       struct py_eval_points *out, const char **missing, char *err, size_t errlen)
+{
+	static const char *const ret_labels[] = {RETURN_LABEL, UNWIND_LABEL};
+	Dwarf_Die fn;
+	Dwarf_Addr pc;
+	int r = eval_die(dbg, &fn);
+
+	if (r)
+		return r;
+	*missing = RESUME_LABEL;
+	if (find_label(&fn, RESUME_LABEL, &pc, 0))
+		return -ENOENT;
+	out->start.vaddr = pc;
+	r = prove(elf, dbg, path, RESUME_LABEL, pc, &out->start.offset, err, errlen);
+	for (int i = 0; returns && !r && i < 2; i++) {
+		*missing = ret_labels[i];
+		if (find_label(&fn, ret_labels[i], &pc, 0))
+			return -ENOENT;
+		out->ret[i].vaddr = pc;
+		r = prove(elf, dbg, path, ret_labels[i], pc, &out->ret[i].offset, err, errlen);
+		out->n_ret = i + 1;
+	}
+	*missing = NULL;
+	return r;
+}
+
+int python_eval_points(const char *path, bool returns, struct py_eval_points *out, char *err,
+		       size_t errlen)
 {
 	struct debuginfo_file dbgf = {.fd = -1};
-	bool have_eval = false;
+	const char *missing = NULL;
 	Dwarf *dbg = NULL;
-	Dwarf_Addr pc = 0;
 	Elf *elf = NULL;
 	int fd, r;
 
@@ -172,12 +203,9 @@ int python_eval_resume(const char *path, struct py_eval_point *out, char *err, s
 		return -ENOEXEC;
 	}
 	dbg = debuginfo__dwarf_begin(elf, path, &dbgf);
-	r = dbg ? label_addr(dbg, &pc, &have_eval) : -ENOENT;
-	if (r)
-		no_dwarf_msg(elf, path, dbg != NULL, have_eval, err, errlen);
-	else
-		r = prove(elf, dbg, path, pc, &out->offset, err, errlen);
-	out->vaddr = pc;
+	r = dbg ? find_points(elf, dbg, path, returns, out, &missing, err, errlen) : -ENOENT;
+	if (r == -ENOENT)
+		no_dwarf_msg(elf, path, dbg != NULL, missing, err, errlen);
 	if (dbg)
 		dwarf_end(dbg);
 	debuginfo__file_close(&dbgf);

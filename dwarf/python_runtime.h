@@ -94,24 +94,33 @@ int python_runtime_find(const char *path, struct py_runtime *out, char *err, siz
  */
 const struct py_offsets *python_offsets_builtin(unsigned int major, unsigned int minor);
 
-/* Where the evaluator starts (and resumes) frames: resume_frame. */
+/* A probe point in the evaluator. */
 struct py_eval_point {
 	uint64_t vaddr;	 /* link-time address, proven an instruction boundary */
 	uint64_t offset; /* its file offset, for the uprobe */
 };
 
+/* Where the evaluator starts (and resumes) frames, and where they end. */
+struct py_eval_points {
+	struct py_eval_point start; /* resume_frame */
+	struct py_eval_point ret[2]; /* TARGET_RETURN_VALUE, exit_unwind */
+	int n_ret;
+};
+
 /**
- * python_eval_resume() - find and prove the resume_frame label of
- * _PyEval_EvalFrameDefault in @path's DWARF (its own or its debug file's,
- * found by build-id)
+ * python_eval_points() - find and prove the labels of
+ * _PyEval_EvalFrameDefault where py: traces probe, in @path's DWARF (its
+ * own or its debug file's, found by build-id)
  * @path: the interpreter executable or libpython
+ * @returns: also the return labels (for a build without USDT probes)
  * @out: filled on success
  * @err: on failure, one line saying what is missing and what would work
  * @errlen: size of @err
  *
- * Return: 0; -ENOENT when no DWARF (or no address for the label) is
- * found; another negative errno when the address cannot be proven.
+ * Return: 0; -ENOENT when no DWARF (or no address for a label) is found;
+ * another negative errno when an address cannot be proven.
  */
-int python_eval_resume(const char *path, struct py_eval_point *out, char *err, size_t errlen);
+int python_eval_points(const char *path, bool returns, struct py_eval_points *out, char *err,
+		       size_t errlen);
 
 #endif /* LP_PYTHON_RUNTIME_H */

@@ -43,11 +43,13 @@ def def_line(name):
     return next(i for i, l in enumerate(SRC.splitlines(), 1) if l.startswith(f"def {name}("))
 
 
-def run_counted(procs, tmp_path, args, specs, timeout=90):
+def run_counted(procs, tmp_path, args, specs, timeout=90, python=PY, n_ret=1):
     """Start the workload, then liveprof -v -p with @args; go once every
-    spec's probes are in; stop liveprof (SIGINT) after the rounds."""
+    spec's probes are in (a start and @n_ret return probes each); stop
+    liveprof (SIGINT) after the rounds."""
     go = tmp_path / "go"
-    target = procs.start([PY, WL, go, ROUNDS], settle=0.3, stdout=subprocess.PIPE, text=True)
+    target = procs.start([python, WL, go, ROUNDS], settle=0.3, stdout=subprocess.PIPE,
+                         text=True)
     out = tmp_path / "lp"
     out.mkdir()
     err = open(out / "stderr", "w+")
@@ -58,7 +60,7 @@ def run_counted(procs, tmp_path, args, specs, timeout=90):
         end = time.monotonic() + timeout
         while time.monotonic() < end and lp.poll() is None:
             text = (out / "stderr").read_text()
-            if all(f"probe '{s}': python:function__return" in text for s in specs):
+            if all(text.count(f"probe '{s}': frame return") == n_ret for s in specs):
                 break
             time.sleep(0.1)
         assert lp.poll() is None, (out / "stderr").read_text()[-3000:]
@@ -79,10 +81,18 @@ def traces_of(js):
     return {t["spec"]: t for t in js["traces"]}
 
 
-def test_counts_exact_and_percentiles(procs, tmp_path):
+# Debian's python3.11: returns through USDT; pyenv's (no USDT): through the
+# labels TARGET_RETURN_VALUE and exit_unwind
+INTERPRETERS = [pytest.param(PY, 1, id="debian")]
+if PYENV.exists():
+    INTERPRETERS.append(pytest.param(str(PYENV), 2, id="pyenv"))
+
+
+@pytest.mark.parametrize("python,n_ret", INTERPRETERS)
+def test_counts_exact_and_percentiles(procs, tmp_path, python, n_ret):
     specs = list(TRUTH)
     args = ["--raw-latency"] + [a for s in specs for a in ("--trace", s)]
-    js, so, _ = run_counted(procs, tmp_path, args, specs)
+    js, so, _ = run_counted(procs, tmp_path, args, specs, python=python, n_ret=n_ret)
     t = traces_of(js)
     for spec, n in TRUTH.items():
         # every call counted and timed: starts and returns paired, also
@@ -146,12 +156,28 @@ def test_bad_py_specs_exit_8(run_lp, procs, tmp_path):
         assert r.rc == 8 and "py:" in r.stderr, (spec, r)
 
 
-@pytest.mark.skipif(not PYENV.exists(), reason="no pyenv 3.11.7")
-def test_pyenv_build_says_why_not(run_lp, procs, tmp_path):
-    """pyenv's libpython has DWARF but no USDT probes (and its labels have
-    no address): one line that says what would work."""
-    target = procs.start([PYENV, WL, tmp_path / "never", "1"], settle=0.5)
+def test_debug_file_of_another_build(run_lp, procs, tmp_path):
+    """A copy of python3.11 whose build-id differs from the debug file's
+    (one byte changed): no DWARF is used, and one line says what works."""
+    data = bytearray(Path(PY).read_bytes())
+    bid = bytes.fromhex(subprocess.run(
+        ["readelf", "-n", PY], capture_output=True, text=True, check=True
+    ).stdout.split("Build ID:")[1].split()[0])
+    at = data.index(bid)
+    data[at] ^= 0xff
+    copy = tmp_path / "python3.11"
+    copy.write_bytes(bytes(data))
+    copy.chmod(0o755)
+    target = procs.start([copy, WL, tmp_path / "never", "1"], settle=0.5)
     r = run_lp(["-p", target.pid, "-d", "1", "--trace", "py:leaf"], json_out=False, folded=False)
     assert r.rc == 8, r
-    msg = [l for l in r.stderr.splitlines() if "libpython3.11" in l]
-    assert msg and ("resume_frame" in msg[0] or "function__return" in msg[0]), r.stderr
+    lines = [l for l in r.stderr.splitlines() if "build-id" in l]
+    assert len(lines) == 1 and "python3.11-dbg" in lines[0], r.stderr
+    assert f"{bid[0] ^ 0xff:02x}{bid[1:].hex()}" in lines[0], lines
+
+
+def test_no_interp_refuses_py(run_lp, procs, tmp_path):
+    target = procs.start([PY, WL, tmp_path / "never", "1"], settle=0.3)
+    r = run_lp(["-p", target.pid, "-d", "1", "--no-interp", "--trace", "py:leaf"],
+               json_out=False, folded=False)
+    assert r.rc == 8 and "--no-interp" in r.stderr, r

@@ -3,10 +3,11 @@
  * traces_py.c - --trace py:QUALNAME: calls of a Python function, timed
  * from the start of its frame to its return (bpf/pytrace.bpf.h).
  *
- * Two probes in the interpreter: one on the evaluator's resume_frame
- * label, found in its DWARF (dwarf/python_eval.c) and proven an
- * instruction boundary, where frames start; one on each site of the USDT
- * probe python:function__return, with its semaphore. BPF decides per code
+ * Probes in the interpreter: one on the evaluator's resume_frame label,
+ * found in its DWARF (dwarf/python_eval.c) and proven an instruction
+ * boundary, where frames start; one on each site of the USDT probe
+ * python:function__return, with its semaphore, or, in a build without
+ * USDT, on the labels TARGET_RETURN_VALUE and exit_unwind. BPF decides per code
  * object, at its first call, whether its qualname is traced (map
  * py_names), so functions defined later are traced from their first call.
  *
@@ -101,7 +102,8 @@ static void interpreter_file(int pid, char *out, size_t len)
 	fclose(f);
 }
 
-/* The return sites: every python:function__return note, each a nop. */
+/* The return sites: every python:function__return note (none is no
+ * error: the build may lack USDT), each a nop. */
 static int return_sites(const char *path, const char *shown, struct usdt_note **notes, size_t *n,
 			size_t *idx, int *n_idx, char *err, size_t errlen)
 {
@@ -126,15 +128,6 @@ static int return_sites(const char *path, const char *shown, struct usdt_note **
 			return -EILSEQ;
 		}
 		idx[(*n_idx)++] = i;
-	}
-	if (!*n_idx) {
-		lp_errf(err, errlen,
-			"'%s' has no USDT probe python:" PY_RETURN " (CPython built without "
-			"--with-dtrace), where py: traces see returns; Debian's "
-			"/usr/bin/python3.11 "
-			"has it",
-			shown);
-		return -ENOENT;
 	}
 	return 0;
 }
@@ -204,16 +197,41 @@ static int attach_one(struct traces *t, struct trace *tr, enum bpf_probe_prog pr
 		return h;
 	}
 	lp_debug("probe '%s': %s at 0x%" PRIx64 " in '%s'", tr->spec_text,
-		 prog == PROBE_PROG_PY_START ? "frame start (resume_frame)" : "python:" PY_RETURN,
+		 prog == PROBE_PROG_PY_START ? "frame start (resume_frame)"
+		 : sema			     ? "frame return (python:" PY_RETURN ")"
+					     : "frame return (label)",
 		 vaddr, loc->mapped_path);
 	return 0;
+}
+
+/*
+ * Attach the start probe and the return probes: the USDT sites, else
+ * (a build without USDT: pyenv's) the return labels.
+ */
+static int attach_all(struct traces *t, struct trace *tr, int pid, const struct binary_loc *loc,
+		      const struct py_eval_points *pts, const struct usdt_note *notes,
+		      const size_t *idx, int n_ret, char *err, size_t errlen)
+{
+	int r = attach_one(t, tr, PROBE_PROG_PY_START, pid, loc, pts->start.offset, 0, tr->ids[0],
+			   pts->start.vaddr, err, errlen);
+
+	for (int i = 0; !r && i < n_ret; i++) {
+		const struct usdt_note *nt = &notes[idx[i]];
+
+		r = attach_one(t, tr, PROBE_PROG_PY_RETURN, pid, loc, nt->offset, nt->sema_offset,
+			       tr->ids[0], nt->vaddr, err, errlen);
+	}
+	for (int i = 0; !r && !n_ret && i < pts->n_ret; i++)
+		r = attach_one(t, tr, PROBE_PROG_PY_RETURN, pid, loc, pts->ret[i].offset, 0,
+			       tr->ids[0], pts->ret[i].vaddr, err, errlen);
+	return r;
 }
 
 int traces_py_attach_in(struct traces *t, struct trace *tr, int pid, char *err, size_t errlen)
 {
 	struct usdt_note *notes = NULL;
 	size_t n_notes = 0, idx[MAX_IDS_PER_TRACE];
-	struct py_eval_point start;
+	struct py_eval_points pts;
 	struct binary_loc loc;
 	char lib[256];
 	bool pre_exec;
@@ -230,21 +248,14 @@ int traces_py_attach_in(struct traces *t, struct trace *tr, int pid, char *err, 
 		return 0;
 	if (r)
 		return r;
-	r = python_eval_resume(loc.attach_path, &start, err, errlen);
+	r = return_sites(loc.attach_path, loc.mapped_path, &notes, &n_notes, idx, &n_ret, err,
+			 errlen);
 	if (!r)
-		r = return_sites(loc.attach_path, loc.mapped_path, &notes, &n_notes, idx, &n_ret,
-				 err, errlen);
+		r = python_eval_points(loc.attach_path, !n_ret, &pts, err, errlen);
 	if (!r && !tr->n_links)
 		r = configure(t, tr, &loc, err, errlen);
 	if (!r)
-		r = attach_one(t, tr, PROBE_PROG_PY_START, pid, &loc, start.offset, 0, tr->ids[0],
-			       start.vaddr, err, errlen);
-	for (int i = 0; !r && i < n_ret; i++) {
-		const struct usdt_note *nt = &notes[idx[i]];
-
-		r = attach_one(t, tr, PROBE_PROG_PY_RETURN, pid, &loc, nt->offset, nt->sema_offset,
-			       tr->ids[0], nt->vaddr, err, errlen);
-	}
+		r = attach_all(t, tr, pid, &loc, &pts, notes, idx, n_ret, err, errlen);
 	if (!r) {
 		if (!tr->func_name)
 			tr->func_name = strdup(tr->spec_text);
