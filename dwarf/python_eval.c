@@ -25,6 +25,7 @@
 #include "dwarf/debuginfo.h"
 #include "dwarf/probe_prove.h"
 #include "dwarf/probe_resolve.h"
+#include "dwarf/python_eval_internal.h"
 #include "dwarf/python_runtime.h"
 #include "user/util/util.h"
 
@@ -151,6 +152,33 @@ static void no_dwarf_msg(Elf *elf, const char *path, bool have_dwarf, const char
 			path, hex);
 }
 
+/*
+ * The start points: the jumps into the block before resume_frame that
+ * only starts run (python_starts.c), else resume_frame (@resume), where
+ * BPF tells starts from resumes by the frame; each proven.
+ */
+static int start_points(Elf *elf, Dwarf *dbg, Dwarf_Die *fn, const char *path, uint64_t resume,
+			struct py_eval_points *out, char *err, size_t errlen)
+{
+	uint64_t v[PY_MAX_STARTS];
+	int n = 0, r = python_eval_starts(elf, fn, resume, v, &n);
+
+	if (r) {
+		v[0] = resume;
+		n = 1;
+		out->resume = true;
+	}
+	for (int i = 0; i < n; i++) {
+		out->start[i].vaddr = v[i];
+		r = prove(elf, dbg, path, out->resume ? RESUME_LABEL : "frame start", v[i],
+			  &out->start[i].offset, err, errlen);
+		if (r)
+			return r;
+		out->n_start = i + 1;
+	}
+	return 0;
+}
+
 /* Find and prove the labels; the first missing one names itself in @missing. */
 static int find_points(Elf *elf, Dwarf *dbg, const char *path, bool returns,
 		       struct py_eval_points *out, const char **missing, char *err, size_t errlen)
@@ -165,8 +193,8 @@ static int find_points(Elf *elf, Dwarf *dbg, const char *path, bool returns,
 	*missing = RESUME_LABEL;
 	if (find_label(&fn, RESUME_LABEL, &pc, 0))
 		return -ENOENT;
-	out->start.vaddr = pc;
-	r = prove(elf, dbg, path, RESUME_LABEL, pc, &out->start.offset, err, errlen);
+	out->resume_vaddr = pc;
+	r = start_points(elf, dbg, &fn, path, pc, out, err, errlen);
 	for (int i = 0; returns && !r && i < 2; i++) {
 		*missing = ret_labels[i];
 		if (find_label(&fn, ret_labels[i], &pc, 0))

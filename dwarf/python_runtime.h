@@ -100,9 +100,16 @@ struct py_eval_point {
 	uint64_t offset; /* its file offset, for the uprobe */
 };
 
-/* Where the evaluator starts (and resumes) frames, and where they end. */
+#define PY_MAX_STARTS 8
+
+/* Where the evaluator starts frames, and where they end. */
 struct py_eval_points {
-	struct py_eval_point start; /* resume_frame */
+	/* the jumps into the block each start runs before resume_frame
+	 * (python_starts.c), else resume_frame itself (resume true) */
+	struct py_eval_point start[PY_MAX_STARTS];
+	int n_start;
+	bool resume;		     /* start[0] is resume_frame: BPF tells starts from resumes */
+	uint64_t resume_vaddr;	     /* resume_frame's address */
 	struct py_eval_point ret[2]; /* TARGET_RETURN_VALUE, exit_unwind */
 	int n_ret;
 };

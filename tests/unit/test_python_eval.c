@@ -9,7 +9,8 @@
  * table. resume_frame is followed by SET_LOCALS_FROM_FRAME(), the source
  * line after the label's, and the label's address must be one of that
  * line's is_stmt rows; each address must lie in _PyEval_EvalFrameDefault
- * (its .dynsym entry) and its file offset map back through PT_LOAD.
+ * (its .dynsym entry) and its file offset map back through PT_LOAD. The
+ * start points must be jumps (the kernel emulates them), not resume_frame.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -64,6 +65,29 @@ static bool is_stmt_of_line(const char *dwarf_path, int line, uint64_t vaddr)
 	return found;
 }
 
+/* Does @path hold a conditional or direct jump at file offset @off? */
+static bool is_jump_at(const char *path, uint64_t off)
+{
+	uint8_t b[2] = {0};
+	int fd = open(path, O_RDONLY);
+	bool ok = fd >= 0 && pread(fd, b, 2, (off_t)off) == 2;
+
+	if (fd >= 0)
+		close(fd);
+	return ok && ((b[0] >= 0x70 && b[0] <= 0x7f) || b[0] == 0xeb || b[0] == 0xe9 ||
+		      (b[0] == 0x0f && b[1] >= 0x80 && b[1] <= 0x8f));
+}
+
+/* The start points: jumps the kernel emulates, none of them resume_frame. */
+static void check_starts(const char *path, const struct py_eval_points *pts)
+{
+	CHECK(pts->n_start >= 1 && !pts->resume);
+	for (int i = 0; i < pts->n_start; i++) {
+		CHECK(is_jump_at(path, pts->start[i].offset));
+		CHECK(pts->start[i].vaddr != pts->resume_vaddr);
+	}
+}
+
 /* @p lies in _PyEval_EvalFrameDefault's hot part and its offset is right. */
 static void check_in_eval(const char *path, const struct py_eval_point *p)
 {
@@ -91,9 +115,15 @@ UNIT_TEST(debian_resume_frame_from_the_dbg_file)
 		return;
 	}
 	CHECK_EQ_INT(pts.n_ret, 0);
-	check_in_eval(DEB_PY, &pts.start);
+	for (int i = 0; i < pts.n_start; i++)
+		check_in_eval(DEB_PY, &pts.start[i]);
 	/* 3.11.2's ceval.c: resume_frame: at 1721, SET_LOCALS_FROM_FRAME() at 1722 */
-	CHECK(is_stmt_of_line(DEB_DBG, 1722, pts.start.vaddr));
+	CHECK(is_stmt_of_line(DEB_DBG, 1722, pts.resume_vaddr));
+	/* gcc copied start_frame's recursion check four times; three
+	 * conditional jumps enter the block before resume_frame (one copy
+	 * jumps into another) */
+	check_starts(DEB_PY, &pts);
+	CHECK_EQ_INT(pts.n_start, 3);
 }
 
 UNIT_TEST(pyenv_resume_and_return_labels)
@@ -110,13 +140,15 @@ UNIT_TEST(pyenv_resume_and_return_labels)
 		fprintf(stderr, "  %s\n", err);
 		return;
 	}
-	check_in_eval(PYENV_LIB, &pts.start);
+	for (int i = 0; i < pts.n_start; i++)
+		check_in_eval(PYENV_LIB, &pts.start[i]);
 	/* 3.11.7's ceval.c: resume_frame: at 1716, SET_LOCALS_FROM_FRAME() at 1717 */
-	CHECK(is_stmt_of_line(PYENV_LIB, 1717, pts.start.vaddr));
+	CHECK(is_stmt_of_line(PYENV_LIB, 1717, pts.resume_vaddr));
+	check_starts(PYENV_LIB, &pts);
 	CHECK_EQ_INT(pts.n_ret, 2);
 	for (int i = 0; i < pts.n_ret; i++)
 		check_in_eval(PYENV_LIB, &pts.ret[i]);
-	CHECK(pts.ret[0].vaddr != pts.ret[1].vaddr && pts.ret[0].vaddr != pts.start.vaddr);
+	CHECK(pts.ret[0].vaddr != pts.ret[1].vaddr && pts.ret[0].vaddr != pts.start[0].vaddr);
 }
 
 UNIT_TEST(no_dwarf_says_what_would_work)

@@ -197,7 +197,7 @@ static int attach_one(struct traces *t, struct trace *tr, enum bpf_probe_prog pr
 		return h;
 	}
 	lp_debug("probe '%s': %s at 0x%" PRIx64 " in '%s'", tr->spec_text,
-		 prog == PROBE_PROG_PY_START ? "frame start (resume_frame)"
+		 prog == PROBE_PROG_PY_START ? "frame start"
 		 : sema			     ? "frame return (python:" PY_RETURN ")"
 					     : "frame return (label)",
 		 vaddr, loc->mapped_path);
@@ -212,8 +212,11 @@ static int attach_all(struct traces *t, struct trace *tr, int pid, const struct 
 		      const struct py_eval_points *pts, const struct usdt_note *notes,
 		      const size_t *idx, int n_ret, char *err, size_t errlen)
 {
-	int r = attach_one(t, tr, PROBE_PROG_PY_START, pid, loc, pts->start.offset, 0, tr->ids[0],
-			   pts->start.vaddr, err, errlen);
+	int r = 0;
+
+	for (int i = 0; !r && i < pts->n_start; i++)
+		r = attach_one(t, tr, PROBE_PROG_PY_START, pid, loc, pts->start[i].offset, 0,
+			       tr->ids[0], pts->start[i].vaddr, err, errlen);
 
 	for (int i = 0; !r && i < n_ret; i++) {
 		const struct usdt_note *nt = &notes[idx[i]];
@@ -252,6 +255,10 @@ int traces_py_attach_in(struct traces *t, struct trace *tr, int pid, char *err, 
 			 errlen);
 	if (!r)
 		r = python_eval_points(loc.attach_path, !n_ret, &pts, err, errlen);
+	if (!r)
+		lp_debug("probe '%s': %d frame start point(s) %s", tr->spec_text, pts.n_start,
+			 pts.resume ? "at resume_frame (BPF tells starts from resumes)"
+				    : "(the jumps into the block only starts run)");
 	if (!r && !tr->n_links)
 		r = configure(t, tr, &loc, err, errlen);
 	if (!r)
