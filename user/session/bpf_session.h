@@ -135,10 +135,11 @@ int bpf_session__set_py_name(struct bpf_session *s, uint32_t id, const char *nam
 
 /**
  * bpf_session__set_py_hit_cost - what one hit of the py: start and return
- * probes costs a thread, charged to its traced calls around untraced hits
- * by the programs of py: trace @charge_id (one of those attached)
+ * probes costs a thread, charged to its traced calls around untraced hits;
+ * the programs of py: trace @owner_id (one of those attached) do the work
+ * of all py: traces
  */
-void bpf_session__set_py_hit_cost(struct bpf_session *s, uint32_t charge_id, uint64_t start_ns,
+void bpf_session__set_py_hit_cost(struct bpf_session *s, uint32_t owner_id, uint64_t start_ns,
 				  uint64_t return_ns);
 
 /**

@@ -132,10 +132,10 @@ int bpf_session__set_py_name(struct bpf_session *s, uint32_t id, const char *nam
 	return r;
 }
 
-void bpf_session__set_py_hit_cost(struct bpf_session *s, uint32_t charge_id, uint64_t start_ns,
+void bpf_session__set_py_hit_cost(struct bpf_session *s, uint32_t owner_id, uint64_t start_ns,
 				  uint64_t return_ns)
 {
-	__atomic_store_n(&s->skel->bss->py_charge_id, charge_id, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->skel->bss->py_owner_id, owner_id, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->skel->bss->py_start_hit_ns, start_ns, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->skel->bss->py_return_hit_ns, return_ns, __ATOMIC_RELAXED);
 }

@@ -70,7 +70,7 @@ void traces_py_free(struct traces *t, struct trace *tr)
 	if (!traces_py_is(tr) || !tr->n_ids)
 		return;
 	bpf_session__set_py_name(t->c->bpf, (uint32_t)tr->ids[0], tr->py_qual, false);
-	/* another py: trace's programs charge untraced hits from now on */
+	/* another py: trace's programs do the work of all from now on */
 	for (int i = 0; i < t->n; i++)
 		if (t->v[i] != tr && traces_py_is(t->v[i]) && t->v[i]->n_links)
 			bpf_session__set_py_hit_cost(t->c->bpf, (uint32_t)t->v[i]->ids[0],
@@ -133,31 +133,36 @@ static int return_sites(const char *path, const char *shown, struct usdt_note **
 }
 
 /*
- * The pair's cost, calibrated on a single-stepped instruction and a nop
- * (class "py start + usdt return"), and what one hit of either costs a
- * thread, charged to traced calls around the hits of untraced frames:
- * the return probe half of a nop pair, the start probe the rest.
+ * The pair's cost and what one hit of each probe costs a thread (charged
+ * to traced calls around the hits of untraced frames). A probe on a jump
+ * or a USDT nop is emulated by the kernel: half the cost of a nop pair
+ * (class "usdt nop pair"); one on resume_frame or a return label is
+ * single-stepped: the rest of a stepped-and-nop pair ("py start + usdt
+ * return").
  */
-static void py_costs(struct traces *t, struct trace *tr, struct lp_probe_cfg *cfg)
+static void py_costs(struct traces *t, struct trace *tr, const struct py_eval_points *pts,
+		     struct lp_probe_cfg *cfg)
 {
-	const struct probe_cost *pc = traces_class_cost(t, PIC_PY_PAIR, true);
 	const struct probe_cost *nop = traces_class_cost(t, PIC_USDT_PAIR, true);
-	uint64_t ret_hit = nop->cost_ns / 2;
+	const struct probe_cost *mix = traces_class_cost(t, PIC_PY_PAIR, true);
+	uint64_t emulated = nop->cost_ns / 2;
+	uint64_t stepped = mix->cost_ns > emulated ? mix->cost_ns - emulated : 0;
+	bool stepped_ret = pts->n_ret > 0; /* labels, not USDT */
+	int c = pts->resume || stepped_ret ? PIC_PY_PAIR : PIC_USDT_PAIR;
+	const struct probe_cost *pc = c == PIC_PY_PAIR ? mix : nop;
 
-	tr->insn_class = PIC_PY_PAIR;
-	tr->info.insn_class = probe_insn_class_name(PIC_PY_PAIR);
+	tr->insn_class = c;
+	tr->info.insn_class = probe_insn_class_name(c);
 	cfg->cost_ns = pc->cost_ns;
 	cfg->self_ns = pc->self_ns;
 	tr->info.probe_cost_ns = pc->cost_ns;
-	t->py_hit_ns[0] = pc->cost_ns > ret_hit ? pc->cost_ns - ret_hit : 0;
-	t->py_hit_ns[1] = ret_hit;
-	bpf_session__set_py_hit_cost(t->c->bpf, (uint32_t)tr->ids[0], t->py_hit_ns[0],
-				     t->py_hit_ns[1]);
+	t->py_hit_ns[0] = pts->resume ? stepped : emulated;
+	t->py_hit_ns[1] = stepped_ret ? stepped : emulated;
 }
 
 /* Configure the trace's one probe id, once. */
-static int configure(struct traces *t, struct trace *tr, const struct binary_loc *loc, char *err,
-		     size_t errlen)
+static int configure(struct traces *t, struct trace *tr, const struct binary_loc *loc,
+		     const struct py_eval_points *pts, char *err, size_t errlen)
 {
 	struct lp_probe_cfg cfg = {.kind = LP_PK_FUNC, .by_index = -1, .module_bias = loc->bias};
 	/* a pending trace reserved its id already */
@@ -170,7 +175,7 @@ static int configure(struct traces *t, struct trace *tr, const struct binary_loc
 	if (!tr->n_ids)
 		tr->ids[tr->n_ids++] = id;
 	cfg.pair_id = (uint32_t)id;
-	py_costs(t, tr, &cfg);
+	py_costs(t, tr, pts, &cfg);
 	tr->cfg = cfg;
 	r = bpf_session__set_probe(t->c->bpf, id, &cfg, NULL, 0);
 	if (!r)
@@ -260,10 +265,13 @@ int traces_py_attach_in(struct traces *t, struct trace *tr, int pid, char *err, 
 			 pts.resume ? "at resume_frame (BPF tells starts from resumes)"
 				    : "(the jumps into the block only starts run)");
 	if (!r && !tr->n_links)
-		r = configure(t, tr, &loc, err, errlen);
+		r = configure(t, tr, &loc, &pts, err, errlen);
 	if (!r)
 		r = attach_all(t, tr, pid, &loc, &pts, notes, idx, n_ret, err, errlen);
 	if (!r) {
+		/* its programs do the work of all py: traces, now that they are in */
+		bpf_session__set_py_hit_cost(t->c->bpf, (uint32_t)tr->ids[0], t->py_hit_ns[0],
+					     t->py_hit_ns[1]);
 		if (!tr->func_name)
 			tr->func_name = strdup(tr->spec_text);
 		if (!tr->binary)
