@@ -9,8 +9,9 @@ and max of the ns per iteration:
                probes fire for every call of f, which is filtered out
   traced       liveprof -p with --trace py:f: every call timed
   setprofile   no liveprof; a sys.setprofile callback counts f's calls
-Usage: sudo tests/bench/bench_py_trace.py [RUNS] [N]
+Usage: sudo [PY=python] tests/bench/bench_py_trace.py [RUNS] [N]
 """
+import os
 import statistics
 import subprocess
 import sys
@@ -21,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 WL = ROOT / "tests" / "workloads" / "python" / "py_callcost.py"
 LP = ROOT / "liveprof"
-PY = "/usr/bin/python3.11"
+PY = os.environ.get("PY", "/usr/bin/python3.11")  # PY=... another CPython 3.11+
 
 
 def one(mode, n):
@@ -53,7 +54,7 @@ def one(mode, n):
 def main():
     runs = int(sys.argv[1]) if len(sys.argv) > 1 else 3
     n = int(sys.argv[2]) if len(sys.argv) > 2 else 200000
-    print(f"ns per call of a one-line Python function, {n} calls, {runs} runs")
+    print(f"{PY}: ns per call of a one-line Python function, {n} calls, {runs} runs")
     for mode in ("untraced", "other", "traced", "setprofile"):
         v = [one(mode, n) for _ in range(runs)]
         print(f"{mode:<11} min {min(v):8.1f}  median {statistics.median(v):8.1f}  "
