@@ -181,3 +181,33 @@ def test_no_interp_refuses_py(run_lp, procs, tmp_path):
     r = run_lp(["-p", target.pid, "-d", "1", "--no-interp", "--trace", "py:leaf"],
                json_out=False, folded=False)
     assert r.rc == 8 and "--no-interp" in r.stderr, r
+
+
+def test_tui_completes_and_traces_py(tmp_path, monkeypatch):
+    """The TUI's :trace takes py: specs, and Tab completes the Python
+    functions seen in samples (py_shares.py: work_a, work_b, work_c)."""
+    import test_tui
+    monkeypatch.setattr(test_tui, "WORKLOAD", Path(PY))
+    test_tui.ensure_built()
+    tui = test_tui.Tui(tmp_path)
+    try:
+        # the workload's argv: the script, then its seconds
+        tui.start(seconds=HERE.parent / "workloads" / "python" / "py_shares.py",
+                  mode=("120",), warm=False)
+        tui.wait(lambda s: any("work_a (py_shares.py" in l for l in s), 30,
+                 "no Python frame of work_a in Top")
+        tui.keys(":")
+        tui.wait(lambda s: s[-1].startswith(":"), 3, "the prompt did not open")
+        tui.type("trace py:work_")
+        tui.keys("Tab")
+        # three candidates: the common prefix stays, the list is shown
+        tui.wait(lambda s: all(f"py:work_{c}" in "\n".join(s) for c in "abc"), 5,
+                 "no completion list of py:work_")
+        tui.type("a")
+        tui.keys("Tab")
+        tui.wait(lambda s: s[-1].rstrip() == ":trace py:work_a", 5, "no completion of py:work_a")
+        tui.keys("Enter")
+        tui.wait(lambda s: "tracing 'py:work_a'" in "\n".join(s), 30, ":trace py:work_a failed")
+        assert tui.alive()
+    finally:
+        tui.close()

@@ -14,7 +14,7 @@
 #include "user/profile/stack_symbols.h"
 #include "user/util/util.h"
 
-#define MAX_FRAMES 512
+#define MAX_FRAMES     512
 #define ADDR_CACHE_MAX (1u << 20) /* entries; past it the cache starts over */
 
 /*
@@ -207,7 +207,8 @@ static int addr_room(struct stack_symbols *ss)
 
 		if (!old[j].pid)
 			continue;
-		for (i = addr_slot(old[j].pid, old[j].addr, ncap); n[i].pid; i = (i + 1) & (ncap - 1))
+		for (i = addr_slot(old[j].pid, old[j].addr, ncap); n[i].pid;
+		     i = (i + 1) & (ncap - 1))
 			;
 		n[i] = old[j];
 	}
@@ -264,6 +265,22 @@ uint64_t stack_symbols__intern_interp(struct stack_symbols *ss, const struct fra
 	int64_t id = profile__intern_frame(ss->table, f);
 
 	return id < 0 ? 0 : STACK_INTERP_TAG | (uint64_t)id;
+}
+
+int stack_symbols__interp_names(const struct stack_symbols *ss, const char *module,
+				const char *prefix, const char **out, int max)
+{
+	size_t np = strlen(prefix);
+	int n = 0;
+
+	for (size_t i = 0; ss && ss->table && i < ss->table->n_frames && n < max; i++) {
+		const struct frame *f = &ss->table->frames[i];
+
+		if (f->kind == FRAME_USER && f->module && !strcmp(f->module, module) &&
+		    !strncmp(f->name, prefix, np))
+			out[n++] = f->name;
+	}
+	return n;
 }
 
 /* An interpreter frame (stack_symbols__intern_interp): its id is in the table already. */

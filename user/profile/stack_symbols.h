@@ -69,6 +69,17 @@ int stack_symbols__add_counts(struct stack_symbols *ss, struct profile *out, con
  */
 uint64_t stack_symbols__intern_interp(struct stack_symbols *ss, const struct frame *f);
 
+/**
+ * stack_symbols__interp_names - interpreter frames seen so far whose
+ * module is @module ("python", "ruby") and whose name starts with @prefix
+ * @out: receives up to @max frame names ("qualname (file.py:N)"), owned
+ *       by @ss and valid while it lives
+ *
+ * Return: how many were written.
+ */
+int stack_symbols__interp_names(const struct stack_symbols *ss, const char *module,
+				const char *prefix, const char **out, int max);
+
 /** stack_symbols__frames - the symbolized frames of stack @id (root first) */
 int stack_symbols__frames(struct stack_symbols *ss, uint32_t id, const struct frame **frames,
 			  uint32_t *depth);
