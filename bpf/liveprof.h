@@ -133,7 +133,8 @@ struct lp_py_cfg {
 	__u16 unicode_length;
 	__u16 unicode_state;
 	__u16 unicode_ascii_data;
-	__u16 reserved[2];
+	__u16 code_filename; /* py:module.QUALNAME: the module is the file's */
+	__u16 reserved;
 };
 
 /*

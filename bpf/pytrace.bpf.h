@@ -91,26 +91,141 @@ static __always_inline __u64 py_current_frame(const struct lp_py_cfg *cfg, __u32
 	return *code ? f : 0;
 }
 
-/* Decide once per code object: is its qualname one of py_names? */
-static __always_inline __u32 py_decide(const struct lp_py_cfg *cfg, __u64 qual)
+#define PY_TAIL 64 /* bytes of a file name read for its module */
+
+/* The length of compact ASCII str @s, 0 if it is not one (or is empty). */
+static __always_inline __u64 py_ascii_len(const struct lp_py_cfg *cfg, __u64 s)
 {
-	char name[LP_STR_LEN] = {};
-	__u32 state = 0, *id;
+	__u32 state = 0;
 	__u64 len = 0;
 
-	if (!qual ||
-	    bpf_probe_read_user(&state, sizeof(state), (void *)(qual + cfg->unicode_state)) ||
+	if (!s || bpf_probe_read_user(&state, sizeof(state), (void *)(s + cfg->unicode_state)) ||
 	    (state & PY_STATE_COMPACT_ASCII) != PY_STATE_COMPACT_ASCII ||
-	    bpf_probe_read_user(&len, sizeof(len), (void *)(qual + cfg->unicode_length)))
+	    bpf_probe_read_user(&len, sizeof(len), (void *)(s + cfg->unicode_length)))
 		return 0;
+	return len;
+}
+
+/* An index into a PY_TAIL or LP_STR_LEN array (@mask: its size - 1): the
+ * empty asm keeps clang from dropping the mask the verifier needs. */
+static __always_inline __u32 py_idx(__u32 i, __u32 mask)
+{
+	asm volatile("" : "+r"(i));
+	return i & mask;
+}
+
+struct py_modkey {
+	char tail[PY_TAIL];	   /* the file name's last bytes */
+	char key[LP_STR_LEN];	   /* the qualname */
+	char mkey[2 * LP_STR_LEN]; /* "module.qualname", zero-padded */
+};
+
+struct py_slash {
+	const struct py_modkey *m;
+	__u32 end, start;
+};
+
+/* bpf_loop: the last '/' before end (a callback: verified once, not per byte) */
+static long py_slash_step(__u32 i, struct py_slash *c)
+{
+	if (i >= c->end)
+		return 1;
+	if (c->m->tail[py_idx(i, PY_TAIL - 1)] == '/')
+		c->start = i + 1;
+	return 0;
+}
+
+static __always_inline __u32 py_after_slash(const struct py_modkey *m, __u32 end)
+{
+	struct py_slash c = {.m = m, .end = end};
+
+	bpf_loop(PY_TAIL, py_slash_step, &c, 0);
+	return c.start;
+}
+
+/* Is "__init__" at @m->tail[@at]? */
+static __always_inline bool py_is_init(const struct py_modkey *m, __u32 at)
+{
+	const char init[8] = "__init__";
+	__u32 i;
+
+	for (i = 0; i < 8; i++)
+		if (m->tail[py_idx(at + i, PY_TAIL - 1)] != init[i])
+			return false;
+	return true;
+}
+
+/*
+ * "module.qualname" into @m->mkey, from the file name's bytes in @m->tail
+ * up to @end (".py" cut off): its base name, or for a package's
+ * __init__.py its directory. Helper copies, not byte loops: the verifier
+ * would follow every byte's branches. Return: 0, or -1 if it does not fit.
+ */
+static __always_inline int py_modkey(struct py_modkey *m, __u32 end, __u32 qlen)
+{
+	__u32 start = py_after_slash(m, end), mlen;
+
+	/* a package: json/__init__.py is module json */
+	if (end - start == 8 && start > 1 && py_is_init(m, start)) {
+		end = start - 1;
+		start = py_after_slash(m, end);
+	}
+	mlen = end - start;
+	if (!mlen || end > PY_TAIL || mlen + 1 + qlen > LP_STR_LEN - 2)
+		return -1;
+	bpf_probe_read_kernel(m->mkey, py_idx(mlen, LP_STR_LEN - 1),
+			      &m->tail[py_idx(start, PY_TAIL - 1)]);
+	m->mkey[py_idx(mlen, LP_STR_LEN - 1)] = '.';
+	bpf_probe_read_kernel(&m->mkey[py_idx(mlen + 1, LP_STR_LEN - 1)],
+			      py_idx(qlen, LP_STR_LEN - 1), m->key);
+	return 0;
+}
+
+/* The trace of "module.qualname" for @code whose qualname is in @m->key. */
+static __always_inline __u32 py_decide_module(const struct lp_py_cfg *cfg, __u64 code,
+					      struct py_modkey *m, __u32 qlen)
+{
+	__u64 fname = py_read_ptr(code + cfg->code_filename), flen = py_ascii_len(cfg, fname), off;
+	__u32 n, end, *id;
+
+	if (!flen)
+		return 0;
+	n = flen > PY_TAIL ? PY_TAIL : (__u32)flen;
+	off = flen - n;
+	if (bpf_probe_read_user(m->tail, n, (void *)(fname + cfg->unicode_ascii_data + off)))
+		return 0;
+	end = n;
+	if (n > 3 && m->tail[py_idx(n - 3, PY_TAIL - 1)] == '.' &&
+	    m->tail[py_idx(n - 2, PY_TAIL - 1)] == 'p' &&
+	    m->tail[py_idx(n - 1, PY_TAIL - 1)] == 'y')
+		end = n - 3;
+	if (py_modkey(m, end, qlen))
+		return 0;
+	id = bpf_map_lookup_elem(&py_names, m->mkey);
+	return id ? *id + 1 : 0;
+}
+
+/*
+ * Decide once per code object: is its qualname, or "module.qualname",
+ * one of py_names? (The bare qualname first: a function both specs
+ * name is counted under that one.)
+ */
+static __always_inline __u32 py_decide(const struct lp_py_cfg *cfg, __u64 code, __u64 qual)
+{
+	struct py_modkey m = {};
+	__u64 len = py_ascii_len(cfg, qual);
+	__u32 *id;
+
 	/* names of LP_STR_LEN - 1 bytes and more are not traced (user space
 	 * refuses such specs): a longer one cannot match by its prefix */
 	if (len == 0 || len > LP_STR_LEN - 2)
 		return 0;
-	if (bpf_probe_read_user(name, len, (void *)(qual + cfg->unicode_ascii_data)))
+	if (bpf_probe_read_user(m.key, len, (void *)(qual + cfg->unicode_ascii_data)))
 		return 0;
-	id = bpf_map_lookup_elem(&py_names, name);
-	return id ? *id + 1 : 0;
+	id = bpf_map_lookup_elem(&py_names, m.key);
+	if (id)
+		return *id + 1;
+	return py_decide_module(cfg, code, &m, (__u32)len);
 }
 
 /*
@@ -126,7 +241,7 @@ static __always_inline __u32 py_code_trace(const struct lp_py_cfg *cfg, __u32 tg
 	nv.qualname = py_read_ptr(code + cfg->code_qualname);
 	if (v && v->gen == gen && v->qualname == nv.qualname)
 		return v->id1;
-	nv.id1 = py_decide(cfg, nv.qualname);
+	nv.id1 = py_decide(cfg, code, nv.qualname);
 	nv.gen = gen;
 	bpf_map_update_elem(&py_codes, &key, &nv, BPF_ANY);
 	return nv.id1;

@@ -33,7 +33,7 @@ TRUTH = {  # calls per spec, from the workload's docstring
     "py:leaf": 3 * ROUNDS,
     "py:mid": ROUNDS,
     "py:slow_extra": ROUNDS // K["SLOW_EVERY"],
-    "py:risky": ROUNDS,
+    "py:py_calls.risky": ROUNDS,  # module-qualified: the file's base name
     "py:fact": K["DEPTH"] * ROUNDS,
     "py:make.<locals>.late": ROUNDS,
 }
@@ -104,7 +104,7 @@ def test_counts_exact_and_percentiles(procs, tmp_path, python, n_ret):
     # raw latency: a call lasts at least its spin (a lower bound that
     # holds however loaded the machine is)
     assert t["py:leaf"]["p50_ns"] >= K["LEAF_US"] * us * lo, t["py:leaf"]
-    assert t["py:risky"]["p50_ns"] >= K["RISKY_US"] * us * lo, t["py:risky"]
+    assert t["py:py_calls.risky"]["p50_ns"] >= K["RISKY_US"] * us * lo, t["py:py_calls.risky"]
     assert t["py:make.<locals>.late"]["p50_ns"] >= K["LATE_US"] * us * lo
     assert t["py:slow_extra"]["p50_ns"] >= K["SLOW_US"] * us * lo, t["py:slow_extra"]
     mid = t["py:mid"]
@@ -194,8 +194,9 @@ def test_tui_completes_and_traces_py(tmp_path, monkeypatch):
         # the workload's argv: the script, then its seconds
         tui.start(seconds=HERE.parent / "workloads" / "python" / "py_shares.py",
                   mode=("120",), warm=False)
-        tui.wait(lambda s: any("work_a (py_shares.py" in l for l in s), 30,
-                 "no Python frame of work_a in Top")
+        # completion offers the functions seen in samples: wait for all three
+        tui.wait(lambda s: all(any(f"work_{c} (py_shares.py" in l for l in s) for c in "abc"),
+                 60, "no Python frames of work_a, work_b and work_c in Top")
         tui.keys(":")
         tui.wait(lambda s: s[-1].startswith(":"), 3, "the prompt did not open")
         tui.type("trace py:work_")

@@ -118,6 +118,7 @@ static void fill_cfg(struct lp_py_cfg *c, const struct py_runtime *rt, uint64_t 
 	c->unicode_length = off16(o->unicode_length);
 	c->unicode_state = off16(o->unicode_state);
 	c->unicode_ascii_data = off16(o->ascii_size);
+	c->code_filename = off16(o->code_filename);
 }
 
 /* Find a known CPython among @pid's executable mappings; configure BPF. */
