@@ -3,16 +3,20 @@
  * pytrace.bpf.h - --trace py:QUALNAME: calls of Python functions, timed
  * per thread between the start of their frame and its return.
  *
- * Start: a uprobe on the evaluator's resume_frame label, where every
- * frame starts (start_frame falls through to it) and every frame whose
- * callee returned resumes. A frame starts there if it has run no code
- * unit yet: its prev_instr is still one before its first unit, as
+ * Start: uprobes on the jumps of the evaluator's recursion check into
+ * the block that every frame start runs just before resume_frame
+ * (dwarf/python_starts.c), or, in a build laid out otherwise, on
+ * resume_frame itself, where callers also resume. Either way BPF counts
+ * a start only for a frame that has run no code unit yet: its
+ * prev_instr is still one before its first unit, as
  * _PyFrame_InitializeSpecials left it. Python-to-Python calls never
- * leave the evaluator in 3.11+, so this is the one place that sees them
+ * leave the evaluator in 3.11+, so these are the places that see them
  * all (USDT function__entry does not: CPython gh-98894).
  *
  * Return: USDT python:function__return, which fires for every return
- * while the frame is still the thread's current one.
+ * (also when an exception ends the frame) while the frame is still the
+ * thread's current one; in a build without USDT, uprobes on the labels
+ * TARGET_RETURN_VALUE and exit_unwind, where the same holds.
  *
  * The probes carry the trace's probe id as their cookie.
  *

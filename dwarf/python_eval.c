@@ -1,17 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * python_eval.c - where CPython's evaluator starts a frame, for
- * --trace py:QUALNAME: the resume_frame label of _PyEval_EvalFrameDefault.
+ * python_eval.c - where CPython's evaluator starts and ends a frame, for
+ * --trace py:QUALNAME, from the labels of _PyEval_EvalFrameDefault.
  *
- * Why that label and not start_frame: in 3.11 every frame's start runs
+ * Why resume_frame and not start_frame: in 3.11 every frame's start runs
  * start_frame (the recursion check) and falls through to resume_frame,
  * which also resumes a frame whose callee returned. gcc duplicates
  * start_frame's few instructions into each `goto start_frame` (Debian's
  * 3.11.2 has four copies, and the label's address is one of them, the
  * one no jump reaches), so a probe on start_frame sees one path in four;
- * resume_frame is one address all paths reach. BPF tells a start from a
- * resume by the frame (pytrace.bpf.h). Only DWARF says where the label
- * is: a stripped interpreter needs its debug file.
+ * resume_frame is one address all paths reach. From it python_starts.c
+ * finds the jumps that only starts take; failing that, BPF tells a start
+ * from a resume by the frame (pytrace.bpf.h). Only DWARF says where the
+ * labels are: a stripped interpreter needs its debug file.
  */
 #include <errno.h>
 #include <fcntl.h>

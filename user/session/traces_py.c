@@ -3,13 +3,15 @@
  * traces_py.c - --trace py:QUALNAME: calls of a Python function, timed
  * from the start of its frame to its return (bpf/pytrace.bpf.h).
  *
- * Probes in the interpreter: one on the evaluator's resume_frame label,
- * found in its DWARF (dwarf/python_eval.c) and proven an instruction
- * boundary, where frames start; one on each site of the USDT probe
- * python:function__return, with its semaphore, or, in a build without
- * USDT, on the labels TARGET_RETURN_VALUE and exit_unwind. BPF decides per code
- * object, at its first call, whether its qualname is traced (map
- * py_names), so functions defined later are traced from their first call.
+ * Probes in the interpreter, each proven an instruction boundary: where
+ * frames start, the jumps into the block before the evaluator's
+ * resume_frame label that only starts run (or the label itself), found
+ * from its DWARF (dwarf/python_eval.c, python_starts.c); where they
+ * return, each site of the USDT probe python:function__return, with its
+ * semaphore, or, in a build without USDT, the labels TARGET_RETURN_VALUE
+ * and exit_unwind. BPF decides per code object, at its first call,
+ * whether its [module.]qualname is traced (map py_names), so functions
+ * defined later are traced from their first call.
  *
  * A py: trace is a USDT pair to the rest of liveprof (tr->usdt set, with
  * a return name) with one probe id, the cookie of all its probes.
