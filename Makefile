@@ -40,6 +40,8 @@ DEB_TEST  := python3 python3-pytest python3-pytest-xdist tmux chromium elfutils 
 DEB_TEST  += debuginfod
 # <sys/sdt.h>: the USDT probes of tests/workloads/usdt.c
 DEB_TEST  += systemtap-sdt-dev
+# the DWARF of /usr/bin/python3.11 (by build-id): where --trace py: probes
+DEB_TEST  += python3.11-dbg
 DEPS_STAMP := $(OUT)/.deps-ok
 
 CFLAGS_COMMON := -g -O2 -Wall -Wextra -Werror -std=gnu11 -D_GNU_SOURCE \

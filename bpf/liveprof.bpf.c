@@ -22,6 +22,7 @@
 #include "causal.bpf.h"
 #include "tracer.bpf.h"
 #include "usdt.bpf.h"
+#include "pytrace.bpf.h"
 #include "offcpu.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

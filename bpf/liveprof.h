@@ -125,7 +125,16 @@ struct lp_py_cfg {
 	__u16 iframe_owner;
 	__u16 iframe_is_entry; /* 3.11 */
 	__u16 minor;	       /* 11, 12, 13 */
-	__u16 reserved[3];
+	/* --trace py: (pytrace.bpf.h): a code object's qualname and first
+	 * code unit, and where a compact ASCII str keeps its length, state
+	 * bits and characters */
+	__u16 code_qualname;
+	__u16 code_adaptive;
+	__u16 unicode_length;
+	__u16 unicode_state;
+	__u16 unicode_ascii_data;
+	__u16 code_filename; /* py:module.QUALNAME: the module is the file's */
+	__u16 reserved;
 };
 
 /*
@@ -471,7 +480,7 @@ LP_ASSERT_AT(struct lp_sample, ustack, 96 + 32 * LP_MAX_CALLS);
 LP_ASSERT_AT(struct lp_sample, interp,
 	     96 + 32 * LP_MAX_CALLS + 8 * (LP_MAX_USTACK + LP_MAX_KSTACK) + 8);
 LP_ASSERT_SIZE(struct lp_interp_frame, 16);
-LP_ASSERT_SIZE(struct lp_py_cfg, 40);
+LP_ASSERT_SIZE(struct lp_py_cfg, 48);
 LP_ASSERT_SIZE(struct lp_rb_cfg, 32);
 LP_ASSERT_SIZE(struct lp_call_end, 64);
 LP_ASSERT_SIZE(struct lp_fetch_op, 16);

@@ -94,4 +94,40 @@ int python_runtime_find(const char *path, struct py_runtime *out, char *err, siz
  */
 const struct py_offsets *python_offsets_builtin(unsigned int major, unsigned int minor);
 
+/* A probe point in the evaluator. */
+struct py_eval_point {
+	uint64_t vaddr;	 /* link-time address, proven an instruction boundary */
+	uint64_t offset; /* its file offset, for the uprobe */
+};
+
+#define PY_MAX_STARTS 8
+
+/* Where the evaluator starts frames, and where they end. */
+struct py_eval_points {
+	/* the jumps into the block each start runs before resume_frame
+	 * (python_starts.c), else resume_frame itself (resume true) */
+	struct py_eval_point start[PY_MAX_STARTS];
+	int n_start;
+	bool resume;		     /* start[0] is resume_frame: BPF tells starts from resumes */
+	uint64_t resume_vaddr;	     /* resume_frame's address */
+	struct py_eval_point ret[2]; /* TARGET_RETURN_VALUE, exit_unwind */
+	int n_ret;
+};
+
+/**
+ * python_eval_points() - find and prove the labels of
+ * _PyEval_EvalFrameDefault where py: traces probe, in @path's DWARF (its
+ * own or its debug file's, found by build-id)
+ * @path: the interpreter executable or libpython
+ * @returns: also the return labels (for a build without USDT probes)
+ * @out: filled on success
+ * @err: on failure, one line saying what is missing and what would work
+ * @errlen: size of @err
+ *
+ * Return: 0; -ENOENT when no DWARF (or no address for a label) is found;
+ * another negative errno when an address cannot be proven.
+ */
+int python_eval_points(const char *path, bool returns, struct py_eval_points *out, char *err,
+		       size_t errlen);
+
 #endif /* LP_PYTHON_RUNTIME_H */

@@ -125,7 +125,7 @@ void options_usage(FILE *f)
 	      "Tracing:\n"
 	      "  --trace SPEC          FUNC, BIN:FUNC, FILE:LINE, FUNC+OFF, FUNC(arg, p->f, ret)\n"
 	      "                        usdt:[BIN:]PROVIDER:NAME[,RETURN][(arg0, arg1:str)],\n"
-	      "                        rb:Class#method\n"
+	      "                        rb:Class#method, py:[MODULE.]QUALNAME\n"
 	      "  --by EXPR             group the latency of the (first) trace by a value\n"
 	      "  --window SEC          sliding window for live figures (default 10)\n"
 	      "  --interval SEC        print the tables every SEC seconds\n"

@@ -270,6 +270,22 @@ uint64_t stack_symbols__intern_interp(struct stack_symbols *ss, const struct fra
 	return id < 0 ? 0 : STACK_INTERP_TAG | (uint64_t)id;
 }
 
+int stack_symbols__interp_names(const struct stack_symbols *ss, const char *module,
+				const char *prefix, const char **out, int max)
+{
+	size_t np = strlen(prefix);
+	int n = 0;
+
+	for (size_t i = 0; ss && ss->table && i < ss->table->n_frames && n < max; i++) {
+		const struct frame *f = &ss->table->frames[i];
+
+		if (f->kind == FRAME_USER && f->module && !strcmp(f->module, module) &&
+		    !strncmp(f->name, prefix, np))
+			out[n++] = f->name;
+	}
+	return n;
+}
+
 /* An interpreter frame (stack_symbols__intern_interp): its id is in the table already. */
 static int push_interp(uint64_t entry, uint32_t *ids, uint32_t *depth)
 {

@@ -91,6 +91,17 @@ int stack_symbols__path_hash(const struct stack_symbols *ss, uint32_t id, uint64
  */
 bool stack_symbols__same_path(const struct stack_symbols *ss, uint32_t a, uint32_t b);
 
+/**
+ * stack_symbols__interp_names - interpreter frames seen so far whose
+ * module is @module ("python", "ruby") and whose name starts with @prefix
+ * @out: receives up to @max frame names ("qualname (file.py:N)"), owned
+ *       by @ss and valid while it lives
+ *
+ * Return: how many were written.
+ */
+int stack_symbols__interp_names(const struct stack_symbols *ss, const char *module,
+				const char *prefix, const char **out, int max);
+
 /** stack_symbols__frames - the symbolized frames of stack @id (root first) */
 int stack_symbols__frames(struct stack_symbols *ss, uint32_t id, const struct frame **frames,
 			  uint32_t *depth);

@@ -121,6 +121,8 @@ static void size_maps(struct bpf_session *s, const struct bpf_session_opts *o)
 		bpf_program__set_autoload(k->progs.lp_func_return, false);
 		bpf_program__set_autoload(k->progs.lp_func_ret_insn, false);
 		bpf_program__set_autoload(k->progs.lp_line_hit, false);
+		bpf_program__set_autoload(k->progs.lp_py_start, false);
+		bpf_program__set_autoload(k->progs.lp_py_return, false);
 		bpf_program__set_autoload(k->progs.lp_timer_entry, false);
 		bpf_program__set_autoload(k->progs.lp_timer_exit, false);
 		/* --by's table is preallocated: 65,536 entries took 1.2 ms to
@@ -384,6 +386,12 @@ int bpf_session__attach_uprobe_sema(struct bpf_session *s, enum bpf_probe_prog w
 		break;
 	case PROBE_PROG_USDT_RETURN:
 		prog = s->skel->progs.lp_usdt_return;
+		break;
+	case PROBE_PROG_PY_START:
+		prog = s->skel->progs.lp_py_start;
+		break;
+	case PROBE_PROG_PY_RETURN:
+		prog = s->skel->progs.lp_py_return;
 		break;
 	default:
 		return -EINVAL;

@@ -49,6 +49,8 @@ enum bpf_probe_prog {
 	PROBE_PROG_LINE,	/* uprobe on a line's address */
 	PROBE_PROG_USDT_ENTRY,	/* uprobe on a USDT pair's entry probe */
 	PROBE_PROG_USDT_RETURN, /* uprobe on its return probe */
+	PROBE_PROG_PY_START,	/* uprobe on CPython's resume_frame (py:) */
+	PROBE_PROG_PY_RETURN,	/* uprobe on python:function__return (py:) */
 };
 
 /**
@@ -121,6 +123,24 @@ void bpf_session__detach(struct bpf_session *s, int handle);
 int bpf_session__attach_uprobe_sema(struct bpf_session *s, enum bpf_probe_prog prog, int pid,
 				    const char *path, uint64_t offset, uint64_t sema_offset,
 				    uint32_t cookie);
+
+/**
+ * bpf_session__set_py_name - let trace @id time the calls of Python
+ * functions whose qualname is @name (shorter than LP_STR_LEN - 1), or
+ * forget it when @on is false; decisions cached per code object lapse
+ *
+ * Return: 0, -ENAMETOOLONG, or a negative errno from the map.
+ */
+int bpf_session__set_py_name(struct bpf_session *s, uint32_t id, const char *name, bool on);
+
+/**
+ * bpf_session__set_py_hit_cost - what one hit of the py: start and return
+ * probes costs a thread, charged to its traced calls around untraced hits;
+ * the programs of py: trace @owner_id (one of those attached) do the work
+ * of all py: traces
+ */
+void bpf_session__set_py_hit_cost(struct bpf_session *s, uint32_t owner_id, uint64_t start_ns,
+				  uint64_t return_ns);
 
 /**
  * bpf_session__set_str_match - let USDT pair @id time the hits whose two

@@ -114,6 +114,32 @@ int bpf_session__set_str_match(struct bpf_session *s, uint32_t id, const char *a
 				    BPF_ANY);
 }
 
+int bpf_session__set_py_name(struct bpf_session *s, uint32_t id, const char *name, bool on)
+{
+	char key[LP_STR_LEN] = {0};
+	int r;
+
+	if (strlen(name) >= LP_STR_LEN - 1)
+		return -ENAMETOOLONG;
+	memcpy(key, name, strlen(name));
+	if (on)
+		r = bpf_map__update_elem(s->skel->maps.py_names, key, sizeof(key), &id, sizeof(id),
+					 BPF_ANY);
+	else
+		r = bpf_map__delete_elem(s->skel->maps.py_names, key, sizeof(key), 0);
+	/* code objects decided before now are decided again at their next call */
+	__atomic_fetch_add(&s->skel->bss->py_names_gen, 1, __ATOMIC_RELAXED);
+	return r;
+}
+
+void bpf_session__set_py_hit_cost(struct bpf_session *s, uint32_t owner_id, uint64_t start_ns,
+				  uint64_t return_ns)
+{
+	__atomic_store_n(&s->skel->bss->py_owner_id, owner_id, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->skel->bss->py_start_hit_ns, start_ns, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->skel->bss->py_return_hit_ns, return_ns, __ATOMIC_RELAXED);
+}
+
 int bpf_session__by_hist_fd(struct bpf_session *s)
 {
 	return bpf_map__fd(s->skel->maps.by_hist);

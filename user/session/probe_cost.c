@@ -83,9 +83,12 @@ static const struct {
 	[PIC_SUB_RSP] = {"sub $imm,%rsp (single-stepped)", lp_stub_sub_rsp},
 	[PIC_STEPPED] = {"single-stepped", lp_stub_stepped},
 	[PIC_USDT_PAIR] = {"usdt nop pair", lp_stub_usdt},
+	/* lp_stub_stepped: its lea (stepped, like resume_frame's mov), then a nop */
+	[PIC_PY_PAIR] = {"py start + usdt return", lp_stub_stepped},
 };
 
 #define USDT_STUB_RETURN 5 /* lp_stub_usdt's second nop: after nop (1), lea (4) */
+#define PY_STUB_RETURN	 4 /* lp_stub_stepped's first nop: after lea (4) */
 
 enum probe_insn_class probe_insn_classify(const uint8_t *b, size_t n)
 {
@@ -167,7 +170,8 @@ int probe_cost_measure(struct bpf_session *bpf, int probe_id, enum probe_insn_cl
 		       struct probe_cost *out)
 {
 	struct lp_probe_cfg cfg = {.kind = LP_PK_FUNC, .by_index = -1, .pair_id = probe_id};
-	bool usdt = c == PIC_USDT_PAIR;
+	bool usdt = c == PIC_USDT_PAIR || c == PIC_PY_PAIR;
+	uint64_t ret_off = c == PIC_PY_PAIR ? PY_STUB_RETURN : USDT_STUB_RETURN;
 	double base, traced;
 	uint64_t off;
 	int h1 = -1, h2 = -1, err;
@@ -186,8 +190,8 @@ int probe_cost_measure(struct bpf_session *bpf, int probe_id, enum probe_insn_cl
 	h1 = bpf_session__attach_uprobe(bpf, usdt ? PROBE_PROG_USDT_ENTRY : PROBE_PROG_ENTRY,
 					getpid(), "/proc/self/exe", off, probe_id);
 	h2 = bpf_session__attach_uprobe(bpf, usdt ? PROBE_PROG_USDT_RETURN : PROBE_PROG_RETURN,
-					getpid(), "/proc/self/exe",
-					usdt ? off + USDT_STUB_RETURN : off, probe_id);
+					getpid(), "/proc/self/exe", usdt ? off + ret_off : off,
+					probe_id);
 	if (h1 < 0 || h2 < 0) {
 		err = h1 < 0 ? h1 : h2;
 		goto out;

@@ -29,6 +29,7 @@ enum probe_insn_class {
 	PIC_SUB_RSP, /* sub $imm,%rsp */
 	PIC_STEPPED, /* anything else: measured with lea 1(%rdi),%rax */
 	PIC_USDT_PAIR, /* not an entry: a USDT pair, two uprobes on nops (never classified) */
+	PIC_PY_PAIR,   /* py: one single-stepped probe (resume_frame, a return label), one nop */
 	PIC_NR,
 };
 

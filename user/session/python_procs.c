@@ -113,6 +113,12 @@ static void fill_cfg(struct lp_py_cfg *c, const struct py_runtime *rt, uint64_t 
 	c->iframe_owner = off16(o->iframe_owner);
 	c->iframe_is_entry = off16(o->iframe_is_entry);
 	c->minor = (__u16)rt->minor;
+	c->code_qualname = off16(o->code_qualname);
+	c->code_adaptive = off16(o->code_code_adaptive);
+	c->unicode_length = off16(o->unicode_length);
+	c->unicode_state = off16(o->unicode_state);
+	c->unicode_ascii_data = off16(o->ascii_size);
+	c->code_filename = off16(o->code_filename);
 }
 
 /* Find a known CPython among @pid's executable mappings; configure BPF. */

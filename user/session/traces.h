@@ -32,9 +32,9 @@ struct trace_summary {
 };
 
 struct trace_info {
-	int id;		  /* probe id */
-	const char *spec; /* as the user wrote it */
-	const char *func; /* resolved function (or file:line) */
+	int id;		   /* probe id */
+	const char *spec;  /* as the user wrote it */
+	const char *func;  /* resolved function (or file:line) */
 	const char *frame; /* the stack frame its calls stand in, when not func (USDT pairs) */
 	const char *binary;
 	enum trace_kind kind;
@@ -165,7 +165,11 @@ struct trace_value_row {
 int traces__values(struct traces *t, int i, int k, const char **expr, struct trace_value_row *rows,
 		   int max);
 
-/** traces__complete - function names starting with @prefix (for the TUI) */
+/**
+ * traces__complete - function names starting with @prefix (for the TUI):
+ * symbols of the first target, or with "py:", the Python functions seen in
+ * samples (as py:QUALNAME specs)
+ */
 int traces__complete(struct traces *t, const char *prefix, const char **out, int max);
 
 #endif

@@ -411,7 +411,12 @@ int traces__add_by(struct traces *t, const char *spec, const char *by, char *err
 			}
 		}
 	}
-	if (!r && t->c->opts->all && (tr->usdt ? tr->usdt->binary : tr->spec.binary)[0] != '/') {
+	if (!r && t->c->opts->all && traces_py_is(tr)) {
+		/* the interpreter's frames are read per process: -p or a command */
+		snprintf(err, errlen, "'%s' needs -p PID or a command, not -a", spec);
+		r = -EINVAL;
+	} else if (!r && t->c->opts->all &&
+		   (tr->usdt ? tr->usdt->binary : tr->spec.binary)[0] != '/') {
 		snprintf(err, errlen, "with -a, name the binary by path: --trace /path/to/bin:%s",
 			 spec);
 		r = -EINVAL;
@@ -441,7 +446,8 @@ int traces__add_by(struct traces *t, const char *spec, const char *by, char *err
 		tr->info.kind = tr->usdt->ret_name[0] ? TRACE_FUNC : TRACE_LINE;
 	if (tr->info.kind == TRACE_LINE) /* an entry probe alone, a single-stepped one at worst */
 		tr->info.probe_cost_ns =
-			traces_class_cost(t, tr->usdt ? PIC_USDT_PAIR : PIC_STEPPED, true)->cost_ns /
+			traces_class_cost(t, tr->usdt ? PIC_USDT_PAIR : PIC_STEPPED, true)
+				->cost_ns /
 			2;
 	if (!tr->n_ids) {
 		/* pending: reserve the id now so it is stable */

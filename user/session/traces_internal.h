@@ -43,6 +43,7 @@ struct trace {
 	struct usdt_spec *usdt;	   /* a usdt: or rb: spec, NULL otherwise */
 	char rb_class[LP_STR_LEN]; /* rb:Class#method: the pair's strings */
 	char rb_method[LP_STR_LEN];
+	char py_qual[LP_STR_LEN]; /* py:QUALNAME: the qualname */
 	char *frame_name; /* USDT pair: the function of its entry site (rb: the method) */
 	int ids[MAX_IDS_PER_TRACE];
 	int n_ids;
@@ -78,6 +79,7 @@ struct traces {
 	bool cost_tried[PIC_NR];
 	uint64_t last_tick_ns;
 	bool rb_noted; /* the TracePoint note of rb: traces was printed */
+	uint64_t py_hit_ns[2]; /* py: one start probe hit, one return probe hit */
 };
 
 struct binary_loc {
@@ -137,6 +139,14 @@ int traces_usdt_parse(struct trace *tr, const char *spec, char *err, size_t errl
  * yet: @tr is then pending), or -errno with @err set.
  */
 int traces_usdt_attach_in(struct traces *t, struct trace *tr, int pid, char *err, size_t errlen);
+/* traces_py.c: py:QUALNAME, a USDT pair to the rest (tr->usdt set) */
+bool traces_py_is(const struct trace *tr);
+/* Parse "py:QUALNAME" into @tr (tr->usdt allocated already): 0 or -errno, @err set. */
+int traces_py_parse(struct trace *tr, const char *spec, char *err, size_t errlen);
+/* Attach @tr's probes in @pid (0 while its interpreter is not mapped yet). */
+int traces_py_attach_in(struct traces *t, struct trace *tr, int pid, char *err, size_t errlen);
+/* Forget @tr's qualname in BPF. */
+void traces_py_free(struct traces *t, struct trace *tr);
 /* Forget @tr's string filters and what traces_usdt_parse() allocated. */
 void traces_usdt_free(struct traces *t, struct trace *tr);
 

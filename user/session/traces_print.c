@@ -20,6 +20,7 @@
 #include "user/session/bpf_session.h"
 #include "user/session/session_core.h"
 #include "user/util/log.h"
+#include "user/profile/stack_symbols.h"
 #include "user/session/traces.h"
 #include "user/session/traces_internal.h"
 #include "user/util/util.h"
@@ -301,7 +302,8 @@ static json_t *trace_json(struct traces *t, int i)
 		latency_json(o, tr, t->c->opts->raw_latency, &s, &w);
 	json_object_set_new(o, "probe_cost_ns", json_integer(tr->info.probe_cost_ns));
 	/* on the targets' CLOCK_MONOTONIC, for comparing with their own clocks */
-	json_object_set_new(o, "attached_monotonic_ns", json_integer((json_int_t)tr->info.attached_ns));
+	json_object_set_new(o, "attached_monotonic_ns",
+			    json_integer((json_int_t)tr->info.attached_ns));
 	json_object_set_new(o, "overhead_pct", json_real(tr->info.est_overhead_pct));
 	json_object_set_new(o, "detached", json_boolean(tr->info.detached));
 	json_object_set_new(o, "values", values_json(tr));
@@ -319,22 +321,56 @@ json_t *traces__json(struct traces *t)
 	return arr;
 }
 
+static char *names[256]; /* what traces__complete() returned last */
+
+static void forget_names(void)
+{
+	for (int i = 0; i < 256; i++) {
+		free(names[i]);
+		names[i] = NULL;
+	}
+}
+
+/* "py:QUALNAME" of the Python functions seen in samples (frames named
+ * "QUALNAME (file.py:N)"), each once. */
+static int complete_py(struct traces *t, const char *prefix, const char **out, int max)
+{
+	const char *seen[256];
+	int n = 0, k;
+
+	forget_names();
+	k = stack_symbols__interp_names(t->c->symbols, "python", prefix + 3, seen, 256);
+	for (int i = 0; i < k && n < max && n < 256; i++) {
+		const char *sp = strstr(seen[i], " (");
+		int len = sp ? (int)(sp - seen[i]) : (int)strlen(seen[i]);
+		bool dup = false;
+		char buf[300];
+
+		snprintf(buf, sizeof(buf), "py:%.*s", len, seen[i]);
+		for (int j = 0; j < n && !dup; j++)
+			dup = !strcmp(names[j], buf);
+		if (dup || !(names[n] = strdup(buf)))
+			continue;
+		out[n] = names[n];
+		n++;
+	}
+	return n;
+}
+
 int traces__complete(struct traces *t, const char *prefix, const char **out, int max)
 {
 	struct elf_symtab *st;
 	char exe[64];
-	static char *names[256];
 	int n = 0;
 
+	if (t && !strncmp(prefix, "py:", 3))
+		return complete_py(t, prefix, out, max);
 	if (!t || !t->c->n_procs)
 		return 0;
 	snprintf(exe, sizeof(exe), "/proc/%d/exe", t->c->procs[0].pid);
 	if (elf_symtab__open_path(exe, &st))
 		return 0;
-	for (int i = 0; i < 256; i++) {
-		free(names[i]);
-		names[i] = NULL;
-	}
+	forget_names();
 	/* elf_symtab loads symbols on the first lookup */
 	elf_symtab__lookup(st, 0);
 	for (size_t i = 0; i < st->nsyms && n < max && n < 256; i++) {

@@ -31,7 +31,7 @@
 
 bool traces_usdt_is_spec(const char *spec)
 {
-	return !strncmp(spec, "usdt:", 5) || !strncmp(spec, "rb:", 3);
+	return !strncmp(spec, "usdt:", 5) || !strncmp(spec, "rb:", 3) || !strncmp(spec, "py:", 3);
 }
 
 /* rb:Class#method: Ruby's method__entry/return pair, for one class and method. */
@@ -71,6 +71,8 @@ int traces_usdt_parse(struct trace *tr, const char *spec, char *err, size_t errl
 	}
 	if (!strncmp(spec, "rb:", 3))
 		return parse_rb(tr, spec, err, errlen);
+	if (!strncmp(spec, "py:", 3))
+		return traces_py_parse(tr, spec, err, errlen);
 	return usdt_spec_parse(spec, tr->usdt, err, errlen);
 }
 
@@ -80,6 +82,7 @@ void traces_usdt_free(struct traces *t, struct trace *tr)
 		for (int i = 0; i < tr->n_ids; i++)
 			bpf_session__set_str_match(t->c->bpf, tr->ids[i], tr->rb_class,
 						   tr->rb_method, false);
+	traces_py_free(t, tr);
 	free(tr->usdt);
 	tr->usdt = NULL;
 	free(tr->frame_name);
@@ -390,6 +393,8 @@ int traces_usdt_attach_in(struct traces *t, struct trace *tr, int pid, char *err
 	bool pre_exec;
 	int r;
 
+	if (traces_py_is(tr))
+		return traces_py_attach_in(t, tr, pid, err, errlen);
 	r = traces_locate_spec(t, tr, pid, tr->usdt->binary, &loc, &pre_exec, err, errlen);
 	if (r == -EAGAIN)
 		return 0;

@@ -1,0 +1,384 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * pytrace.bpf.h - --trace py:QUALNAME: calls of Python functions, timed
+ * per thread between the start of their frame and its return.
+ *
+ * Start: uprobes on the jumps of the evaluator's recursion check into
+ * the block that every frame start runs just before resume_frame
+ * (dwarf/python_starts.c), or, in a build laid out otherwise, on
+ * resume_frame itself, where callers also resume. Either way BPF counts
+ * a start only for a frame that has run no code unit yet: its
+ * prev_instr is still one before its first unit, as
+ * _PyFrame_InitializeSpecials left it. Python-to-Python calls never
+ * leave the evaluator in 3.11+, so these are the places that see them
+ * all (USDT function__entry does not: CPython gh-98894).
+ *
+ * Return: USDT python:function__return, which fires for every return
+ * (also when an exception ends the frame) while the frame is still the
+ * thread's current one; in a build without USDT, uprobes on the labels
+ * TARGET_RETURN_VALUE and exit_unwind, where the same holds.
+ *
+ * The probes carry the trace's probe id as their cookie.
+ *
+ * Filter: map py_codes remembers per code object whether its qualname is
+ * traced (py_names), decided at its first call by reading the name, so
+ * a call of an untraced function costs one lookup in py_codes. A frame
+ * in flight is pushed as a USDT-style call (no stack slot) with its
+ * frame address in sp: a return pops the innermost call of its own frame,
+ * dropping those above it (frames an exception unwound without a
+ * return probe), and a frame that starts at an address still on the
+ * stack of calls ends the one that was there, so pairing never drifts.
+ */
+#ifndef LP_PYTRACE_BPF_H
+#define LP_PYTRACE_BPF_H
+
+/* A frame of --trace py: in thread_calls (with LP_FS_USDT, sp = frame). */
+#define LP_FS_PY (1u << 4)
+
+/* PyASCIIObject.state: compact (bit 5) and ascii (bit 6), 3.11 to 3.13 */
+#define PY_STATE_COMPACT_ASCII (3u << 5)
+
+struct py_code_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 code;
+};
+
+struct py_code_val {
+	__u32 id1;	/* traced: probe id + 1; 0: not traced */
+	__u32 gen;	/* py_names_gen when decided */
+	__u64 qualname; /* co_qualname then: a reused address decides anew */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, char[LP_STR_LEN]); /* a qualname, zero-padded */
+	__type(value, __u32);	       /* its trace's probe id */
+} py_names SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct py_code_key);
+	__type(value, struct py_code_val);
+} py_codes SEC(".maps");
+
+/* Raised by user space when py_names changes: cached decisions lapse. */
+volatile __u32 py_names_gen;
+/* What one hit of each probe costs the thread (calibrated by user space):
+ * charged to the traced calls around hits of untraced frames. */
+volatile __u64 py_start_hit_ns;
+volatile __u64 py_return_hit_ns;
+/*
+ * Each py: trace attaches its own probes, so a hit runs the programs of
+ * every py: trace. Those of trace py_owner_id (their cookie) do all the
+ * work, for every traced code object; the others return at once: with
+ * six py: traces, each doing it all made a call cost 8 us, not 1.5.
+ */
+volatile __u32 py_owner_id;
+
+/* The thread's current _PyInterpreterFrame and its code object, or 0. */
+static __always_inline __u64 py_current_frame(const struct lp_py_cfg *cfg, __u32 tid, __u64 *code)
+{
+	__u64 ts = py_thread_state(cfg, bpf_get_current_task_btf(), tid), f, cf;
+
+	if (!ts)
+		return 0;
+	if (cfg->tstate_current_frame != LP_PY_OFF_NONE) {
+		f = py_read_ptr(ts + cfg->tstate_current_frame);
+	} else {
+		cf = py_read_ptr(ts + cfg->tstate_cframe);
+		f = cf ? py_read_ptr(cf + cfg->cframe_current_frame) : 0;
+	}
+	*code = f ? py_read_ptr(f + cfg->iframe_code) : 0;
+	return *code ? f : 0;
+}
+
+#define PY_TAIL 64 /* bytes of a file name read for its module */
+
+/* The length of compact ASCII str @s, 0 if it is not one (or is empty). */
+static __always_inline __u64 py_ascii_len(const struct lp_py_cfg *cfg, __u64 s)
+{
+	__u32 state = 0;
+	__u64 len = 0;
+
+	if (!s || bpf_probe_read_user(&state, sizeof(state), (void *)(s + cfg->unicode_state)) ||
+	    (state & PY_STATE_COMPACT_ASCII) != PY_STATE_COMPACT_ASCII ||
+	    bpf_probe_read_user(&len, sizeof(len), (void *)(s + cfg->unicode_length)))
+		return 0;
+	return len;
+}
+
+/* An index into a PY_TAIL or LP_STR_LEN array (@mask: its size - 1): the
+ * empty asm keeps clang from dropping the mask the verifier needs. */
+static __always_inline __u32 py_idx(__u32 i, __u32 mask)
+{
+	asm volatile("" : "+r"(i));
+	return i & mask;
+}
+
+struct py_modkey {
+	char tail[PY_TAIL];	   /* the file name's last bytes */
+	char key[LP_STR_LEN];	   /* the qualname */
+	char mkey[2 * LP_STR_LEN]; /* "module.qualname", zero-padded */
+};
+
+struct py_slash {
+	const struct py_modkey *m;
+	__u32 end, start;
+};
+
+/* bpf_loop: the last '/' before end (a callback: verified once, not per byte) */
+static long py_slash_step(__u32 i, struct py_slash *c)
+{
+	if (i >= c->end)
+		return 1;
+	if (c->m->tail[py_idx(i, PY_TAIL - 1)] == '/')
+		c->start = i + 1;
+	return 0;
+}
+
+static __always_inline __u32 py_after_slash(const struct py_modkey *m, __u32 end)
+{
+	struct py_slash c = {.m = m, .end = end};
+
+	bpf_loop(PY_TAIL, py_slash_step, &c, 0);
+	return c.start;
+}
+
+/* Is "__init__" at @m->tail[@at]? */
+static __always_inline bool py_is_init(const struct py_modkey *m, __u32 at)
+{
+	const char init[8] = "__init__";
+	__u32 i;
+
+	for (i = 0; i < 8; i++)
+		if (m->tail[py_idx(at + i, PY_TAIL - 1)] != init[i])
+			return false;
+	return true;
+}
+
+/*
+ * "module.qualname" into @m->mkey, from the file name's bytes in @m->tail
+ * up to @end (".py" cut off): its base name, or for a package's
+ * __init__.py its directory. Helper copies, not byte loops: the verifier
+ * would follow every byte's branches. Return: 0, or -1 if it does not fit.
+ */
+static __always_inline int py_modkey(struct py_modkey *m, __u32 end, __u32 qlen)
+{
+	__u32 start = py_after_slash(m, end), mlen;
+
+	/* a package: json/__init__.py is module json */
+	if (end - start == 8 && start > 1 && py_is_init(m, start)) {
+		end = start - 1;
+		start = py_after_slash(m, end);
+	}
+	mlen = end - start;
+	if (!mlen || end > PY_TAIL || mlen + 1 + qlen > LP_STR_LEN - 2)
+		return -1;
+	bpf_probe_read_kernel(m->mkey, py_idx(mlen, LP_STR_LEN - 1),
+			      &m->tail[py_idx(start, PY_TAIL - 1)]);
+	m->mkey[py_idx(mlen, LP_STR_LEN - 1)] = '.';
+	bpf_probe_read_kernel(&m->mkey[py_idx(mlen + 1, LP_STR_LEN - 1)],
+			      py_idx(qlen, LP_STR_LEN - 1), m->key);
+	return 0;
+}
+
+/* The trace of "module.qualname" for @code whose qualname is in @m->key. */
+static __always_inline __u32 py_decide_module(const struct lp_py_cfg *cfg, __u64 code,
+					      struct py_modkey *m, __u32 qlen)
+{
+	__u64 fname = py_read_ptr(code + cfg->code_filename), flen = py_ascii_len(cfg, fname), off;
+	__u32 n, end, *id;
+
+	if (!flen)
+		return 0;
+	n = flen > PY_TAIL ? PY_TAIL : (__u32)flen;
+	off = flen - n;
+	if (bpf_probe_read_user(m->tail, n, (void *)(fname + cfg->unicode_ascii_data + off)))
+		return 0;
+	end = n;
+	if (n > 3 && m->tail[py_idx(n - 3, PY_TAIL - 1)] == '.' &&
+	    m->tail[py_idx(n - 2, PY_TAIL - 1)] == 'p' &&
+	    m->tail[py_idx(n - 1, PY_TAIL - 1)] == 'y')
+		end = n - 3;
+	if (py_modkey(m, end, qlen))
+		return 0;
+	id = bpf_map_lookup_elem(&py_names, m->mkey);
+	return id ? *id + 1 : 0;
+}
+
+/*
+ * Decide once per code object: is its qualname, or "module.qualname",
+ * one of py_names? (The bare qualname first: a function both specs
+ * name is counted under that one.)
+ */
+static __always_inline __u32 py_decide(const struct lp_py_cfg *cfg, __u64 code, __u64 qual)
+{
+	struct py_modkey m = {};
+	__u64 len = py_ascii_len(cfg, qual);
+	__u32 *id;
+
+	/* names of LP_STR_LEN - 1 bytes and more are not traced (user space
+	 * refuses such specs): a longer one cannot match by its prefix */
+	if (len == 0 || len > LP_STR_LEN - 2)
+		return 0;
+	if (bpf_probe_read_user(m.key, len, (void *)(qual + cfg->unicode_ascii_data)))
+		return 0;
+	id = bpf_map_lookup_elem(&py_names, m.key);
+	if (id)
+		return *id + 1;
+	return py_decide_module(cfg, code, &m, (__u32)len);
+}
+
+/*
+ * The probe id + 1 of @code's trace in process @tgid, 0 if untraced.
+ * One lookup when decided already (and still valid).
+ */
+static __always_inline __u32 py_code_trace(const struct lp_py_cfg *cfg, __u32 tgid, __u64 code)
+{
+	struct py_code_key key = {.tgid = tgid, .code = code};
+	struct py_code_val *v = bpf_map_lookup_elem(&py_codes, &key), nv = {};
+	__u32 gen = py_names_gen;
+
+	nv.qualname = py_read_ptr(code + cfg->code_qualname);
+	if (v && v->gen == gen && v->qualname == nv.qualname)
+		return v->id1;
+	nv.id1 = py_decide(cfg, code, nv.qualname);
+	nv.gen = gen;
+	bpf_map_update_elem(&py_codes, &key, &nv, BPF_ANY);
+	return nv.id1;
+}
+
+/* An untraced hit inside traced calls: charge them what it cost. */
+static __always_inline void py_charge_hit(__u64 ns)
+{
+	struct lp_thread_calls *tc = thread_calls_of(bpf_get_current_task_btf(), false);
+
+	if (tc && tc->depth)
+		tc->overhead_ns += ns;
+}
+
+/* Index (depth) above the innermost call of frame @f in @tc, 0: none. */
+static __always_inline __u32 py_find_frame(struct lp_thread_calls *tc, __u64 f)
+{
+	struct lp_frame_state *fs;
+	__u32 d = tc->depth, k;
+
+	if (d > LP_MAX_DEPTH)
+		d = LP_MAX_DEPTH;
+	for (k = 0; k < USDT_SCAN; k++) {
+		if (d == 0)
+			return 0;
+		fs = &tc->f[call_idx(d - 1)];
+		if ((fs->flags & LP_FS_PY) && fs->sp == f)
+			return d;
+		d--;
+	}
+	return 0;
+}
+
+/* Drop the calls at depths [@d, top): their frames are gone. */
+static __always_inline void py_drop_above(struct lp_thread_calls *tc, __u32 d)
+{
+	__u32 top = tc->depth, k;
+
+	if (top > LP_MAX_DEPTH)
+		top = LP_MAX_DEPTH;
+	for (k = 0; k < USDT_SCAN; k++) {
+		if (top <= d)
+			break;
+		top--;
+		drop_stale(tc, tc->f[call_idx(top)].probe_id);
+	}
+	tc->depth = top;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(lp_py_start)
+{
+	__u64 id = bpf_get_current_pid_tgid(), code = 0, f, instr = 0;
+	__u32 tgid = id >> 32, id1, d, mine = (__u32)bpf_get_attach_cookie(ctx);
+	struct lp_thread_calls *tc;
+	struct lp_probe_cfg *pcfg;
+	struct lp_py_cfg *cfg;
+
+	if (mine != py_owner_id || (filter_all && tgid == self_tgid) || is_paused())
+		return 0;
+	cfg = bpf_map_lookup_elem(&py_procs, &tgid);
+	if (!cfg)
+		return 0;
+	f = py_current_frame(cfg, (__u32)id, &code);
+	if (!f)
+		return 0;
+	id1 = py_code_trace(cfg, tgid, code);
+	/* a frame that ran no code unit yet starts here; others resume */
+	if (!id1 || bpf_probe_read_user(&instr, sizeof(instr), (void *)(f + cfg->iframe_instr)) ||
+	    instr != code + cfg->code_adaptive - 2) {
+		py_charge_hit(py_start_hit_ns);
+		return 0;
+	}
+	id1--;
+	pcfg = bpf_map_lookup_elem(&probes, &id1);
+	tc = thread_calls_of(bpf_get_current_task_btf(), true);
+	if (!pcfg || !tc)
+		return 0;
+	/* this frame's address held a frame that never returned */
+	d = py_find_frame(tc, f);
+	if (d)
+		py_drop_above(tc, d - 1);
+	d = tc->depth;
+	if (d >= LP_MAX_DEPTH) {
+		count_untimed(id1);
+		charge_entry_only(tc, id1);
+		count_event(LP_CNT_CALLS_DROPPED);
+		return 0;
+	}
+	push_call(ctx, tc, d, pcfg, id1, id, f, LP_FS_USDT | LP_FS_PY, id1);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(lp_py_return)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u64 id = bpf_get_current_pid_tgid(), code = 0, f;
+	__u32 tgid = id >> 32, id1, d, mine = (__u32)bpf_get_attach_cookie(ctx);
+	struct lp_thread_calls *tc;
+	struct lp_probe_cfg *pcfg;
+	struct lp_frame_state *fs;
+	struct lp_py_cfg *cfg;
+
+	if (mine != py_owner_id || (filter_all && tgid == self_tgid) || is_paused())
+		return 0;
+	cfg = bpf_map_lookup_elem(&py_procs, &tgid);
+	if (!cfg)
+		return 0;
+	f = py_current_frame(cfg, (__u32)id, &code);
+	if (!f)
+		return 0;
+	id1 = py_code_trace(cfg, tgid, code);
+	if (!id1) {
+		py_charge_hit(py_return_hit_ns);
+		return 0;
+	}
+	id1--;
+	tc = thread_calls_of(bpf_get_current_task_btf(), false);
+	pcfg = bpf_map_lookup_elem(&probes, &id1);
+	if (!tc || !pcfg)
+		return 0;
+	/* none: it started before we attached */
+	d = py_find_frame(tc, f);
+	if (!d)
+		return 0;
+	py_drop_above(tc, d);
+	fs = &tc->f[call_idx(d - 1)];
+	if (fs->probe_id != id1)
+		return 0;
+	finish_call(ctx, tc, fs, pcfg, id, now);
+	tc->depth = d - 1;
+	return 0;
+}
+
+#endif /* LP_PYTRACE_BPF_H */
