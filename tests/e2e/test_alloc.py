@@ -200,7 +200,11 @@ def test_traced_latency_is_net_of_the_allocator_probes(liveprof, wl, tmp_path):
     print(f"\nsmall_buf p50: {net['p50_ns']} ns net, {raw['p50_ns']} ns raw; "
           f"probe cost per malloc+free {charge:.0f} / {charge_raw:.0f} ns "
           f"({net['calls']} and {raw['calls']} calls)")
-    assert net["calls"] >= 1000 and raw["calls"] >= 1000
+    # Every call makes one malloc and one free, so every raw latency holds
+    # the probes' cost and the net ones hold none of it: a median of 100
+    # calls is far from both bounds below. (Under make test's load a 3 s
+    # run traced 288 calls, where a quiet one traces 4,000.)
+    assert net["calls"] >= 100 and raw["calls"] >= 100
     # the probes cost what was measured: the raw median holds it
     assert raw["p50_ns"] >= 0.75 * charge_raw, (raw, charge_raw)
     # and the net median does not
