@@ -87,6 +87,7 @@ static int add_unsplit(struct daemon *d, struct profile *p, const struct counts 
 	}
 	for (int i = 0; i <= n; i++)
 		counts__free(&by[i]);
+	free(by);
 	return err ? -ENOMEM : 0;
 }
 
