@@ -13,6 +13,8 @@ for Ruby methods (rb_shares.rb, which has none, shows it).
 
 from pathlib import Path
 
+import pytest
+
 HERE = Path(__file__).resolve().parent
 RB = HERE.parent / "workloads" / "ruby"
 RUBY = "/usr/bin/ruby"
@@ -61,9 +63,17 @@ def test_trace_and_split_ruby_method(run_lp, procs, tmp_path):
     name = f"slow_extra (rb_handler.rb:{line})"
     slow_hit, slow_all = folded_count(out / "slow.folded", name)
     fast_hit, fast_all = folded_count(out / "fast.folded", name)
-    # Seen once in six fresh clones under make test's load: a split with
-    # no ranked frame at all. Show what the split had when it happens.
-    assert s["top_frames"], {k: v for k, v in s.items() if k != "latency_hist"}
+    # Seen in 2 of about 14 fresh clones under make test's load: a split
+    # with no ranked frame at all, its calls counted (6,307, 371 slow).
+    # Not found yet; when it happens, show everything that could tell why:
+    # the split's figures, the Ruby merge's counts and the folded profiles.
+    if not s["top_frames"]:
+        figures = {k: v for k, v in s.items() if k not in ("latency_hist", "top_frames")}
+        merge = [l for l in (r.stdout + r.stderr).splitlines() if "ruby" in l]
+        heads = {n: sorted((l for l in (out / f"{n}.folded").read_text().splitlines()),
+                           key=lambda l: -int(l.rpartition(" ")[2]))[:4]
+                 for n in ("slow", "fast") if (out / f"{n}.folded").exists()}
+        pytest.fail(f"no ranked frame: {figures}\n{merge}\n{heads}")
     print(f"slow_extra samples: {slow_hit} slow, {fast_hit} fast "
           f"(of {slow_all} / {fast_all}); top {s['top_frames'][0]['frame']}")
     # Issue 15: >= 90% of the extra function's samples in the slow profile.

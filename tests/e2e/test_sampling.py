@@ -99,8 +99,10 @@ def test_fastslow_shares(fastslow_run, h):
         f = work_frames(s)
         i = f.index("main")
         below = f[i + 1:]
+        # dephase() draws its pause with rand_r() (libc, a leaf of a few
+        # instructions): a fresh clone's run had one sample there
         assert below in (["fast", "spin"], ["slow", "spin"], ["fast"], ["slow"], ["dephase"],
-                         []) or \
+                         ["dephase", "rand_r"], ["dephase", "rand_r@plt"], []) or \
             all(clock.fullmatch(x) for x in below), s
     import json
     j = json.loads((out / "out.json").read_text())
