@@ -396,16 +396,15 @@ static int listen_on(struct serve *sv, const struct sockaddr_storage *ss)
 	return daemon__add_poller(sv->d, di->epoll_fd, on_poll, sv);
 }
 
-/* The previous delta scrapes follow the stacks the daemon folds, so that
- * a fold shows in no delta (user/session/reclaim.h). */
+/* The previous delta scrapes by waiter stack follow the stacks the daemon
+ * folds, so that a fold shows in no delta (user/session/reclaim.h). The
+ * ?stack=waker ones need nothing: waker stacks are pinned, never folded. */
 static int remap_prev(void *ctx, const uint32_t *map, size_t n_map)
 {
 	struct serve *sv = ctx;
 
 	return counts__remap(&sv->prev_block, map, n_map) ||
-			       counts__remap(&sv->prev_mutex, map, n_map) ||
-			       counts__remap(&sv->prev_block_waker, map, n_map) ||
-			       counts__remap(&sv->prev_mutex_waker, map, n_map)
+			       counts__remap(&sv->prev_mutex, map, n_map)
 		       ? -ENOMEM
 		       : 0;
 }
