@@ -23,6 +23,7 @@ struct target_proc {
 	int pid;
 	char name[64];
 	bool alive;
+	int pidfd; /* pidfd_open(pid), polled for its exit; -1 without one */
 };
 
 struct session_core {
@@ -31,9 +32,9 @@ struct session_core {
 	struct stack_symbols *symbols;
 	struct target_proc procs[MAX_PIDS];
 	int n_procs;
-	pid_t child;	   /* launched command, 0 if none */
-	uint64_t start_ns; /* CLOCK_MONOTONIC at the start of the run */
-	uint64_t end_ns;   /* ... at its end, 0 while it runs */
+	pid_t child;			/* launched command, 0 if none */
+	uint64_t start_ns;		/* CLOCK_MONOTONIC at the start of the run */
+	uint64_t end_ns;		/* ... at its end, 0 while it runs */
 	struct sample_cost sample_cost; /* what a sample costs a thread (calibrated) */
 };
 
