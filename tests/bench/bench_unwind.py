@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0
-"""Cost of user-stack unwinding: liveprof --call-graph fp and dwarf against
-perf record --call-graph dwarf, attached (-p PID) to the same running job,
-at 99 and 999 Hz; REPS repetitions (default 5), interleaved, min/median/max.
+"""Cost of user-stack unwinding: liveprof --call-graph fp, dwarf (the default:
+CFI tables in BPF maps, unwound in the kernel) and copy (the stack copied
+and unwound with libdw in user space) against perf record --call-graph
+dwarf, attached (-p PID) to the same running job, at 99, 999 and 4999 Hz;
+REPS repetitions (default 5), interleaved, min/median/max.
 
 The job is `xz -9 -T1 -c` compressing generated data (64 KiB blocks, half
 random, half text; 80 MiB, more than the 64 MiB dictionary, so the work per
@@ -20,39 +22,26 @@ interning, aggregation); the unwinder's share is `unwind_ns_per_sample`
 from its --json (whole run). Samples per second of one core =
 1e6 / CPU us per sample.
 
-Prints a markdown table on stdout, progress on stderr. Run as root.
-Not part of `make test`; about 4-5 minutes with REPS=5 (40 s of it warm-up).
+Prints a markdown table on stdout, progress on stderr; with UNWIND_JSON=FILE
+also writes the medians there (for run_bench.py's goals). Run as root.
+Not part of `make test`; about 8 minutes with REPS=5 (40 s of it warm-up).
 """
 import json
 import os
-import re
-import signal
-import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import (TARGET_CPU, TOOL_CPU, Lines, cpu_ns, log, med, mmm,  # noqa: E402
+                      pinned, stop_tool)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LIVEPROF = os.path.join(ROOT, "liveprof")
 REPS = max(1, int(os.environ.get("REPS", "5")))
 WINDOW = float(os.environ.get("UNWIND_WINDOW_S", "2.5"))
-HZS = (99, 999)
-NCPU = os.cpu_count() or 1
-TARGET_CPU = str(NCPU - 1)
-TOOL_CPU = "0"
-INTERVAL_RE = re.compile(r"^--- [0-9.]+ s: (\d+) samples, (\d+) lost")
-T0 = time.monotonic()
-
-
-def log(msg):
-    print(f"[{time.monotonic() - T0:6.1f}s] {msg}", file=sys.stderr, flush=True)
-
-
-def pinned(cpu, argv):
-    argv = [str(a) for a in argv]
-    return ["taskset", "-c", cpu] + argv if NCPU > 1 else argv
+HZS = (99, 999, 4999)
 
 
 def make_input(path, mib=80):
@@ -62,21 +51,6 @@ def make_input(path, mib=80):
             f.write(os.urandom(32 << 10))
             line = b" ".join(words[(i + j) % len(words)] for j in range(len(words))) + b"\n"
             f.write((line * ((32 << 10) // len(line) + 1))[:32 << 10])
-
-
-def cpu_ns(pid):
-    """CPU time of all threads of @pid in ns (schedstat), or None."""
-    total = 0
-    try:
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            try:
-                with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                    total += int(f.read().split()[0])
-            except (OSError, ValueError, IndexError):
-                pass
-    except OSError:
-        return None
-    return total
 
 
 def rchar(pid):
@@ -115,51 +89,6 @@ class Job:
             if p.poll() is None:
                 p.kill()
             p.wait()
-
-
-class Lines:
-    def __init__(self, proc):
-        self.proc, self.lines, self.cv = proc, [], threading.Condition()
-        self.t = threading.Thread(target=self._run, daemon=True)
-        self.t.start()
-
-    def _run(self):
-        for line in self.proc.stdout:
-            with self.cv:
-                self.lines.append(line.rstrip("\n"))
-                self.cv.notify_all()
-        with self.cv:
-            self.cv.notify_all()
-
-    def next_interval(self, after, timeout=30):
-        """(index, samples) of the first --interval line at index >= after."""
-        end = time.monotonic() + timeout
-        with self.cv:
-            i = after
-            while True:
-                while i < len(self.lines):
-                    m = INTERVAL_RE.match(self.lines[i])
-                    if m:
-                        return i, int(m.group(1))
-                    i += 1
-                left = end - time.monotonic()
-                if left <= 0 or self.proc.poll() is not None:
-                    return None
-                self.cv.wait(min(left, 0.2))
-
-
-def stop_tool(proc, timeout=60):
-    if proc.poll() is None:
-        try:
-            os.killpg(proc.pid, signal.SIGINT)
-        except ProcessLookupError:
-            pass
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    return proc.returncode
 
 
 def run_liveprof(job, hz, cg, tmp):
@@ -224,20 +153,14 @@ def run_perf(job, hz, tmp):
                 os.unlink(os.path.join(tmp, f))
 
 
-def mmm(xs, fmt="{:.1f}"):
-    xs = [x for x in xs if x is not None]
-    if not xs:
-        return "n/a"
-    return " / ".join(fmt.format(v) for v in (min(xs), statistics.median(xs), max(xs)))
-
-
 def main():
     if os.geteuid() != 0:
         sys.exit("bench_unwind.py: run as root")
-    tools = ["fp", "dwarf", "perf"]
+    tools = ["fp", "dwarf", "copy", "perf"]
+    modes = tools[:-1]
     slow = {(t, hz): [] for t in tools for hz in HZS}
-    cpu = {(t, hz): [] for t in tools[:2] for hz in HZS}
-    unw = {(t, hz): [] for t in tools[:2] for hz in HZS}
+    cpu = {(t, hz): [] for t in modes for hz in HZS}
+    unw = {(t, hz): [] for t in modes for hz in HZS}
     base_all = []
     with tempfile.TemporaryDirectory(prefix="liveprof-unwind-") as tmp:
         data = os.path.join(tmp, "in.bin")
@@ -252,7 +175,7 @@ def main():
             log(f"warm-up done, xz read {(rchar(job.pid) or 0) >> 20} MiB")
             for rep in range(REPS):
                 for hz in HZS:
-                    order = tools[rep % 3:] + tools[:rep % 3]
+                    order = tools[rep % len(tools):] + tools[:rep % len(tools)]
                     for t in order:
                         base = job.measure(WINDOW)
                         base_all.append(base)
@@ -288,11 +211,17 @@ def main():
           "| unwound samples/s on one core |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for hz in HZS:
-        for t in ("fp", "dwarf"):
+        for t in modes:
             rate = [1e6 / c for c in cpu[(t, hz)] if c]
             print(f"| {hz} Hz | {t} | {mmm(slow[(t, hz)])} | {mmm(slow[('perf', hz)])} | "
                   f"{mmm(unw[(t, hz)], '{:.2f}')} | {mmm(cpu[(t, hz)])} | "
                   f"{mmm(rate, '{:,.0f}')} |")
+    if os.environ.get("UNWIND_JSON"):
+        medians = {f"{t}@{hz}": {"cpu_us": med(cpu[(t, hz)]), "slowdown": med(slow[(t, hz)]),
+                                 "perf_slowdown": med(slow[("perf", hz)])}
+                   for t in modes for hz in HZS}
+        with open(os.environ["UNWIND_JSON"], "w") as f:
+            json.dump(medians, f)
     return 0
 
 
