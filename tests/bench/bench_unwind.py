@@ -34,8 +34,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import (TARGET_CPU, TOOL_CPU, Lines, cpu_ns, log, med, mmm,  # noqa: E402
-                      pinned, stop_tool)
+from benchlib import (TARGET_CPU, TOOL_CPU, BpfStats, Lines, cpu_ns, log, med,  # noqa: E402
+                      mmm, pinned, stop_tool)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LIVEPROF = os.path.join(ROOT, "liveprof")
@@ -92,7 +92,8 @@ class Job:
 
 
 def run_liveprof(job, hz, cg, tmp):
-    """Target throughput while profiled, liveprof CPU us/sample, unwinder us/sample."""
+    """Target throughput while profiled, liveprof CPU us/sample, user-space unwinder
+    us/sample, BPF sampler us/sample (the kernel's timing of lp_sample_cpu)."""
     js = os.path.join(tmp, "lp.json")
     if os.path.exists(js):
         os.unlink(js)
@@ -101,19 +102,20 @@ def run_liveprof(job, hz, cg, tmp):
     p = subprocess.Popen(pinned(TOOL_CPU, argv), stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True, start_new_session=True)
     out = Lines(p)
-    thr = cpu_per = None
+    thr = cpu_per = bpf_us = None
     try:
         r = out.next_interval(0)
         if not r:
             log(f"  liveprof did not start: {' | '.join(out.lines[-5:])}")
-            return None, None, None
+            return None, None, None, None
         time.sleep(0.3)  # past the first samples (maps, CFI loading)
         # CPU and counter read together, right after a fresh --interval line
         r0 = out.next_interval(len(out.lines))
-        c0, j0 = cpu_ns(p.pid), job.mark()
+        c0, j0, b0 = cpu_ns(p.pid), job.mark(), BpfStats.snapshot(p.pid)
         time.sleep(WINDOW)
         r1 = out.next_interval(len(out.lines))
-        c1, j1 = cpu_ns(p.pid), job.mark()
+        c1, j1, b1 = cpu_ns(p.pid), job.mark(), BpfStats.snapshot(p.pid)
+        bpf_us = (BpfStats.ns_per_run(b0, b1, "lp_sample_cpu") or 0) / 1e3 or None
         thr = job.throughput(j0, j1)
         if r0 and r1 and c0 is not None and c1 is not None and r1[1] > r0[1]:
             s0 = r0[1]
@@ -130,7 +132,7 @@ def run_liveprof(job, hz, cg, tmp):
         unw = j["unwind_ns_per_sample"] / 1e3
     except (OSError, ValueError, KeyError) as e:
         log(f"  no --json from liveprof (exit {rc}): {e!r}")
-    return thr, cpu_per, unw
+    return thr, cpu_per, unw, bpf_us
 
 
 def run_perf(job, hz, tmp):
@@ -161,8 +163,9 @@ def main():
     slow = {(t, hz): [] for t in tools for hz in HZS}
     cpu = {(t, hz): [] for t in modes for hz in HZS}
     unw = {(t, hz): [] for t in modes for hz in HZS}
+    bpf = {(t, hz): [] for t in modes for hz in HZS}
     base_all = []
-    with tempfile.TemporaryDirectory(prefix="liveprof-unwind-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="liveprof-unwind-") as tmp, BpfStats():
         data = os.path.join(tmp, "in.bin")
         make_input(data)
         job = Job(data)
@@ -182,15 +185,18 @@ def main():
                         if t == "perf":
                             thr = run_perf(job, hz, tmp)
                         else:
-                            thr, c, u = run_liveprof(job, hz, t, tmp)
+                            thr, c, u, b = run_liveprof(job, hz, t, tmp)
                             cpu[(t, hz)].append(c)
                             unw[(t, hz)].append(u)
+                            bpf[(t, hz)].append(b)
                         sd = 100.0 * (base / thr - 1) if base and thr else None
                         slow[(t, hz)].append(sd)
                         extra = ""
                         if t != "perf":
-                            extra = (f", liveprof {cpu[(t, hz)][-1] or float('nan'):.1f} us CPU/sample"
-                                     f", unwinder {unw[(t, hz)][-1] or float('nan'):.1f} us/sample")
+                            c, u = cpu[(t, hz)][-1], unw[(t, hz)][-1]
+                            extra = (f", liveprof {'n/a' if c is None else f'{c:.2f}'} us "
+                                     f"CPU/sample, user-space unwinder "
+                                     f"{'n/a' if u is None else f'{u:.2f}'} us/sample")
                         log(f"rep {rep + 1}/{REPS} {hz:>3} Hz {t:<5} slowdown "
                             + (f"{sd:+.1f}%" if sd is not None else "n/a") + extra)
                         time.sleep(0.3)
@@ -203,18 +209,20 @@ def main():
           f"max of {REPS} interleaved repetitions; every profiled {WINDOW:g} s window follows "
           f"an unprofiled one. Slowdown = unprofiled / profiled throughput of the target per "
           f"CPU-second of the target, minus 1. liveprof CPU per sample = its schedstat CPU time "
-          f"over the window / samples counted in it; unwinder = `unwind_ns_per_sample` from "
-          f"--json; one core = 1e6 / CPU us per sample. perf: `perf record -B --call-graph "
+          f"over the window / samples counted in it; BPF sampler = the kernel's timing of "
+          f"the sampler program over the window (kernel.bpf_stats_enabled: the stack walk, "
+          f"in the kernel for dwarf, and the rest of the program); user-space unwinder = "
+          f"`unwind_ns_per_sample` from --json; one core = 1e6 / CPU us per sample. perf: `perf record -B --call-graph "
           f"dwarf -F HZ -p PID`.\n")
     print("| rate | liveprof --call-graph | liveprof slowdown % | perf dwarf slowdown % "
-          "| unwinder µs per sample | liveprof CPU µs per sample "
-          "| unwound samples/s on one core |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+          "| BPF sampler µs per sample | user-space unwinder µs per sample "
+          "| liveprof CPU µs per sample | unwound samples/s on one core |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for hz in HZS:
         for t in modes:
             rate = [1e6 / c for c in cpu[(t, hz)] if c]
             print(f"| {hz} Hz | {t} | {mmm(slow[(t, hz)])} | {mmm(slow[('perf', hz)])} | "
-                  f"{mmm(unw[(t, hz)], '{:.2f}')} | {mmm(cpu[(t, hz)])} | "
+                  f"{mmm(bpf[(t, hz)], '{:.2f}')} | {mmm(unw[(t, hz)], '{:.2f}')} | {mmm(cpu[(t, hz)])} | "
                   f"{mmm(rate, '{:,.0f}')} |")
     if os.environ.get("UNWIND_JSON"):
         medians = {f"{t}@{hz}": {"cpu_us": med(cpu[(t, hz)]), "slowdown": med(slow[(t, hz)]),
