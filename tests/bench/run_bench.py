@@ -27,7 +27,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchlib import BpfStats  # noqa: E402
+import benchlib  # noqa: E402
+from benchlib import BpfStats, med  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "tests" / "build"
@@ -56,16 +57,8 @@ def pinned(cpu, argv):
 
 
 def mmm(xs, fmt="{:.3f}"):
-    """min / median / max of a list, formatted."""
-    xs = [x for x in xs if x is not None]
-    if not xs:
-        return "n/a"
-    return " / ".join(fmt.format(v) for v in (min(xs), statistics.median(xs), max(xs)))
-
-
-def med(xs):
-    xs = [x for x in xs if x is not None]
-    return statistics.median(xs) if xs else None
+    """min / median / max of a list, formatted (three decimals unless told)."""
+    return benchlib.mmm(xs, fmt)
 
 
 class Lines:
@@ -673,6 +666,23 @@ def bench_system(res):
     ]}
 
 
+def run_script(name, timeout, **env):
+    """Run tests/bench/@name; its stdout (the section's markdown), or what went wrong."""
+    script = ROOT / "tests" / "bench" / name
+    if not script.exists():
+        return f"tests/bench/{name} does not exist in this tree."
+    try:
+        # progress (stderr) goes to the terminal, the table (stdout) to the report
+        r = subprocess.run(["/usr/bin/python3", str(script)], cwd=ROOT, stdout=subprocess.PIPE,
+                           text=True, timeout=timeout, env=dict(os.environ, **env))
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        return f"{name} FAILED: timed out after {timeout:.0f} s.\n\n```\n{out[-1500:]}\n```"
+    if r.returncode:
+        return f"{name} FAILED (exit status {r.returncode}).\n\n```\n{r.stdout[-2000:]}\n```"
+    return r.stdout.strip()
+
+
 def unwind_goals(m):
     """The issue's per-sample and slowdown goals from bench_unwind's medians."""
     d999, d4999 = m.get("dwarf@999") or {}, m.get("dwarf@4999") or {}
@@ -687,58 +697,23 @@ def unwind_goals(m):
 
 
 def bench_unwind(res):
-    script = ROOT / "tests" / "bench" / "bench_unwind.py"
-    if not script.exists():
-        res["unwind"] = {"text": "tests/bench/bench_unwind.py does not exist in this tree."}
-        return
     log("unwinding: tests/bench/bench_unwind.py")
-    try:
-        # progress (stderr) goes to the terminal, the table (stdout) to the report
-        medians = TMP / "unwind.json"
-        r = subprocess.run(["/usr/bin/python3", str(script)], cwd=ROOT, stdout=subprocess.PIPE,
-                           text=True, timeout=900,
-                           env=dict(os.environ, REPS=str(REPS), UNWIND_JSON=str(medians)))
-        text = r.stdout.strip()
-        if not r.returncode and medians.exists():
-            res["unwind_goals"] = unwind_goals(json.loads(medians.read_text()))
-        if r.returncode:
-            text = (f"bench_unwind.py FAILED (exit status {r.returncode}).\n\n```\n"
-                    + r.stdout[-2000:] + "\n```")
-    except subprocess.TimeoutExpired as e:
-        out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
-        text = "bench_unwind.py FAILED: timed out after 480 s.\n\n```\n" + out[-1500:] + "\n```"
-    res["unwind"] = {"text": text}
+    medians = TMP / "unwind.json"
+    res["unwind"] = {"text": run_script("bench_unwind.py", 900, REPS=str(REPS),
+                                        UNWIND_JSON=str(medians))}
+    if medians.exists():
+        res["unwind_goals"] = unwind_goals(json.loads(medians.read_text()))
 
 
 def bench_interp(res):
-    script = ROOT / "tests" / "bench" / "bench_interp.py"
     log("interpreters: tests/bench/bench_interp.py")
-    try:
-        r = subprocess.run(["/usr/bin/python3", str(script)], cwd=ROOT, stdout=subprocess.PIPE,
-                           text=True, timeout=1200, env=dict(os.environ, REPS=str(REPS)))
-        text = r.stdout.strip()
-        if r.returncode:
-            text = (f"bench_interp.py FAILED (exit status {r.returncode}).\n\n```\n"
-                    + r.stdout[-2000:] + "\n```")
-    except subprocess.TimeoutExpired as e:
-        out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
-        text = "bench_interp.py FAILED: timed out after 1200 s.\n\n```\n" + out[-1500:] + "\n```"
-    res["interp"] = {"text": text}
+    res["interp"] = {"text": run_script("bench_interp.py", 1200, REPS=str(REPS))}
 
 
 def bench_soak(res):
-    script = ROOT / "tests" / "bench" / "bench_soak.py"
     soak_s = float(os.environ.get("SOAK_S", "600"))
     log(f"soak: tests/bench/bench_soak.py ({soak_s:.0f} s of liveprof serve, scraped)")
-    try:
-        r = subprocess.run(["/usr/bin/python3", str(script)], cwd=ROOT, stdout=subprocess.PIPE,
-                           text=True, timeout=soak_s + 600)
-        text = r.stdout.strip()
-        if r.returncode:
-            text = f"bench_soak.py FAILED (exit status {r.returncode}).\n\n```\n{text[-2000:]}\n```"
-    except subprocess.TimeoutExpired:
-        text = "bench_soak.py FAILED: timed out."
-    res["soak"] = {"text": text}
+    res["soak"] = {"text": run_script("bench_soak.py", soak_s + 600)}
 
 
 INSN_CLASSES = [("rbp", "push %rbp"), ("rbx", "push %rbx"), ("r15", "push %r15"),
