@@ -295,24 +295,41 @@ static __always_inline void py_drop_above(struct lp_thread_calls *tc, __u32 d)
 	tc->depth = top;
 }
 
+/*
+ * What both py: programs look up first: this process's config @cfg, the
+ * thread's current frame @f, its code object @code and that code's trace
+ * (@id1: probe id + 1, 0 if untraced). False when there is nothing to do:
+ * another trace's program (@mine is not the owner), liveprof itself,
+ * paused, or no frame to read.
+ */
+static __always_inline bool py_hit_frame(__u64 id, __u32 mine, struct lp_py_cfg **cfg, __u64 *f,
+					 __u64 *code, __u32 *id1)
+{
+	__u32 tgid = id >> 32;
+
+	if (mine != py_owner_id || (filter_all && tgid == self_tgid) || is_paused())
+		return false;
+	*cfg = bpf_map_lookup_elem(&py_procs, &tgid);
+	if (!*cfg)
+		return false;
+	*f = py_current_frame(*cfg, (__u32)id, code);
+	if (!*f)
+		return false;
+	*id1 = py_code_trace(*cfg, tgid, *code);
+	return true;
+}
+
 SEC("uprobe")
 int BPF_KPROBE(lp_py_start)
 {
-	__u64 id = bpf_get_current_pid_tgid(), code = 0, f, instr = 0;
-	__u32 tgid = id >> 32, id1, d, mine = (__u32)bpf_get_attach_cookie(ctx);
+	__u64 id = bpf_get_current_pid_tgid(), code = 0, f = 0, instr = 0;
+	__u32 id1 = 0, d;
 	struct lp_thread_calls *tc;
 	struct lp_probe_cfg *pcfg;
-	struct lp_py_cfg *cfg;
+	struct lp_py_cfg *cfg = NULL;
 
-	if (mine != py_owner_id || (filter_all && tgid == self_tgid) || is_paused())
+	if (!py_hit_frame(id, (__u32)bpf_get_attach_cookie(ctx), &cfg, &f, &code, &id1))
 		return 0;
-	cfg = bpf_map_lookup_elem(&py_procs, &tgid);
-	if (!cfg)
-		return 0;
-	f = py_current_frame(cfg, (__u32)id, &code);
-	if (!f)
-		return 0;
-	id1 = py_code_trace(cfg, tgid, code);
 	/* a frame that ran no code unit yet starts here; others resume */
 	if (!id1 || bpf_probe_read_user(&instr, sizeof(instr), (void *)(f + cfg->iframe_instr)) ||
 	    instr != code + cfg->code_adaptive - 2) {
@@ -343,22 +360,15 @@ SEC("uprobe")
 int BPF_KPROBE(lp_py_return)
 {
 	__u64 now = bpf_ktime_get_ns();
-	__u64 id = bpf_get_current_pid_tgid(), code = 0, f;
-	__u32 tgid = id >> 32, id1, d, mine = (__u32)bpf_get_attach_cookie(ctx);
+	__u64 id = bpf_get_current_pid_tgid(), code = 0, f = 0;
+	__u32 id1 = 0, d;
 	struct lp_thread_calls *tc;
 	struct lp_probe_cfg *pcfg;
 	struct lp_frame_state *fs;
-	struct lp_py_cfg *cfg;
+	struct lp_py_cfg *cfg = NULL;
 
-	if (mine != py_owner_id || (filter_all && tgid == self_tgid) || is_paused())
+	if (!py_hit_frame(id, (__u32)bpf_get_attach_cookie(ctx), &cfg, &f, &code, &id1))
 		return 0;
-	cfg = bpf_map_lookup_elem(&py_procs, &tgid);
-	if (!cfg)
-		return 0;
-	f = py_current_frame(cfg, (__u32)id, &code);
-	if (!f)
-		return 0;
-	id1 = py_code_trace(cfg, tgid, code);
 	if (!id1) {
 		py_charge_hit(py_return_hit_ns);
 		return 0;
