@@ -149,3 +149,23 @@ def test_bad_specs_exit_8(run_lp, wl):
         assert r.rc == 8, (spec, r)
         lines = [x for x in r.stderr.splitlines() if x.strip()]
         assert any(msg in x for x in lines), (spec, r.stderr)
+
+
+def test_pair_attached_to_running_calls_leaves_no_stale_frame(run_lp, wl, procs):
+    """-p on a process already making short pair calls: no call may start
+    without its end being seen. A USDT pair has no stack pointer to tell a
+    dead frame by; had its entry been attached first, a call that began and
+    ended before the return probe was in would stay in flight for the whole
+    run, under every later call, and every sample would be held for it:
+    nothing classified (test_rb_trace saw it, 1 run in about 10 under load).
+    Ground truth: usdt.c's calls of 20 us back to back, the 10th of each 10
+    slow (200 us): the split must class sampled calls of both kinds."""
+    target = procs.start([wl("usdt"), 10 ** 8, 20, 200])
+    r = run_lp(["-p", target.pid, "-F", "999", "-d", "3",
+                "--split", "usdt:lpw:req__start,req__done@p95"], timeout=60, folded=False)
+    assert r.rc == 0, r
+    s = r.json["split"]
+    # 3 s at 999 Hz of a thread that is always in a call: thousands of
+    # sampled calls; one stale frame would leave every one of them held.
+    assert s["slow_calls"] > 0 and s["fast_calls"] > 0, s
+    assert s["held_samples"] < 0.05 * (s["slow_samples"] + s["fast_samples"] + 1), s

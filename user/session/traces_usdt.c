@@ -329,12 +329,21 @@ static int configure_sites(struct traces *t, struct trace *tr, const struct usdt
 	return 0;
 }
 
+/*
+ * Attach every site of @tr. A pair's return sites go in first: a USDT pair
+ * has no stack pointer that would show a frame as gone, so a call whose
+ * entry fired and whose return came before the return probe was in would
+ * stay in flight under every later call for the whole run (and a split
+ * would hold each sample for it). A return without its entry is ignored.
+ */
 static int attach_sites(struct traces *t, struct trace *tr, const struct usdt_sites *s, int pid,
 			const struct binary_loc *loc, char *err, size_t errlen)
 {
 	bool pair = tr->usdt->ret_name[0];
 
-	for (int i = 0; i < s->n; i++) {
+	for (int k = 0; k < s->n; k++) {
+		/* returns (i >= n_entry) first, then the entries */
+		int i = pair ? (k + s->n_entry) % s->n : k;
 		const struct usdt_note *nt = &s->notes[s->idx[i]];
 		enum bpf_probe_prog prog = !pair	    ? PROBE_PROG_LINE
 					   : i < s->n_entry ? PROBE_PROG_USDT_ENTRY
