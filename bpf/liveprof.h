@@ -107,6 +107,35 @@ struct lp_interp_frame {
 
 #define LP_PYF_ENTRY 1ull
 
+/*
+ * Python frames: a code object is named after the sample, and one freed
+ * in between may have been replaced by another at its address (CPython's
+ * allocator hands the last freed block out first). So BPF also reads the
+ * code object's identity window at the sample (LP_PY_IDENT_WORDS words
+ * from lp_py_cfg.code_ident: its first line and its file, name, qualname
+ * and line table pointers) and keeps a 16-bit hash of it in the top bits
+ * of instr (user addresses stay below 2^47); 0: not read. User space names
+ * the frame only if the object it reads hashes alike.
+ */
+#define LP_PYF_IDENT_SHIFT 48
+#define LP_PYF_ADDR_MASK   (((1ull << LP_PYF_IDENT_SHIFT) - 1) & ~LP_PYF_ENTRY)
+#define LP_PY_IDENT_WORDS  10
+
+/* The hash of an identity window, never 0 (shared by BPF and user space). */
+static inline __u16 lp_py_ident_hash(const __u64 *w)
+{
+	__u64 h = 0x9e3779b97f4a7c15ull;
+	int i;
+
+	for (i = 0; i < LP_PY_IDENT_WORDS; i++) {
+		h ^= w[i];
+		h *= 0xff51afd7ed558ccdull;
+		h ^= h >> 29;
+	}
+	h ^= h >> 16 ^ h >> 32 ^ h >> 48;
+	return (__u16)h ? (__u16)h : 1;
+}
+
 /* Where CPython keeps what python.bpf.h reads, per process (py_procs). */
 #define LP_PY_OFF_NONE	      0xffffu /* a member this version does not have */
 #define LP_PY_OWNED_BY_CSTACK 3	      /* _PyInterpreterFrame.owner of a 3.12+ shim */
@@ -134,7 +163,7 @@ struct lp_py_cfg {
 	__u16 unicode_state;
 	__u16 unicode_ascii_data;
 	__u16 code_filename; /* py:module.QUALNAME: the module is the file's */
-	__u16 reserved;
+	__u16 code_ident;    /* the identity window (LP_PYF_IDENT_SHIFT); 0: none */
 };
 
 /*

@@ -92,6 +92,17 @@ struct py_walk {
 	__u32 faults;
 };
 
+/* The hash of @code's identity window now (liveprof.h); 0 if unread. */
+static __always_inline __u16 py_code_ident(const struct lp_py_cfg *cfg, __u64 code)
+{
+	__u64 w[LP_PY_IDENT_WORDS];
+
+	if (!cfg->code_ident ||
+	    bpf_probe_read_user(w, sizeof(w), (const void *)(code + cfg->code_ident)))
+		return 0;
+	return lp_py_ident_hash(w);
+}
+
 /* One _PyInterpreterFrame: record it, or mark the boundary a shim is. */
 static long py_walk_step(__u32 i, struct py_walk *w)
 {
@@ -126,7 +137,8 @@ static long py_walk_step(__u32 i, struct py_walk *w)
 		return 1;
 	/* code units are 2-byte aligned: bit 0 carries the entry mark */
 	s->f[k].code = code;
-	s->f[k].instr = (instr & ~(__u64)LP_PYF_ENTRY) | (entry ? LP_PYF_ENTRY : 0);
+	s->f[k].instr = (instr & LP_PYF_ADDR_MASK) | (entry ? LP_PYF_ENTRY : 0) |
+			((__u64)py_code_ident(cfg, code) << LP_PYF_IDENT_SHIFT);
 	w->n = k + 1;
 	return 0;
 }

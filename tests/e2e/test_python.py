@@ -16,6 +16,7 @@ natively with one warning that names the version.
 
 import ast
 import os
+import re
 import signal
 import subprocess
 import time
@@ -163,3 +164,38 @@ def test_unknown_version_is_native_with_a_warning(run_lp, procs):
     assert len(warn) == 1, r
     assert not any(".py:" in s for s in r.folded)
     assert any("_PyEval_EvalFrameDefault" in s for s in r.folded)
+
+
+CHURN = HERE.parent / "workloads" / "python" / "py_churn.py"
+
+
+def test_code_objects_freed_and_reused_are_never_misnamed(run_lp, procs):
+    """Hostile memory: py_churn.py frees each round's code object, and the
+    next round's is often made at its address. A frame is named after the
+    sample, so the object may have changed by then: it must then count as
+    unreadable, never take another round's name, file or line. Ground
+    truth: gen_N is defined in genM.py, M = N % 100, on line N % 5 + 1."""
+    target = procs.start([DEBIAN, CHURN, "60"], settle=0.5)
+    r = run_lp(["-p", target.pid, "-F", HZ, "-d", 40], until_cpu=(target.pid, 3.0), timeout=60)
+    assert r.rc == 0, r
+    good, bad = 0, {}
+    for stack, n in r.folded.items():
+        for f in stack.split(";"):
+            m = re.fullmatch(r"gen_(\d+) \(gen(\d+)\.py:(\d+)\)", f)
+            if not m:
+                continue
+            k, file_no, line = (int(x) for x in m.groups())
+            if file_no == k % 100 and line == k % 5 + 1:
+                good += n
+            else:
+                bad[f] = bad.get(f, 0) + n
+    print(f"\ngen frames named right: {good}, wrong: {sum(bad.values())}")
+    assert not bad, sorted(bad.items(), key=lambda x: -x[1])[:10]
+    # most rounds' frames are still named (a round lasts about a millisecond)
+    assert good >= 300, (good, r.stderr)
+    # the frames that could not be named are counted and shown
+    summary = [l for l in (r.stdout + r.stderr).splitlines()
+               if "python:" in l and "frames merged" in l]
+    assert len(summary) == 1, r.stdout + r.stderr
+    print(summary[0])
+    assert re.search(r", \d+ unreadable", summary[0]), summary[0]

@@ -277,13 +277,13 @@ static void check_codes(struct py_code_cache *c, const struct child *ch,
 		struct py_frame_name f;
 		int bad = 0;
 
-		CHECK_EQ_INT(py_code_resolve(c, ch->pid, rt, ci->addr, 0, &f), 0);
+		CHECK_EQ_INT(py_code_resolve(c, ch->pid, rt, ci->addr, 0, 0, &f), 0);
 		CHECK_STR(f.qualname, EXPECT[i].qualname);
 		CHECK_STR(f.filename, EXPECT[i].filename);
 		CHECK_EQ_INT(f.line, ci->first);
 		for (int k = 0; k < ci->n && bad < 3; k++) {
 			f.line = -1;
-			CHECK_EQ_INT(py_code_resolve(c, ch->pid, rt, ci->addr, base + 2 * k, &f),
+			CHECK_EQ_INT(py_code_resolve(c, ch->pid, rt, ci->addr, base + 2 * k, 0, &f),
 				     0);
 			if (f.line != ci->lines[k]) {
 				fprintf(stderr, "  %s unit %d:\n", EXPECT[i].key, k);
@@ -292,9 +292,9 @@ static void check_codes(struct py_code_cache *c, const struct child *ch,
 			}
 		}
 		/* before the first unit (3.11/3.12 start at _PyCode_CODE - 1), past the end */
-		py_code_resolve(c, ch->pid, rt, ci->addr, base - 2, &f);
+		py_code_resolve(c, ch->pid, rt, ci->addr, base - 2, 0, &f);
 		CHECK_EQ_INT(f.line, ci->first);
-		py_code_resolve(c, ch->pid, rt, ci->addr, base + 2 * ci->n, &f);
+		py_code_resolve(c, ch->pid, rt, ci->addr, base + 2 * ci->n, 0, &f);
 		CHECK_EQ_INT(f.line, ci->first);
 	}
 }
@@ -328,23 +328,23 @@ static void run_one(const char *python, unsigned int minor, const char *xopt)
 	CHECK_EQ_INT(ch.frame_code, method->addr);
 	CHECK_EQ_INT(ch.frame_lineno, call);
 	CHECK_EQ_INT(py_code_resolve(c, ch.pid, &rt, ch.frame_code,
-				     ch.frame_code + rt.off.code_code_adaptive + ch.frame_lasti,
+				     ch.frame_code + rt.off.code_code_adaptive + ch.frame_lasti, 0,
 				     &f),
 		     0);
 	CHECK_EQ_INT(f.line, call);
 
 	/* not code objects: a list, a str, an unmapped address */
-	CHECK_EQ_INT(py_code_resolve(c, ch.pid, &rt, ch.list, 0, &f), -EINVAL);
-	CHECK_EQ_INT(py_code_resolve(c, ch.pid, &rt, ch.str, 0, &f), -EINVAL);
-	CHECK_EQ_INT(py_code_resolve(c, ch.pid, &rt, 8, 0, &f), -EFAULT);
+	CHECK_EQ_INT(py_code_resolve(c, ch.pid, &rt, ch.list, 0, 0, &f), -EINVAL);
+	CHECK_EQ_INT(py_code_resolve(c, ch.pid, &rt, ch.str, 0, 0, &f), -EINVAL);
+	CHECK_EQ_INT(py_code_resolve(c, ch.pid, &rt, 8, 0, 0, &f), -EFAULT);
 
 	/* cached: answered with the process gone; forgotten: -ESRCH */
 	kill(ch.pid, SIGKILL);
 	waitpid(ch.pid, NULL, 0);
-	CHECK_EQ_INT(py_code_resolve(c, ch.pid, &rt, method->addr, 0, &f), 0);
+	CHECK_EQ_INT(py_code_resolve(c, ch.pid, &rt, method->addr, 0, 0, &f), 0);
 	CHECK_STR(f.qualname, "Outer.inner_method");
 	py_code_cache__forget_pid(c, ch.pid);
-	CHECK_EQ_INT(py_code_resolve(c, ch.pid, &rt, method->addr, 0, &f), -ESRCH);
+	CHECK_EQ_INT(py_code_resolve(c, ch.pid, &rt, method->addr, 0, 0, &f), -ESRCH);
 	ch.pid = 0;
 	stop(&ch);
 	py_code_cache__free(c);
@@ -394,7 +394,7 @@ UNIT_TEST(test_broken_offsets)
 
 	CHECK(c != NULL);
 	rt.off.code_qualname = PY_OFF_NONE;
-	CHECK_EQ_INT(py_code_resolve(c, getpid(), &rt, (uint64_t)(uintptr_t)&rt, 0, &f), -EINVAL);
+	CHECK_EQ_INT(py_code_resolve(c, getpid(), &rt, (uint64_t)(uintptr_t)&rt, 0, 0, &f), -EINVAL);
 	py_code_cache__forget_pid(c, getpid());
 	py_code_cache__free(c);
 }

@@ -31,6 +31,7 @@
 #include <sys/uio.h>
 
 #include "py_code.h"
+#include "bpf/liveprof.h"
 #include "../util/util.h"
 #include "../util/remote_mem.h"
 
@@ -66,6 +67,7 @@ struct py_code_entry {
 	char qualname[PY_NAME_MAX];
 	char filename[PY_FILE_MAX];
 	int firstlineno;
+	uint16_t ident;	     /* hash of its identity window, as BPF takes it */
 	uint64_t code_units; /* Py_SIZE(code): instructions and caches */
 	uint32_t lt_len;
 	uint8_t lt[]; /* co_linetable, at most PY_LINETABLE_MAX bytes */
@@ -147,6 +149,23 @@ static void free_pid_node(struct hnode *h)
 	free(p);
 }
 
+/* Take the node of @key out of @t; NULL if there is none. */
+static struct hnode *htab_unlink(struct htab *t, uint64_t key)
+{
+	if (!t->nb)
+		return NULL;
+	for (struct hnode **pp = &t->b[lp_mix64(key) & (t->nb - 1)]; *pp; pp = &(*pp)->next) {
+		if ((*pp)->key == key) {
+			struct hnode *h = *pp;
+
+			*pp = h->next;
+			t->n--;
+			return h;
+		}
+	}
+	return NULL;
+}
+
 struct py_code_cache *py_code_cache__new(void)
 {
 	return calloc(1, sizeof(struct py_code_cache));
@@ -162,21 +181,10 @@ void py_code_cache__free(struct py_code_cache *c)
 
 void py_code_cache__forget_pid(struct py_code_cache *c, pid_t pid)
 {
-	struct htab *t = &c->pids;
+	struct hnode *h = htab_unlink(&c->pids, (uint64_t)pid);
 
-	if (!t->nb)
-		return;
-	for (struct hnode **pp = &t->b[lp_mix64((uint64_t)pid) & (t->nb - 1)]; *pp;
-	     pp = &(*pp)->next) {
-		if ((*pp)->key == (uint64_t)pid) {
-			struct hnode *h = *pp;
-
-			*pp = h->next;
-			t->n--;
-			free_pid_node(h);
-			return;
-		}
-	}
+	if (h)
+		free_pid_node(h);
 }
 
 /*
@@ -195,7 +203,8 @@ static int check_type(pid_t pid, const struct py_offsets *off, struct py_pid *p,
 
 	if (p->type_addr[want])
 		return type_addr == p->type_addr[want] ? 0 : -EINVAL;
-	n = lp_remote_read(pid, type_addr + off->bytes_size + 8, &tp_name, sizeof(tp_name), sizeof(tp_name));
+	n = lp_remote_read(pid, type_addr + off->bytes_size + 8, &tp_name, sizeof(tp_name),
+			   sizeof(tp_name));
 	if (n < 0)
 		return n == -EFAULT ? -EINVAL : (int)n;
 	n = lp_remote_read(pid, tp_name, got, len, len);
@@ -346,7 +355,8 @@ static int read_linetable(pid_t pid, const struct py_offsets *off, struct py_pid
 	got = (size_t)n - off->bytes_sval < len ? (size_t)n - off->bytes_sval : len;
 	memcpy(e->lt, buf + off->bytes_sval, got);
 	if (got < len) {
-		n = lp_remote_read(pid, addr + off->bytes_sval + got, e->lt + got, len - got, len - got);
+		n = lp_remote_read(pid, addr + off->bytes_sval + got, e->lt + got, len - got,
+				   len - got);
 		if (n < 0) {
 			free(e);
 			return n;
@@ -376,6 +386,44 @@ static uint32_t max_u32(uint32_t a, uint32_t b)
 	return a > b ? a : b;
 }
 
+uint32_t py_code_ident_offset(const struct py_offsets *o)
+{
+	uint32_t lo = o->code_firstlineno, hi = o->code_firstlineno + 4;
+	const uint32_t ptrs[] = {o->code_filename, o->code_qualname, o->code_linetable};
+
+	for (size_t i = 0; i < sizeof(ptrs) / sizeof(ptrs[0]); i++) {
+		lo = ptrs[i] < lo ? ptrs[i] : lo;
+		hi = ptrs[i] + 8 > hi ? ptrs[i] + 8 : hi;
+	}
+	lo &= ~7u;
+	/* 0 is the object's refcount, never a window; too wide: no identity */
+	if (!lo || hi - lo > 8 * LP_PY_IDENT_WORDS || lo + 8 * LP_PY_IDENT_WORDS > PY_OFF_LIMIT)
+		return 0;
+	return lo;
+}
+
+/* Refcounts live objects have; a freed block's first word is the link to
+ * the next free one (a heap address) or 0. 3.12's immortal count fits. */
+#define PY_REFCNT_MAX (1ull << 40)
+
+/*
+ * The hash of @code's identity window as it is now, or 0 if unread or the
+ * object is freed: a freed block keeps its header, but its strings may
+ * already be another object's.
+ */
+static uint16_t read_ident(pid_t pid, const struct py_offsets *off, uint64_t code)
+{
+	uint32_t at = py_code_ident_offset(off);
+	__u64 w[PY_OFF_LIMIT / 8];
+	size_t len = at + 8 * LP_PY_IDENT_WORDS;
+
+	if (!at || lp_remote_read(pid, code, w, len, len) < 0)
+		return 0;
+	if (!w[0] || w[0] >= PY_REFCNT_MAX)
+		return 0;
+	return lp_py_ident_hash(w + at / 8);
+}
+
 /* Read the code object @code of @pid into a new entry. */
 static int read_code(pid_t pid, const struct py_runtime *rt, struct py_pid *p, uint64_t code,
 		     struct py_code_entry **out)
@@ -390,6 +438,8 @@ static int read_code(pid_t pid, const struct py_runtime *rt, struct py_pid *p, u
 	int32_t first;
 	ssize_t n;
 	int err;
+
+	uint16_t ident = read_ident(pid, off, code);
 
 	hdr = max_u32(hdr, off->code_firstlineno + 4);
 	n = lp_remote_read(pid, code, buf, hdr, hdr);
@@ -413,10 +463,15 @@ static int read_code(pid_t pid, const struct py_runtime *rt, struct py_pid *p, u
 	if (!err)
 		err = read_str(pid, rt, p, lp_get_u64(buf, off->code_filename), e->filename,
 			       PY_FILE_MAX);
+	/* Freed (and maybe replaced) while we read it: its strings may be
+	 * another's. Freed before: not the object any sample saw. */
+	if (!err && py_code_ident_offset(off) && (!ident || read_ident(pid, off, code) != ident))
+		err = -ESTALE;
 	if (err) {
 		free(e);
 		return err;
 	}
+	e->ident = ident;
 	*out = e;
 	return 0;
 }
@@ -514,7 +569,7 @@ static struct py_pid *pid_get(struct py_code_cache *c, pid_t pid)
 }
 
 int py_code_resolve(struct py_code_cache *c, pid_t pid, const struct py_runtime *rt, uint64_t code,
-		    uint64_t instr, struct py_frame_name *out)
+		    uint64_t instr, uint16_t ident, struct py_frame_name *out)
 {
 	struct py_code_entry *e;
 	struct py_pid *p;
@@ -526,8 +581,18 @@ int py_code_resolve(struct py_code_cache *c, pid_t pid, const struct py_runtime 
 	if (!p)
 		return -ENOMEM;
 	e = (struct py_code_entry *)htab_find(&p->codes, code);
+	if (e && ident && e->ident != ident) {
+		/* the sample's object is not the one cached at its address */
+		free(htab_unlink(&p->codes, code));
+		e = NULL;
+	}
 	if (!e) {
 		err = read_code(pid, rt, p, code, &e);
+		/* read, but not the object the sample saw: that one was freed */
+		if (!err && ident && e->ident != ident) {
+			free(e);
+			err = -ESTALE;
+		}
 		if (!err && htab_insert(&p->codes, &e->node)) {
 			free(e);
 			err = -ENOMEM;

@@ -58,6 +58,10 @@ void py_code_cache__forget_pid(struct py_code_cache *c, pid_t pid);
  * @code: address of the PyCodeObject
  * @instr: address of the code unit the frame was executing (3.11, 3.12:
  *	   _PyInterpreterFrame.prev_instr; 3.13: instr_ptr), or 0 if unknown
+ * @ident: the hash of the code object's identity window when the frame was
+ *	   sampled (LP_PYF_IDENT_SHIFT in bpf/liveprof.h), or 0 if unknown:
+ *	   an object at @code that hashes otherwise is another one, made
+ *	   after the sample's was freed, and is not named
  * @out: filled on success
  *
  * Memory that changes while it is read (the object was freed, a string
@@ -65,9 +69,21 @@ void py_code_cache__forget_pid(struct py_code_cache *c, pid_t pid);
  * bounded, strings must be compact and of a known kind.
  *
  * Return: 0, or a negative errno: -ESRCH (process gone), -EFAULT (a read
- * failed), -EINVAL (what was read is not a code object).
+ * failed), -EINVAL (what was read is not a code object), -ESTALE (not the
+ * object that was sampled, or it changed while it was read).
  */
 int py_code_resolve(struct py_code_cache *c, pid_t pid, const struct py_runtime *rt, uint64_t code,
-		    uint64_t instr, struct py_frame_name *out);
+		    uint64_t instr, uint16_t ident, struct py_frame_name *out);
+
+/**
+ * py_code_ident_offset() - where a code object's identity window starts
+ * @o: the interpreter's offsets
+ *
+ * The window is LP_PY_IDENT_WORDS words (bpf/liveprof.h) that hold its
+ * first line and its file, name, qualname and line table pointers.
+ *
+ * Return: its offset in the object, or 0 if those members do not fit.
+ */
+uint32_t py_code_ident_offset(const struct py_offsets *o);
 
 #endif /* LP_PY_CODE_H */

@@ -119,6 +119,7 @@ static void fill_cfg(struct lp_py_cfg *c, const struct py_runtime *rt, uint64_t 
 	c->unicode_state = off16(o->unicode_state);
 	c->unicode_ascii_data = off16(o->ascii_size);
 	c->code_filename = off16(o->code_filename);
+	c->code_ident = (__u16)py_code_ident_offset(o);
 }
 
 /* Find a known CPython among @pid's executable mappings; configure BPF. */
@@ -134,7 +135,7 @@ static void examine(struct python_procs *pp, struct bpf_session *bpf, struct sym
 		const struct py_file *f;
 
 		if (!maps[i].path || !(interp_base_starts(maps[i].path, "python3") ||
-					interp_base_starts(maps[i].path, "libpython3")))
+				       interp_base_starts(maps[i].path, "libpython3")))
 			continue;
 		f = file_of(pp, maps[i].path);
 		if (!f || f->base.err || interp_bias_of(&maps[i], &p->bias))
@@ -172,7 +173,7 @@ bool python_procs__on_sample(struct python_procs *pp, struct bpf_session *bpf,
  * *@named is false when its code object could not be read. */
 static uint64_t name_frame(struct python_procs *pp, struct stack_symbols *ss,
 			   const struct interp_proc *p, const struct lp_interp_frame *f,
-			   uint64_t instr, bool *named)
+			   uint64_t instr, uint16_t ident, bool *named)
 {
 	const struct py_file *file = p->file;
 	struct py_frame_name nm;
@@ -180,7 +181,7 @@ static uint64_t name_frame(struct python_procs *pp, struct stack_symbols *ss,
 	const char *base;
 	struct frame fr = {.name = name, .kind = FRAME_USER, .module = "python"};
 
-	if (py_code_resolve(pp->codes, (pid_t)p->pid, &file->rt, f->code, instr, &nm)) {
+	if (py_code_resolve(pp->codes, (pid_t)p->pid, &file->rt, f->code, instr, ident, &nm)) {
 		pp->stats.frames_unnamed++;
 		*named = false;
 		fr.name = "[python: unreadable frame]";
@@ -207,18 +208,23 @@ struct merge_ctx {
 static uint64_t frame_tag(void *ctx, const struct lp_interp_frame *f)
 {
 	struct merge_ctx *m = ctx;
-	uint64_t instr = m->pp->lines ? f->instr & ~LP_PYF_ENTRY : 0, tag;
-	struct interp_tag *t = interp_tag__slot(&m->pp->table, m->p->pid, f->code, instr);
+	uint16_t ident = (uint16_t)(f->instr >> LP_PYF_IDENT_SHIFT);
+	uint64_t instr = m->pp->lines ? f->instr & LP_PYF_ADDR_MASK : 0, tag;
+	/* the identity is part of the key: another object at the address
+	 * is another frame */
+	uint64_t key = instr | (uint64_t)ident << LP_PYF_IDENT_SHIFT;
+	struct interp_tag *t = interp_tag__slot(&m->pp->table, m->p->pid, f->code, key);
 	bool named;
 
 	m->pp->stats.frames++;
-	if (t->pid == m->p->pid && t->code == f->code && t->instr == instr)
+	if (t->pid == m->p->pid && t->code == f->code && t->instr == key)
 		return t->tag;
-	tag = name_frame(m->pp, m->ss, m->p, f, instr, &named);
+	tag = name_frame(m->pp, m->ss, m->p, f, instr, ident, &named);
 	/* an unreadable frame may read next time, and 0 is no memory: neither
 	 * is remembered */
 	if (named && tag)
-		*t = (struct interp_tag){.pid = m->p->pid, .code = f->code, .instr = instr, .tag = tag};
+		*t = (struct interp_tag){
+			.pid = m->p->pid, .code = f->code, .instr = key, .tag = tag};
 	return tag;
 }
 
