@@ -103,6 +103,13 @@ struct lp_uregs {
 struct lp_interp_frame {
 	__u64 code;
 	__u64 instr;
+	/*
+	 * Ruby: what names the frame's method, read while the frame exists
+	 * (ruby.bpf.h): ep[-2] of its local environment, or of the first
+	 * block environment on the way there that holds a method entry.
+	 * User space checks what it is. Python: 0.
+	 */
+	__u64 aux;
 };
 
 #define LP_PYF_ENTRY 1ull
@@ -479,7 +486,7 @@ LP_ASSERT_AT(struct lp_sample, regs, 72);
 LP_ASSERT_AT(struct lp_sample, ustack, 96 + 32 * LP_MAX_CALLS);
 LP_ASSERT_AT(struct lp_sample, interp,
 	     96 + 32 * LP_MAX_CALLS + 8 * (LP_MAX_USTACK + LP_MAX_KSTACK) + 8);
-LP_ASSERT_SIZE(struct lp_interp_frame, 16);
+LP_ASSERT_SIZE(struct lp_interp_frame, 24);
 LP_ASSERT_SIZE(struct lp_py_cfg, 48);
 LP_ASSERT_SIZE(struct lp_rb_cfg, 32);
 LP_ASSERT_SIZE(struct lp_call_end, 64);

@@ -126,6 +126,7 @@ static long py_walk_step(__u32 i, struct py_walk *w)
 		return 1;
 	/* code units are 2-byte aligned: bit 0 carries the entry mark */
 	s->f[k].code = code;
+	s->f[k].aux = 0;
 	s->f[k].instr = (instr & ~(__u64)LP_PYF_ENTRY) | (entry ? LP_PYF_ENTRY : 0);
 	w->n = k + 1;
 	return 0;

@@ -208,7 +208,7 @@ static uint64_t frame_tag(void *ctx, const struct lp_interp_frame *f)
 {
 	struct merge_ctx *m = ctx;
 	uint64_t instr = m->pp->lines ? f->instr & ~LP_PYF_ENTRY : 0, tag;
-	struct interp_tag *t = interp_tag__slot(&m->pp->table, m->p->pid, f->code, instr);
+	struct interp_tag *t = interp_tag__slot(&m->pp->table, m->p->pid, f->code, instr, 0);
 	bool named;
 
 	m->pp->stats.frames++;
@@ -218,7 +218,8 @@ static uint64_t frame_tag(void *ctx, const struct lp_interp_frame *f)
 	/* an unreadable frame may read next time, and 0 is no memory: neither
 	 * is remembered */
 	if (named && tag)
-		*t = (struct interp_tag){.pid = m->p->pid, .code = f->code, .instr = instr, .tag = tag};
+		*t = (struct interp_tag){
+			.pid = m->p->pid, .code = f->code, .instr = instr, .tag = tag};
 	return tag;
 }
 
