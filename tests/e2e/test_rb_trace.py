@@ -95,3 +95,49 @@ def test_no_probe_fires_without_a_tracepoint(run_lp, procs):
     # (Array#shuffle! and Process.clock_gettime each round), Ruby methods do not.
     assert r.trace("usdt:libruby:ruby:cmethod__entry")["calls"] > 0
     assert r.trace("rb:Runner#round")["calls"] == 0
+
+
+def test_tui_completes_rb_methods(tmp_path, monkeypatch):
+    """Tab after `:trace rb:` completes the Ruby methods seen in samples,
+    qualified as their frames are (rb_shares.rb: Object#work_a/b/c, defined
+    at the top level, and Runner#round); blocks and <main> are not offered."""
+    import time
+
+    import test_tui
+    monkeypatch.setattr(test_tui, "WORKLOAD", Path(RUBY))
+    test_tui.ensure_built()
+    tui = test_tui.Tui(tmp_path)
+    try:
+        # the workload's argv: the script, then its seconds
+        tui.start(seconds=RB / "rb_shares.rb", mode=("120",), warm=False)
+        # once unit is in Top, 3 s at 99 Hz put about 30 samples in work_c (10%)
+        tui.wait(lambda s: any("Object#unit (rb_shares.rb" in l for l in s), 30,
+                 "no Ruby frame of Object#unit in Top")
+        time.sleep(3)
+        tui.keys(":")
+        tui.wait(lambda s: s[-1].startswith(":"), 3, "the prompt did not open")
+        tui.type("trace rb:Runner#ro")
+        tui.keys("Tab")
+        tui.wait(lambda s: s[-1].rstrip() == ":trace rb:Runner#round", 5,
+                 "no completion of rb:Runner#round")
+        # a unique completion is followed by a space
+        for _ in range(len("Runner#round ")):
+            tui.keys("BSpace")
+        tui.wait(lambda s: s[-1].rstrip() == ":trace rb:", 5, "backspace did not erase")
+        tui.type("Object#work_")
+        tui.keys("Tab")
+        # three candidates: the common prefix stays, the list is shown
+        tui.wait(lambda s: all(f"rb:Object#work_{c}" in "\n".join(s) for c in "abc"), 5,
+                 "no completion list of rb:Object#work_")
+        tui.type("a")
+        tui.keys("Tab")
+        tui.wait(lambda s: s[-1].rstrip() == ":trace rb:Object#work_a", 5,
+                 "no completion of rb:Object#work_a")
+        tui.keys("Enter")
+        # attached: its row in the traces' table (no calls: rb_shares.rb
+        # enables no TracePoint, and the message line says so)
+        tui.wait(lambda s: any(l.strip().startswith("rb:Object#work_a ") for l in s), 30,
+                 ":trace rb:Object#work_a failed")
+        assert tui.alive()
+    finally:
+        tui.close()
