@@ -5,9 +5,10 @@
  *
  * The child runs SCRIPT, whose stack when it prints READY holds a method
  * of a nested class, a module's method reached through include (an
- * iclass), a singleton method, a method whose local env holds an svar (it
- * matched a regexp) with a block in it, and a method defined at the top
- * level. The test walks the main thread's control frames as the BPF walk
+ * iclass), a method of an anonymous class, a singleton method of a plain
+ * object, a singleton method of a class, a method whose local env holds an
+ * svar (it matched a regexp) with a block in it, and a method defined at
+ * the top level. The test walks the main thread's control frames as the BPF walk
  * does (bpf/ruby.bpf.h: the frame's ep, up the block envs to the local
  * one, ep[-2]), names each frame with rb_iseq_resolve() and qualifies it
  * with rb_method_owner() and rb_qualify_label(): the names must be what
@@ -31,7 +32,16 @@
 
 static const char SCRIPT[] = "module Greeter\n"
 			     "  def greet(h)\n"
-			     "    h.call_it\n"
+			     "    $anon.new.hop(h)\n"
+			     "  end\n"
+			     "end\n"
+			     "$anon = Class.new do\n"
+			     "  def hop(h)\n"
+			     "    o = Object.new\n"
+			     "    def o.jump(h)\n"
+			     "      h.call_it\n"
+			     "    end\n"
+			     "    o.jump(h)\n"
 			     "  end\n"
 			     "end\n"
 			     "module Outer\n"
@@ -60,9 +70,11 @@ static const char SCRIPT[] = "module Greeter\n"
 			     "end\n"
 			     "Outer::Inner.new.go\n";
 
+/* An anonymous class's method (hop) and a plain object's singleton
+ * method (jump) keep their labels: Ruby would show "#<Class:0x...>#hop". */
 static const char *const WANT[] = {
-	"Object#spin",	 "block in Handler#run", "Handler#run", "Handler.call_it",
-	"Greeter#greet", "Outer::Inner#go",	 "<main>",
+	"Object#spin", "block in Handler#run", "Handler#run",	  "Handler.call_it", "jump",
+	"hop",	       "Greeter#greet",	       "Outer::Inner#go", "<main>",
 };
 #define NWANT (int)(sizeof(WANT) / sizeof(WANT[0]))
 
@@ -265,6 +277,9 @@ UNIT_TEST(qualify_live_frames)
 			check_not_methods(cc, pid, &rt, bias, f, n);
 			/* the svar: run's local env matched a regexp */
 			CHECK_EQ_INT(peek(pid, f[2].aux) >> 12 & 0xf, RB_IMEMO_SVAR);
+			/* nothing to qualify by: not a failed read */
+			CHECK_EQ_INT(f[4].err, -ENOENT);
+			CHECK_EQ_INT(f[5].err, -ENOENT);
 		}
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);

@@ -184,7 +184,7 @@ static int learn_ids(pid_t pid, const struct rb_offsets *o, uint64_t cobject, st
 	if (!iv)
 		return -ENOMEM;
 	p->classpath = p->attached = 0;
-	err = cobject ? (int)lp_remote_read(pid, cobject, &object, 8, 8) : -ENOENT;
+	err = cobject ? (int)lp_remote_read(pid, cobject, &object, 8, 8) : -EINVAL;
 	if (err >= 0)
 		err = read_obj(pid, object, obj, o->rbasic_klass + 8);
 	if (!err && type_of(lp_get_u64(obj, 0)) != RB_T_CLASS)
@@ -222,14 +222,18 @@ static const struct pid_ids *ids_of(struct rb_class_cache *c, pid_t pid, const s
 	return p;
 }
 
-/* The method entry of @aux (itself, or inside an svar), or 0 with -ENOENT
- * when @aux names no method (a cref, 0). */
-static int method_entry(pid_t pid, const struct rb_offsets *o, uint64_t aux, uint8_t *me)
+/*
+ * The method entry @aux is or holds (an svar: a method that set $~ or $_
+ * keeps it in one), read into @me, its address in *@addr; -ENOENT when
+ * @aux names no method (a cref: the top level, a class body), *@addr then
+ * the cref's address (0 if none).
+ */
+static int method_entry(pid_t pid, const struct rb_offsets *o, uint64_t aux, uint8_t *me,
+			uint64_t *addr)
 {
 	int err;
 
-	if (!aux)
-		return -ENOENT;
+	*addr = 0;
 	err = read_obj(pid, aux, me, RB_OBJ_HDR);
 	if (err)
 		return err;
@@ -241,6 +245,7 @@ static int method_entry(pid_t pid, const struct rb_offsets *o, uint64_t aux, uin
 		if (err)
 			return err;
 	}
+	*addr = aux;
 	switch (imemo_of(lp_get_u64(me, 0))) {
 	case RB_IMEMO_MENT:
 		return 0;
@@ -251,17 +256,14 @@ static int method_entry(pid_t pid, const struct rb_offsets *o, uint64_t aux, uin
 	}
 }
 
-/* Read, uncached, what rb_method_owner() returns. */
+/* Read what rb_method_owner() returns of the method entry @me (read). */
 static int read_owner(pid_t pid, const struct rb_offsets *o, const struct pid_ids *ids,
-		      uint64_t aux, char *out, size_t cap, bool *singleton)
+		      const uint8_t *me, char *out, size_t cap, bool *singleton)
 {
-	uint8_t me[RB_OBJ_HDR], klass_hdr[RB_OBJ_HDR];
+	uint8_t klass_hdr[RB_OBJ_HDR];
 	uint64_t def_word = 0, klass, flags, path;
 	int err;
 
-	err = method_entry(pid, o, aux, me);
-	if (err)
-		return err;
 	/* only an iseq method is qualified (full_label: a bmethod's frame
 	 * is named by its block's iseq) */
 	if (lp_remote_read(pid, lp_get_u64(me, o->me_def), &def_word, 8, 8) < 0)
@@ -316,12 +318,29 @@ static bool offsets_usable(const struct rb_offsets *o)
 	       o->st_entry_record + 8 <= o->st_entry_size;
 }
 
+static struct owner_slot *slot_of(struct rb_class_cache *c, pid_t pid, uint64_t key)
+{
+	return &c->slots[lp_mix64(key ^ lp_mix64((uint64_t)pid)) % CACHE_SLOTS];
+}
+
+/* What @s holds, into the caller's out-parameters. */
+static int cached(const struct owner_slot *s, char *out, size_t cap, bool *singleton)
+{
+	if (s->err)
+		return s->err;
+	*singleton = s->singleton;
+	snprintf(out, cap, "%s", s->path);
+	return 0;
+}
+
 int rb_method_owner(struct rb_class_cache *c, pid_t pid, const struct rb_runtime *rt,
 		    uint64_t cobject, uint64_t aux, char *out, size_t cap, bool *singleton)
 {
 	const struct rb_offsets *o = &rt->off;
 	const struct pid_ids *ids;
+	uint8_t me[RB_OBJ_HDR];
 	struct owner_slot *s;
+	uint64_t addr = 0;
 	int err;
 
 	if (!aux)
@@ -330,25 +349,35 @@ int rb_method_owner(struct rb_class_cache *c, pid_t pid, const struct rb_runtime
 		return -EINVAL;
 	if (!c->slots && !(c->slots = calloc(CACHE_SLOTS, sizeof(*c->slots))))
 		return -ENOMEM;
-	s = &c->slots[lp_mix64(aux ^ lp_mix64((uint64_t)pid)) % CACHE_SLOTS];
-	if (s->pid != pid || s->me != aux) {
+	s = slot_of(c, pid, aux);
+	if (s->pid == pid && s->me == aux)
+		return cached(s, out, cap, singleton);
+	/* An svar is made anew by every call that sets $~: never a key (its
+	 * address is reused for others); the method entry in it is. */
+	err = method_entry(pid, o, aux, me, &addr);
+	if (err && err != -ENOENT)
+		return err;
+	if (!addr)
+		return -ENOENT;
+	s = slot_of(c, pid, addr);
+	if (s->pid == pid && s->me == addr)
+		return cached(s, out, cap, singleton);
+	if (!err) {
 		ids = ids_of(c, pid, o, cobject, &err);
 		if (!ids)
 			return err;
-		err = read_owner(pid, o, ids, aux, s->path, sizeof(s->path), &s->singleton);
+		err = read_owner(pid, o, ids, me, s->path, sizeof(s->path), &s->singleton);
 		if (err && err != -ENOENT) {
 			s->pid = 0;
 			return err;
 		}
-		s->pid = pid;
-		s->me = aux;
-		s->err = err;
 	}
-	if (s->err)
-		return s->err;
-	*singleton = s->singleton;
-	snprintf(out, cap, "%s", s->path);
-	return 0;
+	/* a cref (the top level's, a class body's) is remembered by its own
+	 * address: it lives as long as its scope, unlike an svar */
+	s->pid = pid;
+	s->me = addr;
+	s->err = err;
+	return cached(s, out, cap, singleton);
 }
 
 bool rb_qualify_label(const struct rb_frame_name *nm, const char *owner, bool singleton, char *out,
