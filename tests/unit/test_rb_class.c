@@ -244,6 +244,37 @@ static void check_not_methods(struct rb_class_cache *cc, pid_t pid, const struct
 	CHECK(single);
 }
 
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * For the record, not a check: rb_method_owner() over the frames' method
+ * entries with nothing cached (the IDs learned from Object, then each
+ * entry, class and path read), then again (an svar is read every time).
+ */
+static void time_owners(struct rb_class_cache *cc, pid_t pid, const struct rb_runtime *rt,
+			uint64_t bias, const struct named *f)
+{
+	char owner[RB_CLASS_MAX];
+	uint64_t t[3];
+	bool single;
+
+	rb_class_cache__forget_pid(cc, pid);
+	for (int k = 0; k < 3; k++) {
+		t[k] = now_ns();
+		for (int i = 0; k < 2 && i < NWANT; i++)
+			rb_method_owner(cc, pid, rt, rt->cobject_addr + bias, f[i].aux, owner,
+					sizeof(owner), &single);
+	}
+	fprintf(stderr, "  owners of %d frames: %.1f us cold, %.1f us cached\n", NWANT,
+		(t[1] - t[0]) / 1e3, (t[2] - t[1]) / 1e3);
+}
+
 UNIT_TEST(qualify_live_frames)
 {
 	struct rb_iseq_cache *ic = rb_iseq_cache__new();
@@ -273,6 +304,8 @@ UNIT_TEST(qualify_live_frames)
 			nanosleep(&ts, NULL);
 		}
 		CHECK(names_are(f, n, true));
+		if (n == NWANT)
+			time_owners(cc, pid, &rt, bias, f);
 		if (n == NWANT) {
 			check_not_methods(cc, pid, &rt, bias, f, n);
 			/* the svar: run's local env matched a regexp */
