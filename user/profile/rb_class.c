@@ -19,13 +19,15 @@
 #include "../util/util.h"
 #include "../util/remote_mem.h"
 
-/* Instance variables of a class looked at; a class with more has its
- * path (set first, when it is named) among the first ones anyway. */
-#define RB_IV_MAX    256
-#define CACHE_SLOTS  4096 /* method entries, direct-mapped */
-#define PID_SLOTS    64	  /* processes whose IDs were learned */
-#define RB_OBJ_HDR   48	  /* the words read of a method entry or a class */
-#define RB_OFF_LIMIT 256  /* past this, an offsets table is broken */
+/* Instance variables of a class looked at. The path is set when the class
+ * is named (`class Foo`), usually before any other. */
+#define RB_IV_MAX   256
+#define CACHE_SLOTS 4096 /* method entries, direct-mapped */
+#define PID_SLOTS   64	 /* processes whose IDs were learned */
+/* What is read of a method entry, an svar or a class: one heap slot
+ * (sizeof(RVALUE) in 3.1), never past it into what may be unmapped */
+#define RB_OBJ_HDR   40
+#define RB_OFF_LIMIT 256 /* past this, an offsets table is broken */
 
 struct owner_slot {
 	pid_t pid; /* 0: empty */
