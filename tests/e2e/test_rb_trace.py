@@ -84,6 +84,29 @@ def test_trace_and_split_ruby_method(run_lp, procs, tmp_path):
     assert top["frame"] == name and top["significant"], s["top_frames"][:3]
 
 
+def test_split_singleton_method(run_lp, procs, tmp_path):
+    """rb:Codec#decode splits the singleton method Codec.decode: Ruby's
+    probes give it class Codec and method decode, its frame is named
+    "Codec.decode (...)" as Ruby's full label is, and the split ranks the
+    frames below that one (tests/workloads/ruby/rb_singleton.rb)."""
+    script = RB / "rb_singleton.rb"
+    target = procs.start([RUBY, "--disable-gems", script, "60"], settle=1.0)
+    out = tmp_path / "split"
+    r = run_lp(["-p", target.pid, "-F", "499", "-d", "5", "--split", "rb:Codec#decode@p95",
+                "-o", f"{out}/"], timeout=90, folded=False)
+    assert r.rc == 0, r
+    assert r.trace("rb:Codec#decode")["calls"] > 100, r.trace("rb:Codec#decode")
+    s = r.json["split"]
+    name = rb_names.frame(script, "slow_path")
+    assert name.startswith("Codec.slow_path (rb_singleton.rb:"), name
+    slow_hit, _ = folded_count(out / "slow.folded", name)
+    fast_hit, _ = folded_count(out / "fast.folded", name)
+    print(f"\nCodec.slow_path samples: {slow_hit} slow, {fast_hit} fast; "
+          f"top {s['top_frames'][0]['frame'] if s['top_frames'] else None}")
+    # every slow_path call is above the threshold: its samples are slow ones
+    assert slow_hit >= 50 and slow_hit >= 0.9 * (slow_hit + fast_hit), (slow_hit, fast_hit)
+    assert s["top_frames"] and s["top_frames"][0]["frame"] == name, s["top_frames"][:3]
+
 def test_no_probe_fires_without_a_tracepoint(run_lp, procs):
     """The measured reason rb: needs a TracePoint in the target."""
     target = procs.start([RUBY, "--disable-gems", RB / "rb_shares.rb", "60"], settle=1.0)
