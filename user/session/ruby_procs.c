@@ -200,10 +200,11 @@ bool ruby_procs__on_sample(struct ruby_procs *rp, struct bpf_session *bpf, struc
 
 /*
  * @nm's label qualified by the class of the method the frame runs in
- * (@aux, see rb_class.h) into @out, or left as it is: at the top level, in
- * a class body, or when the class cannot be read (counted).
+ * (@aux, see rb_class.h), or left as it is: at the top level, in a class
+ * body, or when the class cannot be read (counted).
+ * Return: false in that last case.
  */
-static void qualify(struct ruby_procs *rp, const struct interp_proc *p, uint64_t aux,
+static bool qualify(struct ruby_procs *rp, const struct interp_proc *p, uint64_t aux,
 		    struct rb_frame_name *nm)
 {
 	const struct rb_file *file = p->file;
@@ -215,16 +216,18 @@ static void qualify(struct ruby_procs *rp, const struct interp_proc *p, uint64_t
 			      file->rt.cobject_addr ? file->rt.cobject_addr + p->bias : 0, aux,
 			      owner, sizeof(owner), &singleton);
 	if (err == -ENOENT)
-		return;
+		return true;
 	if (err || !rb_qualify_label(nm, owner, singleton, label, sizeof(label))) {
 		rp->stats.frames_unqualified++;
-		return;
+		return false;
 	}
 	memcpy(nm->label, label, sizeof(nm->label));
+	return true;
 }
 
 /* The stack entry for Ruby frame (@iseq, @pc, @aux) of process @p, named
- * afresh; *@named is false when its iseq could not be read. */
+ * afresh; *@named is false when its iseq or its class could not be read
+ * (it may read next time). */
 static uint64_t name_frame(struct ruby_procs *rp, struct stack_symbols *ss,
 			   const struct interp_proc *p, const struct lp_interp_frame *f,
 			   uint64_t pc, bool *named)
@@ -242,13 +245,12 @@ static uint64_t name_frame(struct ruby_procs *rp, struct stack_symbols *ss,
 		fr.kind = FRAME_MARKER;
 		return stack_symbols__intern_interp(ss, &fr);
 	}
-	qualify(rp, p, f->aux, &nm);
+	*named = qualify(rp, p, f->aux, &nm);
 	base = strrchr(nm.path, '/');
 	base = base ? base + 1 : nm.path;
 	snprintf(name, sizeof(name), "%s (%s:%d)", nm.label, base, nm.line);
 	fr.file = nm.path;
 	fr.line = nm.line;
-	*named = true;
 	return stack_symbols__intern_interp(ss, &fr);
 }
 
