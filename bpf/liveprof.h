@@ -103,6 +103,14 @@ struct lp_uregs {
 struct lp_interp_frame {
 	__u64 code;
 	__u64 instr;
+	/*
+	 * Ruby: what names the frame's method, read while the frame exists
+	 * (ruby.bpf.h): ep[-2] of its local environment, or of the first
+	 * block environment on the way there that holds a method entry.
+	 * User space checks what it is. Python: the hash of the code
+	 * object's identity window (below), 0 if it was not read.
+	 */
+	__u64 aux;
 };
 
 #define LP_PYF_ENTRY 1ull
@@ -113,13 +121,11 @@ struct lp_interp_frame {
  * allocator hands the last freed block out first). So BPF also reads the
  * code object's identity window at the sample (LP_PY_IDENT_WORDS words
  * from lp_py_cfg.code_ident: its first line and its file, name, qualname
- * and line table pointers) and keeps a 16-bit hash of it in the top bits
- * of instr (user addresses stay below 2^47); 0: not read. User space names
- * the frame only if the object it reads hashes alike.
+ * and line table pointers) and keeps a 16-bit hash of it in the frame's
+ * aux; 0: not read. User space names the frame only if the object it
+ * reads hashes alike.
  */
-#define LP_PYF_IDENT_SHIFT 48
-#define LP_PYF_ADDR_MASK   (((1ull << LP_PYF_IDENT_SHIFT) - 1) & ~LP_PYF_ENTRY)
-#define LP_PY_IDENT_WORDS  10
+#define LP_PY_IDENT_WORDS 10
 
 /* The hash of an identity window, never 0 (shared by BPF and user space). */
 static inline __u16 lp_py_ident_hash(const __u64 *w)
@@ -163,7 +169,7 @@ struct lp_py_cfg {
 	__u16 unicode_state;
 	__u16 unicode_ascii_data;
 	__u16 code_filename; /* py:module.QUALNAME: the module is the file's */
-	__u16 code_ident;    /* the identity window (LP_PYF_IDENT_SHIFT); 0: none */
+	__u16 code_ident;    /* the identity window (LP_PY_IDENT_WORDS); 0: none */
 };
 
 /*
@@ -508,7 +514,7 @@ LP_ASSERT_AT(struct lp_sample, regs, 72);
 LP_ASSERT_AT(struct lp_sample, ustack, 96 + 32 * LP_MAX_CALLS);
 LP_ASSERT_AT(struct lp_sample, interp,
 	     96 + 32 * LP_MAX_CALLS + 8 * (LP_MAX_USTACK + LP_MAX_KSTACK) + 8);
-LP_ASSERT_SIZE(struct lp_interp_frame, 16);
+LP_ASSERT_SIZE(struct lp_interp_frame, 24);
 LP_ASSERT_SIZE(struct lp_py_cfg, 48);
 LP_ASSERT_SIZE(struct lp_rb_cfg, 32);
 LP_ASSERT_SIZE(struct lp_call_end, 64);

@@ -21,7 +21,7 @@ struct offcpu_stash {
 	__u64 start_ns;
 	__s64 ustack_bytes; /* from bpf_get_stack, < 0 on failure */
 	__s64 kstack_bytes;
-	__u32 uflags;	 /* LP_SF_KUNWIND etc. of the CFI walk */
+	__u32 uflags;	  /* LP_SF_KUNWIND etc. of the CFI walk */
 	__s32 interp_res; /* of the interpreter walk (interp.bpf.h) */
 	__u64 ip, sp, bp;
 	__u64 ustack[LP_MAX_USTACK];
@@ -196,7 +196,10 @@ static __always_inline void emit_switch_in(struct task_struct *next, __u32 tgid,
 		s->flags |= LP_SF_KSTACK;
 	}
 	if (st->interp_res != LP_INTERP_NONE) {
-		__builtin_memcpy(s->interp, st->interp.f, sizeof(s->interp));
+		/* in two halves: clang inlines no single copy that long */
+		__builtin_memcpy(s->interp, st->interp.f, sizeof(s->interp) / 2);
+		__builtin_memcpy(&s->interp[LP_MAX_PYFRAMES / 2],
+				 &st->interp.f[LP_MAX_PYFRAMES / 2], sizeof(s->interp) / 2);
 		lp_interp_to_sample(s, st->interp_res);
 	}
 	tag_calls(s, next, false);

@@ -137,8 +137,9 @@ static long py_walk_step(__u32 i, struct py_walk *w)
 		return 1;
 	/* code units are 2-byte aligned: bit 0 carries the entry mark */
 	s->f[k].code = code;
-	s->f[k].instr = (instr & LP_PYF_ADDR_MASK) | (entry ? LP_PYF_ENTRY : 0) |
-			((__u64)py_code_ident(cfg, code) << LP_PYF_IDENT_SHIFT);
+	/* the object's identity now: it is named later (liveprof.h) */
+	s->f[k].aux = py_code_ident(cfg, code);
+	s->f[k].instr = (instr & ~(__u64)LP_PYF_ENTRY) | (entry ? LP_PYF_ENTRY : 0);
 	w->n = k + 1;
 	return 0;
 }

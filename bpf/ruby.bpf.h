@@ -6,7 +6,9 @@
  * liveprof's table of offsets), find the sampled thread's rb_thread_t,
  * take its current execution context (a fiber switch changes th->ec, so
  * it is read at every sample) and walk the control frames from ec->cfp to
- * the end of the VM stack, recording per frame the iseq and the pc. User
+ * the end of the VM stack, recording per frame the iseq, the pc and
+ * what names its method's class (rb_frame_me: the frame's envs are gone by
+ * the time user space names it). User
  * space names them and puts them where the VM loop's C frame (rb_vm_exec)
  * stands in the native stack.
  *
@@ -28,8 +30,14 @@
 #ifndef LP_RUBY_BPF_H
 #define LP_RUBY_BPF_H
 
-#define LP_RB_MAX_THREADS 64   /* threads looked at per search */
+#define LP_RB_MAX_THREADS  64	/* threads looked at per search */
 #define LP_RB_FRAME_FINISH 0x20 /* VM_FRAME_FLAG_FINISH in ep[0]: a VM loop began here */
+#define LP_RB_ENV_LOCAL	   0x02 /* VM_ENV_FLAG_LOCAL in ep[0]: a method's (or top) env */
+#define LP_RB_EP_ME_CREF   16	/* ep[-2] (bytes below ep): method entry, cref or svar */
+#define LP_RB_EP_HOPS	   6	/* block envs walked to the method's (nested blocks) */
+/* RBasic.flags of an imemo method entry: T_IMEMO, imemo type ment (6) at bit 12 */
+#define LP_RB_IMEMO_MENT_MASK 0xf01f
+#define LP_RB_IMEMO_MENT      0x601a
 /* control frames looked at per sample: the recorded ones and the C ones between */
 #define LP_RB_MAX_CFPS (LP_MAX_PYFRAMES * 4)
 
@@ -58,8 +66,8 @@ static __always_inline __u64 rb_read_ptr(__u64 addr)
 
 struct rb_search {
 	const struct lp_rb_cfg *cfg;
-	__u64 head;  /* the list head: the walk is back at it after the last thread */
-	__u64 node;  /* the current thread's lt_node */
+	__u64 head; /* the list head: the walk is back at it after the last thread */
+	__u64 node; /* the current thread's lt_node */
 	__u64 fsbase;
 	__u64 found;
 };
@@ -110,12 +118,58 @@ struct rb_walk {
 	__u32 faults;
 };
 
+/* The data of a VM env, ep[-2] to ep[0]: read in one go, the flags a
+ * frame's walk reads anyway and, beside them, what names its method. */
+struct rb_env {
+	__u64 me_cref; /* ep[-2]: a method entry, a cref, an svar, or 0 */
+	__u64 specval; /* ep[-1]: a block env's enclosing ep, tagged in 2 bits */
+	__u64 flags;   /* ep[0] */
+};
+
+static __always_inline long rb_read_env(__u64 ep, struct rb_env *e)
+{
+	return bpf_probe_read_user(e, sizeof(*e), (const void *)(ep - LP_RB_EP_ME_CREF));
+}
+
+/*
+ * What names the method a frame runs in, as rb_vm_frame_method_entry()
+ * finds it: from the frame's env @e towards its local env through each
+ * block env's enclosing one, the first ep[-2] that is a method entry, or
+ * the local env's ep[-2] whatever it is (a method entry, or an svar that
+ * may hold one; user space checks). Read now: the envs of a frame live on
+ * the VM stack and are reused once it returns. A method's frame costs no
+ * read more (its env is local); a block's, or the main script's (an eval
+ * frame over the toplevel binding's env), one per env up to the local one
+ * and one per ep[-2] set on the way (the main script's cref). 0 when
+ * nothing was found or a read failed (the frame is then named by its iseq
+ * alone).
+ */
+static __always_inline __u64 rb_frame_me(struct rb_env e)
+{
+	__u64 vflags, ep;
+
+	for (int i = 0; i < LP_RB_EP_HOPS; i++) {
+		if (e.flags & LP_RB_ENV_LOCAL)
+			return e.me_cref;
+		/* a block env's is usually 0; a cref (instance_eval) goes on */
+		if (e.me_cref && !(e.me_cref & 7) &&
+		    !bpf_probe_read_user(&vflags, sizeof(vflags), (const void *)e.me_cref) &&
+		    (vflags & LP_RB_IMEMO_MENT_MASK) == LP_RB_IMEMO_MENT)
+			return e.me_cref;
+		ep = e.specval & ~3ull;
+		if (!ep || rb_read_env(ep, &e))
+			return 0;
+	}
+	return 0;
+}
+
 /* One control frame: record it if it runs an iseq, then go to its caller. */
 static long rb_walk_step(__u32 i, struct rb_walk *w)
 {
 	const struct lp_rb_cfg *cfg = w->cfg;
 	struct lp_interp_stack *s = w->s;
-	__u64 cfp = w->cfp, pc, iseq, ep, flags = 0;
+	__u64 cfp = w->cfp, pc, iseq, ep;
+	struct rb_env env = {};
 	__u32 k;
 
 	/* the two outermost frames are the VM stack's dummy and the toplevel
@@ -125,7 +179,7 @@ static long rb_walk_step(__u32 i, struct rb_walk *w)
 	if (bpf_probe_read_user(&pc, sizeof(pc), (const void *)(cfp + cfg->cfp_pc)) ||
 	    bpf_probe_read_user(&iseq, sizeof(iseq), (const void *)(cfp + cfg->cfp_iseq)) ||
 	    bpf_probe_read_user(&ep, sizeof(ep), (const void *)(cfp + cfg->cfp_ep)) ||
-	    (ep && bpf_probe_read_user(&flags, sizeof(flags), (const void *)ep))) {
+	    (ep && rb_read_env(ep, &env))) {
 		w->faults++;
 		return 1;
 	}
@@ -136,8 +190,9 @@ static long rb_walk_step(__u32 i, struct rb_walk *w)
 	if (k >= LP_MAX_PYFRAMES)
 		return 1;
 	s->f[k].code = iseq;
+	s->f[k].aux = rb_frame_me(env);
 	s->f[k].instr = pc & ~LP_PYF_ENTRY;
-	if (flags & LP_RB_FRAME_FINISH)
+	if (env.flags & LP_RB_FRAME_FINISH)
 		s->f[k].instr |= LP_PYF_ENTRY;
 	w->n = k + 1;
 	return 0;

@@ -100,6 +100,7 @@ static const struct rb_offsets rb31 = {
 	.body_insns_size = 136,
 	.body_insns_succ = 144,
 	.body_parent_iseq = 168,
+	.body_base_label = 72,
 	/* struct iseq_insn_info_entry: int line_no, int node_id, events */
 	.insn_info_line_no = 0,
 	.insn_info_size = 12,
@@ -130,6 +131,33 @@ static const struct rb_offsets rb31 = {
 	.rarray_embed_flag = FL_USER(1),
 	.rarray_elen_mask = FL_USER(3) | FL_USER(4),
 	.rarray_elen_shift = 15,
+	/*
+	 * struct vm_svar: flags 0, cref_or_me 8. rb_method_entry_t: flags 0,
+	 * defined_class 8, def 16, called_id 24, owner 32. struct
+	 * rb_method_definition_struct: type in its first 4 bits
+	 * (VM_METHOD_TYPE_MINIMUM_BITS), then alias_count... RBasic: flags
+	 * 0, klass 8. struct RClass: RBasic (16), super 16, ptr 24 (then
+	 * class_serial: m_tbl is in the ext). struct rb_classext_struct:
+	 * iv_index_tbl 0, iv_tbl 8. st_table: three bytes and an unsigned
+	 * (8), type 8, num_entries 16, bins 24, entries_start 32,
+	 * entries_bound 40, entries 48; st_table_entry: hash 0, key 8,
+	 * record 16 (24 bytes). Checked live by tests/unit/test_rb_class.c:
+	 * the frames of methods of a class, a nested class, a module, a
+	 * singleton and the top level get their classes.
+	 */
+	.svar_cref_or_me = 8,
+	.me_defined_class = 8,
+	.me_def = 16,
+	.def_type_mask = 0xf,
+	.rbasic_klass = 8,
+	.rclass_ext = 24,
+	.ext_iv_tbl = 8,
+	.st_entries_start = 32,
+	.st_entries_bound = 40,
+	.st_entries = 48,
+	.st_entry_size = 24,
+	.st_entry_key = 8,
+	.st_entry_record = 16,
 };
 
 const struct rb_offsets *ruby_offsets_builtin(unsigned int major, unsigned int minor)

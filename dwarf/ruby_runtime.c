@@ -233,6 +233,10 @@ static int read_runtime(struct elf_symtab *t, const char *path, struct rb_runtim
 		return -ENOENT;
 	}
 	out->vm_ptr_addr = sym.st_value;
+	/* Object: the class whose instance variables say which IDs hold a
+	 * class path (rb_class.c); without it frames are not qualified */
+	if (!elf_symtab__find_sym(t, "rb_cObject", &sym))
+		out->cobject_addr = sym.st_value;
 	find_loop(t, out);
 	if (!out->loop_sym) {
 		lp_errf(err, errlen, "ruby in %s: no vm_exec_core or rb_vm_exec symbol", path);

@@ -72,6 +72,7 @@ struct rb_offsets {
 	uint32_t body_insns_size;   /* insns_info.size (unsigned int) */
 	uint32_t body_insns_succ;   /* insns_info.succ_index_table */
 	uint32_t body_parent_iseq;  /* a block's enclosing iseq; 0 for a method */
+	uint32_t body_base_label;   /* location.base_label: the method's name in a block */
 	uint32_t insn_info_line_no; /* int line_no */
 	uint32_t insn_info_size;    /* sizeof(struct iseq_insn_info_entry) */
 	/* struct RString / RArray; RBasic.flags is at 0 in both */
@@ -88,23 +89,55 @@ struct rb_offsets {
 	uint32_t rarray_embed_flag; /* flag: elements at rarray_embed */
 	uint32_t rarray_elen_mask;
 	uint32_t rarray_elen_shift;
+	/*
+	 * What names a method's class (rb_profile_frame_full_label): the
+	 * method entry (me = rb_method_entry_t, an imemo ment) at a frame's
+	 * local ep[-2], or inside the svar there (struct vm_svar); its
+	 * definition's type (VM_METHOD_TYPE_ISEQ is 0); its defined class
+	 * (an iclass for a module's method: the module is RBasic.klass);
+	 * and a class's instance variables (rclass = struct RClass, ext =
+	 * struct rb_classext_struct, st = st_table and its entries), where
+	 * 3.1 keeps the class path (__classpath__) and a singleton class's
+	 * object (__attached__).
+	 */
+	uint32_t svar_cref_or_me;
+	uint32_t me_defined_class;
+	uint32_t me_def;
+	uint32_t def_type_mask; /* bits of the definition's first word holding the type */
+	uint32_t rbasic_klass;
+	uint32_t rclass_ext; /* struct rb_classext_struct *ptr (without USE_RVARGC) */
+	uint32_t ext_iv_tbl; /* st_table *iv_tbl */
+	uint32_t st_entries_start;
+	uint32_t st_entries_bound;
+	uint32_t st_entries;
+	uint32_t st_entry_size; /* sizeof(st_table_entry): hash, key, record */
+	uint32_t st_entry_key;
+	uint32_t st_entry_record;
 };
 
 /* RBasic.flags: the type in the low five bits (enum ruby_value_type), and
  * for T_IMEMO the imemo type in four bits at FL_USHIFT (internal/imemo.h). */
-#define RB_T_MASK      0x1f
-#define RB_T_STRING    0x05
-#define RB_T_ARRAY     0x07
-#define RB_T_IMEMO     0x1a
-#define RB_IMEMO_SHIFT 12
-#define RB_IMEMO_MASK  0x0f
-#define RB_IMEMO_ISEQ  7
+#define RB_T_MASK	0x1f
+#define RB_T_STRING	0x05
+#define RB_T_ARRAY	0x07
+#define RB_T_IMEMO	0x1a
+#define RB_IMEMO_SHIFT	12
+#define RB_IMEMO_MASK	0x0f
+#define RB_IMEMO_ISEQ	7
+#define RB_IMEMO_CREF	1
+#define RB_IMEMO_SVAR	2
+#define RB_IMEMO_MENT	6
+#define RB_T_CLASS	0x02
+#define RB_T_MODULE	0x03
+#define RB_T_ICLASS	0x1c
+#define RB_FL_SINGLETON (1u << 12) /* FL_USER0: a singleton class */
 
 struct rb_runtime {
 	unsigned int major, minor, patch; /* 3, 1, 7 */
 	/* the ELF the addresses are in: the input, or the libruby it links */
 	char file[256];
 	uint64_t vm_ptr_addr;	   /* ELF vaddr of ruby_current_vm_ptr (rb_vm_t *) */
+	uint64_t cobject_addr;	   /* ELF vaddr of rb_cObject (VALUE); 0 if absent */
 	uint64_t loop_lo, loop_hi; /* ELF addresses of the VM loop function */
 	const char *loop_sym;	   /* its symbol: "vm_exec_core" or "rb_vm_exec" */
 	bool loop_is_core;	   /* vm_exec_core itself (needs a .symtab) */

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+import rb_names
+
 WORKLOADS = Path(__file__).resolve().parent.parent / "workloads"
 CASES = {
     "python": ("/usr/bin/python3.11", WORKLOADS / "python" / "py_offcpu.py", []),
@@ -30,7 +32,10 @@ SECONDS = 4
 
 
 def frame(script, func):
-    """'func (script:N)', N the line of its def in the source."""
+    """'func (script:N)', N the line of its def in the source; a Ruby
+    method qualified by its class ('Object#func' at the top level)."""
+    if script.suffix == ".rb":
+        return rb_names.frame(script, func)
     for no, text in enumerate(script.read_text().splitlines(), 1):
         if re.match(rf"\s*def {func}\b", text):
             return f"{func} ({script.name}:{no})"

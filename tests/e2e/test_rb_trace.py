@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+import rb_names
+
 HERE = Path(__file__).resolve().parent
 RB = HERE.parent / "workloads" / "ruby"
 RUBY = "/usr/bin/ruby"
@@ -57,10 +59,10 @@ def test_trace_and_split_ruby_method(run_lp, procs, tmp_path):
 
     s = r.json["split"]
     assert s["function"] == "rb:Handler#call" and s["percentile"] == 95, s
-    frame = next(f for f in Path(RB / "rb_handler.rb").read_text().splitlines()
-                 if "def slow_extra" in f)
-    line = Path(RB / "rb_handler.rb").read_text().splitlines().index(frame) + 1
-    name = f"slow_extra (rb_handler.rb:{line})"
+    # the frame as Ruby's full label names it: the split ranks the frames
+    # below Handler#call's own, found by its qualified name
+    name = rb_names.frame(RB / "rb_handler.rb", "slow_extra")
+    assert name.startswith("Handler#slow_extra (rb_handler.rb:"), name
     slow_hit, slow_all = folded_count(out / "slow.folded", name)
     fast_hit, fast_all = folded_count(out / "fast.folded", name)
     # Seen in 2 of about 14 fresh clones under make test's load: a split
@@ -85,6 +87,29 @@ def test_trace_and_split_ruby_method(run_lp, procs, tmp_path):
     assert top["frame"] == name and top["significant"], s["top_frames"][:3]
 
 
+def test_split_singleton_method(run_lp, procs, tmp_path):
+    """rb:Codec#decode splits the singleton method Codec.decode: Ruby's
+    probes give it class Codec and method decode, its frame is named
+    "Codec.decode (...)" as Ruby's full label is, and the split ranks the
+    frames below that one (tests/workloads/ruby/rb_singleton.rb)."""
+    script = RB / "rb_singleton.rb"
+    target = procs.start([RUBY, "--disable-gems", script, "60"], settle=1.0)
+    out = tmp_path / "split"
+    r = run_lp(["-p", target.pid, "-F", "499", "-d", "5", "--split", "rb:Codec#decode@p95",
+                "-o", f"{out}/"], timeout=90, folded=False)
+    assert r.rc == 0, r
+    assert r.trace("rb:Codec#decode")["calls"] > 100, r.trace("rb:Codec#decode")
+    s = r.json["split"]
+    name = rb_names.frame(script, "slow_path")
+    assert name.startswith("Codec.slow_path (rb_singleton.rb:"), name
+    slow_hit, _ = folded_count(out / "slow.folded", name)
+    fast_hit, _ = folded_count(out / "fast.folded", name)
+    print(f"\nCodec.slow_path samples: {slow_hit} slow, {fast_hit} fast; "
+          f"top {s['top_frames'][0]['frame'] if s['top_frames'] else None}")
+    # every slow_path call is above the threshold: its samples are slow ones
+    assert slow_hit >= 50 and slow_hit >= 0.9 * (slow_hit + fast_hit), (slow_hit, fast_hit)
+    assert s["top_frames"] and s["top_frames"][0]["frame"] == name, s["top_frames"][:3]
+
 def test_no_probe_fires_without_a_tracepoint(run_lp, procs):
     """The measured reason rb: needs a TracePoint in the target."""
     target = procs.start([RUBY, "--disable-gems", RB / "rb_shares.rb", "60"], settle=1.0)
@@ -96,3 +121,49 @@ def test_no_probe_fires_without_a_tracepoint(run_lp, procs):
     # (Array#shuffle! and Process.clock_gettime each round), Ruby methods do not.
     assert r.trace("usdt:libruby:ruby:cmethod__entry")["calls"] > 0
     assert r.trace("rb:Runner#round")["calls"] == 0
+
+
+def test_tui_completes_rb_methods(tmp_path, monkeypatch):
+    """Tab after `:trace rb:` completes the Ruby methods seen in samples,
+    qualified as their frames are (rb_shares.rb: Object#work_a/b/c, defined
+    at the top level, and Runner#round); blocks and <main> are not offered."""
+    import time
+
+    import test_tui
+    monkeypatch.setattr(test_tui, "WORKLOAD", Path(RUBY))
+    test_tui.ensure_built()
+    tui = test_tui.Tui(tmp_path)
+    try:
+        # the workload's argv: the script, then its seconds
+        tui.start(seconds=RB / "rb_shares.rb", mode=("120",), warm=False)
+        # once unit is in Top, 3 s at 99 Hz put about 30 samples in work_c (10%)
+        tui.wait(lambda s: any("Object#unit (rb_shares.rb" in l for l in s), 30,
+                 "no Ruby frame of Object#unit in Top")
+        time.sleep(3)
+        tui.keys(":")
+        tui.wait(lambda s: s[-1].startswith(":"), 3, "the prompt did not open")
+        tui.type("trace rb:Runner#ro")
+        tui.keys("Tab")
+        tui.wait(lambda s: s[-1].rstrip() == ":trace rb:Runner#round", 5,
+                 "no completion of rb:Runner#round")
+        # a unique completion is followed by a space
+        for _ in range(len("Runner#round ")):
+            tui.keys("BSpace")
+        tui.wait(lambda s: s[-1].rstrip() == ":trace rb:", 5, "backspace did not erase")
+        tui.type("Object#work_")
+        tui.keys("Tab")
+        # three candidates: the common prefix stays, the list is shown
+        tui.wait(lambda s: all(f"rb:Object#work_{c}" in "\n".join(s) for c in "abc"), 5,
+                 "no completion list of rb:Object#work_")
+        tui.type("a")
+        tui.keys("Tab")
+        tui.wait(lambda s: s[-1].rstrip() == ":trace rb:Object#work_a", 5,
+                 "no completion of rb:Object#work_a")
+        tui.keys("Enter")
+        # attached: its row in the traces' table (no calls: rb_shares.rb
+        # enables no TracePoint, and the message line says so)
+        tui.wait(lambda s: any(l.strip().startswith("rb:Object#work_a ") for l in s), 30,
+                 ":trace rb:Object#work_a failed")
+        assert tui.alive()
+    finally:
+        tui.close()

@@ -3,15 +3,17 @@
 Ground truth: tests/workloads/ruby/rb_shares.rb. Every call of unit does
 the same work, and each round calls work_a 6 times, work_b 3 times and
 work_c once, in a fresh random order: of the samples inside the three,
-60/30/10% are in each. A frame is named "label (file.rb:N)" with N the
-line of the method's `def`, read here from the source, and the call
+60/30/10% are in each. A frame is named "Class#method (file.rb:N)" as
+Ruby's rb_profile_frame_full_label() names it (Runner#round, Object#unit
+for a def at the top level), with the class and N the line of the
+method's `def` read here from the source (rb_names.py), and the call
 chain is the source's: <main> -> run -> round -> work_x -> unit, where
 the VM loop's C frame (rb_vm_exec) stood, below ruby's native startup.
 """
 
-import re
 from pathlib import Path
 
+import rb_names
 import stats
 
 HERE = Path(__file__).resolve().parent
@@ -26,18 +28,8 @@ NEED = max(stats.needed(p, 0.05) for p in TRUTH.values())
 VM_LOOP = "rb_vm_exec"
 
 
-def def_lines():
-    """Method name -> line of its def, from the workload's source."""
-    out = {}
-    for no, text in enumerate(WORKLOAD.read_text().splitlines(), 1):
-        m = re.match(r"\s*def (\w+)", text)
-        if m:
-            out[m.group(1)] = no
-    return out
-
-
-def rb_name(label, line=None):
-    return f"{label} ({WORKLOAD.name}:{line or def_lines()[label]})"
+def rb_name(label):
+    return rb_names.frame(WORKLOAD, label)
 
 
 def profile(run_lp, procs, need, *extra):
@@ -66,6 +58,8 @@ def test_ruby_method_shares(run_lp, procs):
 def test_merged_stack_reads_like_the_source(run_lp, procs):
     r = profile(run_lp, procs, 300)
     chain = [rb_name(m) for m in ("run", "round", "work_a")]
+    # qualified by class, as Ruby's full labels are (issue 15)
+    assert chain[1] == f"Runner#round ({WORKLOAD.name}:46)", chain
     seen = 0
     for stack, n in r.folded.items():
         frames = stack.split(";")
@@ -101,10 +95,7 @@ THREADS = HERE.parent / "workloads" / "ruby" / "rb_threads.rb"
 
 
 def threads_name(label):
-    for no, text in enumerate(THREADS.read_text().splitlines(), 1):
-        if re.match(rf"\s*def {label}\b", text):
-            return f"{label} ({THREADS.name}:{no})"
-    raise AssertionError(label)
+    return rb_names.frame(THREADS, label)
 
 
 def test_threads_and_a_block_through_a_c_method(run_lp, procs):
@@ -119,7 +110,7 @@ def test_threads_and_a_block_through_a_c_method(run_lp, procs):
     # a block's line is the line its { starts on
     line = next(no for no, text in enumerate(THREADS.read_text().splitlines(), 1)
                 if ".each {" in text)
-    block = f"block in via_each ({THREADS.name}:{line})"
+    block = f"block in {rb_names.qualified(THREADS, 'via_each')} ({THREADS.name}:{line})"
     seen = {"each": 0, "direct": 0, "block": 0}
     for stack, n in r.folded.items():
         frames = stack.split(";")

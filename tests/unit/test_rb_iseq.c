@@ -480,6 +480,9 @@ static void check_frames(pid_t pid, const struct rb_offsets *o, const struct fra
 		CHECK(f[i + 1].iseq == 0); /* Integer#times, a C function */
 		CHECK_EQ_INT(peek(pid, body + o->body_parent_iseq), f[i + 2].iseq);
 		CHECK_STR(f[i + 2].name.label, "parse");
+		/* base_label (body_base_label): the method's name, in both */
+		CHECK_STR(f[i].name.base_label, "parse");
+		CHECK_STR(f[i + 2].name.base_label, "parse");
 	}
 	CHECK_EQ_INT(blocks, 1);
 }
@@ -629,6 +632,7 @@ UNIT_TEST(names_are_cut_on_characters)
 	body[o->body_iseq_encoded / 8] = (uint64_t)(uintptr_t)code;
 	body[o->body_first_lineno / 8] = 5 << 1 | 1;
 	body[o->body_label / 8] = (uint64_t)(uintptr_t)label;
+	body[o->body_base_label / 8] = (uint64_t)(uintptr_t)label;
 	body[o->body_pathobj / 8] = (uint64_t)(uintptr_t)path;
 	body[o->body_insns_info / 8] = (uint64_t)(uintptr_t)info;
 	fake_str(label, o, long_label);
@@ -680,6 +684,7 @@ static void plausible_iseq(uint64_t *pool, uint64_t base, const struct rb_offset
 	pool[(b + o->body_iseq_encoded) / 8] = base;
 	pool[(b + o->body_first_lineno) / 8] = (xorshift(s) % 1000) << 1 | 1;
 	pool[(b + o->body_label) / 8] = (uint64_t)(uintptr_t)str;
+	pool[(b + o->body_base_label) / 8] = (uint64_t)(uintptr_t)str;
 	pool[(b + o->body_pathobj) / 8] = (uint64_t)(uintptr_t)(xorshift(s) % 2 ? str : ary);
 	pool[(b + o->body_insns_info) / 8] = pool_ptr(base, xorshift(s));
 	pool[(b + o->body_insns_pos) / 8] = xorshift(s) % 2 ? 0 : (uint64_t)(uintptr_t)pos;

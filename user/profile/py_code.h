@@ -59,7 +59,7 @@ void py_code_cache__forget_pid(struct py_code_cache *c, pid_t pid);
  * @instr: address of the code unit the frame was executing (3.11, 3.12:
  *	   _PyInterpreterFrame.prev_instr; 3.13: instr_ptr), or 0 if unknown
  * @ident: the hash of the code object's identity window when the frame was
- *	   sampled (LP_PYF_IDENT_SHIFT in bpf/liveprof.h), or 0 if unknown:
+ *	   sampled (lp_interp_frame.aux, bpf/liveprof.h), or 0 if unknown:
  *	   an object at @code that hashes otherwise is another one, made
  *	   after the sample's was freed, and is not named
  * @out: filled on success

@@ -52,6 +52,7 @@ struct rb_iseq_entry {
 	uint64_t iseq;		    /* the key: pid and the iseq's address */
 	pid_t pid;
 	char label[RB_NAME_MAX];
+	char base_label[RB_NAME_MAX];
 	char path[RB_PATH_MAX];
 	int first_lineno;
 	uint64_t encoded;   /* iseq_encoded */
@@ -216,12 +217,9 @@ static void copy_name(const uint8_t *s, size_t n, char *out, size_t cap)
 	out[o] = '\0';
 }
 
-/*
- * Read the String @v into @out (@cap bytes with the NUL): embedded ones in
- * the one read of the object, others with a second read of at most @cap + 2
- * bytes of their buffer.
- */
-static int read_str(pid_t pid, const struct rb_offsets *o, uint64_t v, char *out, size_t cap)
+/* Embedded Strings come in the one read of the object, others with a
+ * second read of at most @cap + 2 bytes of their buffer. */
+int rb_read_string(pid_t pid, const struct rb_offsets *o, uint64_t v, char *out, size_t cap)
 {
 	uint8_t obj[RB_HDR_MAX], text[RB_PATH_MAX + 3];
 	size_t hdr = o->rstring_size, avail;
@@ -277,7 +275,7 @@ static int read_path(pid_t pid, const struct rb_offsets *o, uint64_t pathobj, ch
 		return n;
 	flags = lp_get_u64(obj, 0);
 	if ((flags & RB_T_MASK) == RB_T_STRING)
-		return read_str(pid, o, pathobj, out, cap);
+		return rb_read_string(pid, o, pathobj, out, cap);
 	if ((flags & RB_T_MASK) != RB_T_ARRAY)
 		return -EINVAL;
 	if (flags & o->rarray_embed_flag) {
@@ -289,17 +287,18 @@ static int read_path(pid_t pid, const struct rb_offsets *o, uint64_t pathobj, ch
 		len = (int64_t)lp_get_u64(obj, o->rarray_len);
 		if (len < 1 || len > RB_STR_ABSURD)
 			return -EINVAL;
-		n = lp_remote_read(pid, lp_get_u64(obj, o->rarray_ptr), &first, sizeof(first), sizeof(first));
+		n = lp_remote_read(pid, lp_get_u64(obj, o->rarray_ptr), &first, sizeof(first),
+				   sizeof(first));
 		if (n < 0)
 			return n;
 	}
-	return read_str(pid, o, first, out, cap);
+	return rb_read_string(pid, o, first, out, cap);
 }
 
 /* The parts of an iseq and its constant body that this file uses. */
 struct iseq_view {
 	uint32_t type, iseq_size, insns_size;
-	uint64_t encoded, pathobj, label, first_lineno, insns, positions, succ;
+	uint64_t encoded, pathobj, label, base_label, first_lineno, insns, positions, succ;
 };
 
 /* Read and check the iseq at @addr and its body. */
@@ -308,7 +307,7 @@ static int read_iseq(pid_t pid, const struct rb_offsets *o, uint64_t addr, struc
 	const uint32_t fields[] = {o->body_type,       o->body_iseq_size, o->body_iseq_encoded,
 				   o->body_pathobj,    o->body_label,	  o->body_first_lineno,
 				   o->body_insns_info, o->body_insns_pos, o->body_insns_size,
-				   o->body_insns_succ};
+				   o->body_insns_succ, o->body_base_label};
 	uint8_t hdr[RB_HDR_MAX], body[RB_HDR_MAX];
 	uint32_t blen = 0;
 	uint64_t flags;
@@ -332,6 +331,7 @@ static int read_iseq(pid_t pid, const struct rb_offsets *o, uint64_t addr, struc
 	v->encoded = lp_get_u64(body, o->body_iseq_encoded);
 	v->pathobj = lp_get_u64(body, o->body_pathobj);
 	v->label = lp_get_u64(body, o->body_label);
+	v->base_label = lp_get_u64(body, o->body_base_label);
 	v->first_lineno = lp_get_u64(body, o->body_first_lineno);
 	v->insns = lp_get_u64(body, o->body_insns_info);
 	v->positions = lp_get_u64(body, o->body_insns_pos);
@@ -395,7 +395,7 @@ static int read_positions(pid_t pid, const struct iseq_view *v, struct rb_iseq_e
 	}
 	if (v->positions) {
 		got = lp_remote_read(pid, v->positions, e->pos, e->n * sizeof(uint32_t),
-			 e->n * sizeof(uint32_t));
+				     e->n * sizeof(uint32_t));
 		if (got < 0)
 			return got;
 		for (uint32_t i = 0; i < e->n; i++)
@@ -428,8 +428,8 @@ static int read_lines(pid_t pid, const struct rb_offsets *o, const struct iseq_v
 	got = lp_remote_read(pid, v->insns, buf, len, len);
 	if (got >= 0)
 		for (uint32_t i = 0; i < e->n; i++)
-			e->lines[i] =
-				(int32_t)lp_get_u32(buf, i * o->insn_info_size + o->insn_info_line_no);
+			e->lines[i] = (int32_t)lp_get_u32(buf, i * o->insn_info_size +
+								       o->insn_info_line_no);
 	free(buf);
 	return got < 0 ? (int)got : 0;
 }
@@ -458,7 +458,9 @@ static int read_entry(pid_t pid, const struct rb_offsets *o, uint64_t addr,
 	e->truncated = n < v.insns_size;
 	e->pos = (uint32_t *)e->tail;
 	e->lines = (int32_t *)(e->pos + n);
-	err = read_str(pid, o, v.label, e->label, sizeof(e->label));
+	err = rb_read_string(pid, o, v.label, e->label, sizeof(e->label));
+	if (!err)
+		err = rb_read_string(pid, o, v.base_label, e->base_label, sizeof(e->base_label));
 	if (!err)
 		err = read_path(pid, o, v.pathobj, e->path, sizeof(e->path));
 	if (!err && n)
@@ -508,7 +510,7 @@ static bool offsets_usable(const struct rb_offsets *o)
 			      o->body_first_lineno, o->body_insns_info, o->body_insns_pos,
 			      o->body_insns_size,   o->body_insns_succ, o->rstring_len,
 			      o->rstring_ptr,	    o->rstring_embed,	o->rarray_len,
-			      o->rarray_ptr,	    o->rarray_embed};
+			      o->rarray_ptr,	    o->rarray_embed,	o->body_base_label};
 
 	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
 		if (v[i] >= RB_OFF_LIMIT)
@@ -540,6 +542,7 @@ int rb_iseq_resolve(struct rb_iseq_cache *c, pid_t pid, const struct rb_runtime 
 		}
 	}
 	memcpy(out->label, e->label, sizeof(out->label));
+	memcpy(out->base_label, e->base_label, sizeof(out->base_label));
 	memcpy(out->path, e->path, sizeof(out->path));
 	out->line = pc_line(e, pc);
 	return 0;

@@ -27,10 +27,13 @@ struct rb_frame_name {
 	 * The iseq's label, as Ruby 3.1's own backtraces show it: "parse",
 	 * "block in parse", "<main>", "<class:Handler>". Not qualified by
 	 * class: 3.1 compiles a method without a parent iseq, so its class
-	 * is not reachable from the iseq (it is from the frame's method
-	 * entry, a different and longer walk).
+	 * is not reachable from the iseq, only from the frame's method entry
+	 * (rb_class.h).
 	 */
 	char label[RB_NAME_MAX];
+	/* the name of the method the iseq is in ("parse" for "block in
+	 * parse"), the part of the label that rb_qualify_label() qualifies */
+	char base_label[RB_NAME_MAX];
 	char path[RB_PATH_MAX]; /* as Ruby's backtraces show it (pathobj's path) */
 	int line;		/* of the pc, else the iseq's first line; 0 if unknown */
 };
@@ -78,5 +81,19 @@ void rb_iseq_cache__forget_pid(struct rb_iseq_cache *c, pid_t pid);
  */
 int rb_iseq_resolve(struct rb_iseq_cache *c, pid_t pid, const struct rb_runtime *rt, uint64_t iseq,
 		    uint64_t pc, struct rb_frame_name *out);
+
+/**
+ * rb_read_string() - read a Ruby String of process @pid.
+ * @pid: the process
+ * @o: its interpreter's offsets
+ * @v: the String's VALUE
+ * @out: the text, NUL-terminated, cut on a UTF-8 character boundary,
+ *	bytes that are not UTF-8 (and control bytes) as '?'
+ * @cap: size of @out, at most RB_PATH_MAX
+ *
+ * Return: 0, or a negative errno: -EINVAL (@v is not a String, or its
+ * length is absurd), -EFAULT or -ESRCH (a read failed).
+ */
+int rb_read_string(pid_t pid, const struct rb_offsets *o, uint64_t v, char *out, size_t cap);
 
 #endif /* LP_RB_ISEQ_H */

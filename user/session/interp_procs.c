@@ -96,9 +96,9 @@ void interp_table__forget(struct interp_table *t, uint32_t pid)
 }
 
 struct interp_tag *interp_tag__slot(const struct interp_table *t, uint32_t pid, uint64_t code,
-				    uint64_t instr)
+				    uint64_t instr, uint64_t aux)
 {
-	return &t->tags[lp_mix64(code ^ (instr * 0x9e3779b97f4a7c15ULL) ^ pid) &
+	return &t->tags[lp_mix64(code ^ (instr * 0x9e3779b97f4a7c15ULL) ^ lp_mix64(aux) ^ pid) &
 			(INTERP_TAG_SLOTS - 1)];
 }
 

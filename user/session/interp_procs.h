@@ -20,11 +20,12 @@ struct sym_mapping;
 
 /* What a language's merge did so far. */
 struct interp_stats {
-	uint64_t frames;	   /* interpreter frames merged into stacks */
-	uint64_t frames_unnamed;   /* of those, whose code object or iseq could not be read */
-	uint64_t samples_unmerged; /* samples with interpreter frames but no loop frame */
-	uint64_t read_faults;	   /* samples whose frame walk in BPF hit a failed read */
-	int procs;		   /* processes recognized as the interpreter */
+	uint64_t frames;	     /* interpreter frames merged into stacks */
+	uint64_t frames_unnamed;     /* of those, whose code object or iseq could not be read */
+	uint64_t frames_unqualified; /* Ruby: named, but their method's class could not be read */
+	uint64_t samples_unmerged;   /* samples with interpreter frames but no loop frame */
+	uint64_t read_faults;	     /* samples whose frame walk in BPF hit a failed read */
+	int procs;		     /* processes recognized as the interpreter */
 };
 
 /* A process looked at: an interpreter of a known version or not. */
@@ -40,8 +41,8 @@ struct interp_proc {
 #define INTERP_TAG_SLOTS 8192
 
 struct interp_tag {
-	uint32_t pid; /* 0: empty */
-	uint64_t code, instr, tag;
+	uint32_t pid;			/* 0: empty */
+	uint64_t code, instr, aux, tag; /* aux: lp_interp_frame.aux (Ruby's method) */
 };
 
 struct interp_table {
@@ -75,11 +76,12 @@ struct interp_proc *interp_table__visit(struct interp_table *t, uint32_t pid, co
 void interp_table__forget(struct interp_table *t, uint32_t pid);
 
 /**
- * interp_tag__slot - the cache slot of frame (@code, @instr) of @pid
- * Return: the slot; it holds that frame when its pid, code and instr match.
+ * interp_tag__slot - the cache slot of frame (@code, @instr, @aux) of @pid
+ * Return: the slot; it holds that frame when its pid, code, instr and aux
+ * match.
  */
 struct interp_tag *interp_tag__slot(const struct interp_table *t, uint32_t pid, uint64_t code,
-				    uint64_t instr);
+				    uint64_t instr, uint64_t aux);
 
 /* The files asked whether they are an interpreter, each once. */
 struct interp_file {

@@ -208,23 +208,24 @@ struct merge_ctx {
 static uint64_t frame_tag(void *ctx, const struct lp_interp_frame *f)
 {
 	struct merge_ctx *m = ctx;
-	uint16_t ident = (uint16_t)(f->instr >> LP_PYF_IDENT_SHIFT);
-	uint64_t instr = m->pp->lines ? f->instr & LP_PYF_ADDR_MASK : 0, tag;
-	/* the identity is part of the key: another object at the address
-	 * is another frame */
-	uint64_t key = instr | (uint64_t)ident << LP_PYF_IDENT_SHIFT;
-	struct interp_tag *t = interp_tag__slot(&m->pp->table, m->p->pid, f->code, key);
+	uint64_t instr = m->pp->lines ? f->instr & ~LP_PYF_ENTRY : 0, tag;
+	/* aux, the object's identity at the sample, is part of the key:
+	 * another object at the address is another frame */
+	struct interp_tag *t = interp_tag__slot(&m->pp->table, m->p->pid, f->code, instr, f->aux);
 	bool named;
 
 	m->pp->stats.frames++;
-	if (t->pid == m->p->pid && t->code == f->code && t->instr == key)
+	if (t->pid == m->p->pid && t->code == f->code && t->instr == instr && t->aux == f->aux)
 		return t->tag;
-	tag = name_frame(m->pp, m->ss, m->p, f, instr, ident, &named);
+	tag = name_frame(m->pp, m->ss, m->p, f, instr, (uint16_t)f->aux, &named);
 	/* an unreadable frame may read next time, and 0 is no memory: neither
 	 * is remembered */
 	if (named && tag)
-		*t = (struct interp_tag){
-			.pid = m->p->pid, .code = f->code, .instr = key, .tag = tag};
+		*t = (struct interp_tag){.pid = m->p->pid,
+					 .code = f->code,
+					 .instr = instr,
+					 .aux = f->aux,
+					 .tag = tag};
 	return tag;
 }
 

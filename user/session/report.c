@@ -394,6 +394,9 @@ static void print_interp(FILE *f, const char *lang, const char *loop, const stru
 		st->procs == 1 ? "" : "es", st->frames);
 	if (st->frames_unnamed)
 		fprintf(f, ", %" PRIu64 " unreadable", st->frames_unnamed);
+	if (st->frames_unqualified)
+		fprintf(f, ", %" PRIu64 " whose method's class could not be read",
+			st->frames_unqualified);
 	if (st->samples_unmerged)
 		fprintf(f, ", %" PRIu64 " samples with no %s frame to merge at",
 			st->samples_unmerged, loop);

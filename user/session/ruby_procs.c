@@ -24,6 +24,7 @@
 
 #include "dwarf/ruby_runtime.h"
 #include "dwarf/symbolize.h"
+#include "user/profile/rb_class.h"
 #include "user/profile/rb_iseq.h"
 #include "user/profile/stack_symbols.h"
 #include "user/session/bpf_session.h"
@@ -46,6 +47,7 @@ struct ruby_procs {
 	struct interp_table table;
 	struct interp_files files;
 	struct rb_iseq_cache *iseqs;
+	struct rb_class_cache *classes;
 	struct interp_stats stats;
 };
 
@@ -58,7 +60,8 @@ struct ruby_procs *ruby_procs__new(bool lines)
 	rp->lines = lines;
 	rp->files.size = sizeof(struct rb_file);
 	rp->iseqs = rb_iseq_cache__new();
-	if (!rp->iseqs || interp_table__init(&rp->table)) {
+	rp->classes = rb_class_cache__new();
+	if (!rp->iseqs || !rp->classes || interp_table__init(&rp->table)) {
 		ruby_procs__free(rp);
 		return NULL;
 	}
@@ -72,6 +75,7 @@ void ruby_procs__free(struct ruby_procs *rp)
 	interp_files__free(&rp->files);
 	interp_table__free(&rp->table);
 	rb_iseq_cache__free(rp->iseqs);
+	rb_class_cache__free(rp->classes);
 	free(rp);
 }
 
@@ -184,6 +188,7 @@ bool ruby_procs__on_sample(struct ruby_procs *rp, struct bpf_session *bpf, struc
 	if (exec) {
 		rp->stats.procs--;
 		rb_iseq_cache__forget_pid(rp->iseqs, (pid_t)pid);
+		rb_class_cache__forget_pid(rp->classes, (pid_t)pid);
 		interp_table__forget(&rp->table, pid);
 	} else if (p->file) {
 		rp->stats.procs--; /* looked at again below */
@@ -193,10 +198,39 @@ bool ruby_procs__on_sample(struct ruby_procs *rp, struct bpf_session *bpf, struc
 	return p->file != NULL;
 }
 
-/* The stack entry for Ruby frame (@iseq, @pc) of process @p, named
- * afresh; *@named is false when its iseq could not be read. */
+/*
+ * @nm's label qualified by the class of the method the frame runs in
+ * (@aux, see rb_class.h), or left as it is: at the top level, in a class
+ * body, or when the class cannot be read (counted).
+ * Return: false in that last case.
+ */
+static bool qualify(struct ruby_procs *rp, const struct interp_proc *p, uint64_t aux,
+		    struct rb_frame_name *nm)
+{
+	const struct rb_file *file = p->file;
+	char owner[RB_CLASS_MAX], label[RB_NAME_MAX];
+	bool singleton = false;
+	int err;
+
+	err = rb_method_owner(rp->classes, (pid_t)p->pid, &file->rt,
+			      file->rt.cobject_addr ? file->rt.cobject_addr + p->bias : 0, aux,
+			      owner, sizeof(owner), &singleton);
+	if (err == -ENOENT)
+		return true;
+	if (err || !rb_qualify_label(nm, owner, singleton, label, sizeof(label))) {
+		rp->stats.frames_unqualified++;
+		return false;
+	}
+	memcpy(nm->label, label, sizeof(nm->label));
+	return true;
+}
+
+/* The stack entry for Ruby frame (@iseq, @pc, @aux) of process @p, named
+ * afresh; *@named is false when its iseq or its class could not be read
+ * (it may read next time). */
 static uint64_t name_frame(struct ruby_procs *rp, struct stack_symbols *ss,
-			   const struct interp_proc *p, uint64_t iseq, uint64_t pc, bool *named)
+			   const struct interp_proc *p, const struct lp_interp_frame *f,
+			   uint64_t pc, bool *named)
 {
 	const struct rb_file *file = p->file;
 	struct rb_frame_name nm;
@@ -204,19 +238,19 @@ static uint64_t name_frame(struct ruby_procs *rp, struct stack_symbols *ss,
 	const char *base;
 	struct frame fr = {.name = name, .kind = FRAME_USER, .module = "ruby"};
 
-	if (rb_iseq_resolve(rp->iseqs, (pid_t)p->pid, &file->rt, iseq, pc, &nm)) {
+	if (rb_iseq_resolve(rp->iseqs, (pid_t)p->pid, &file->rt, f->code, pc, &nm)) {
 		rp->stats.frames_unnamed++;
 		*named = false;
 		fr.name = "[ruby: unreadable frame]";
 		fr.kind = FRAME_MARKER;
 		return stack_symbols__intern_interp(ss, &fr);
 	}
+	*named = qualify(rp, p, f->aux, &nm);
 	base = strrchr(nm.path, '/');
 	base = base ? base + 1 : nm.path;
 	snprintf(name, sizeof(name), "%s (%s:%d)", nm.label, base, nm.line);
 	fr.file = nm.path;
 	fr.line = nm.line;
-	*named = true;
 	return stack_symbols__intern_interp(ss, &fr);
 }
 
@@ -234,17 +268,18 @@ static uint64_t frame_tag(void *ctx, const struct lp_interp_frame *f)
 	struct merge_ctx *m = ctx;
 	/* pc 0 names the method by its first line */
 	uint64_t pc = m->rp->lines ? f->instr & ~LP_PYF_ENTRY : 0, tag;
-	struct interp_tag *t = interp_tag__slot(&m->rp->table, m->p->pid, f->code, pc);
+	struct interp_tag *t = interp_tag__slot(&m->rp->table, m->p->pid, f->code, pc, f->aux);
 	bool named;
 
 	m->rp->stats.frames++;
-	if (t->pid == m->p->pid && t->code == f->code && t->instr == pc)
+	if (t->pid == m->p->pid && t->code == f->code && t->instr == pc && t->aux == f->aux)
 		return t->tag;
-	tag = name_frame(m->rp, m->ss, m->p, f->code, pc, &named);
+	tag = name_frame(m->rp, m->ss, m->p, f, pc, &named);
 	/* an unreadable frame may read next time, and 0 is no memory: neither
 	 * is remembered */
 	if (named && tag)
-		*t = (struct interp_tag){.pid = m->p->pid, .code = f->code, .instr = pc, .tag = tag};
+		*t = (struct interp_tag){
+			.pid = m->p->pid, .code = f->code, .instr = pc, .aux = f->aux, .tag = tag};
 	return tag;
 }
 

@@ -58,12 +58,18 @@ static struct frame_acc *acc_get(struct acc_table *t, const char *name)
 	return &t->v[i];
 }
 
-/* Is @name the split function's frame ("handle", or "handle (x.c:12)" with --lines)? */
+/*
+ * Is @name the split function's frame ("handle", or "handle (x.c:12)" with
+ * --lines)? A Ruby method's "Class#m" (rb:Class#m) is also the singleton
+ * method "Class.m": Ruby's probes give both the same class and method.
+ */
 static bool is_split_frame(const char *name, const char *func)
 {
-	size_t n = strlen(func);
+	size_t n = 0;
 
-	return !strncmp(name, func, n) && (name[n] == '\0' || name[n] == ' ');
+	while (func[n] && (name[n] == func[n] || (func[n] == '#' && name[n] == '.')))
+		n++;
+	return !func[n] && (name[n] == '\0' || name[n] == ' ');
 }
 
 static int accumulate(struct split *s, struct acc_table *t, const struct counts *c, bool slow,
@@ -260,8 +266,8 @@ int split_recheck_ambiguous(struct split *s, uint64_t since, struct split_result
 		if (!a)
 			err = -ENOMEM;
 		else
-			split_rank__recheck_ambiguous(k, r->n_ranks, r->slow_samples, r->fast_samples,
-						      &amb, r->alpha);
+			split_rank__recheck_ambiguous(k, r->n_ranks, r->slow_samples,
+						      r->fast_samples, &amb, r->alpha);
 	}
 	free(t.v);
 	counts__free(&slow);

@@ -168,7 +168,8 @@ int traces__values(struct traces *t, int i, int k, const char **expr, struct tra
 /**
  * traces__complete - function names starting with @prefix (for the TUI):
  * symbols of the first target, or with "py:", the Python functions seen in
- * samples (as py:QUALNAME specs)
+ * samples (as py:QUALNAME specs), or with "rb:", the Ruby methods seen in
+ * samples (as rb:Class#method specs, a singleton's Class.method too)
  */
 int traces__complete(struct traces *t, const char *prefix, const char **out, int max);
 

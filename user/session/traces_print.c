@@ -357,6 +357,63 @@ static int complete_py(struct traces *t, const char *prefix, const char **out, i
 	return n;
 }
 
+/* Room for the Ruby frames looked at: with --lines a method has a frame
+ * per line it was seen at. */
+#define RB_SEEN_MAX 4096
+
+/*
+ * The spec "rb:Class#method" of a Ruby frame named "Class#method (f.rb:N)"
+ * or "Class.method (...)" (a singleton method: Ruby's probes name it with
+ * the same class and method) into @buf; false for the frames no rb: spec
+ * times: blocks ("block in Class#m"), "<main>", "<class:X>", and methods
+ * whose class could not be read (no separator).
+ */
+static bool rb_spec_of(const char *frame, char *buf, size_t cap)
+{
+	const char *sp = strstr(frame, " (");
+	size_t len = sp ? (size_t)(sp - frame) : strlen(frame);
+	const char *sep = NULL;
+
+	if (!len || frame[0] == '<' || memchr(frame, ' ', len))
+		return false;
+	for (size_t i = len; i-- > 0 && !sep;)
+		if (frame[i] == '#' || frame[i] == '.')
+			sep = frame + i;
+	if (!sep || sep == frame || sep == frame + len - 1 ||
+	    (size_t)snprintf(buf, cap, "rb:%.*s", (int)len, frame) >= cap)
+		return false;
+	buf[3 + (sep - frame)] = '#';
+	return true;
+}
+
+/* "rb:Class#method" of the Ruby methods seen in samples, each once. */
+static int complete_rb(struct traces *t, const char *prefix, const char **out, int max)
+{
+	const char **seen = malloc(RB_SEEN_MAX * sizeof(*seen));
+	size_t np = strlen(prefix);
+	int n = 0, k;
+
+	forget_names();
+	if (!seen)
+		return 0;
+	k = stack_symbols__interp_names(t->c->symbols, "ruby", "", seen, RB_SEEN_MAX);
+	for (int i = 0; i < k && n < max && n < 256; i++) {
+		char buf[300];
+		bool dup = false;
+
+		if (!rb_spec_of(seen[i], buf, sizeof(buf)) || strncmp(buf, prefix, np))
+			continue;
+		for (int j = 0; j < n && !dup; j++)
+			dup = !strcmp(names[j], buf);
+		if (dup || !(names[n] = strdup(buf)))
+			continue;
+		out[n] = names[n];
+		n++;
+	}
+	free(seen);
+	return n;
+}
+
 int traces__complete(struct traces *t, const char *prefix, const char **out, int max)
 {
 	struct elf_symtab *st;
@@ -365,6 +422,8 @@ int traces__complete(struct traces *t, const char *prefix, const char **out, int
 
 	if (t && !strncmp(prefix, "py:", 3))
 		return complete_py(t, prefix, out, max);
+	if (t && !strncmp(prefix, "rb:", 3))
+		return complete_rb(t, prefix, out, max);
 	if (!t || !t->c->n_procs)
 		return 0;
 	snprintf(exe, sizeof(exe), "/proc/%d/exe", t->c->procs[0].pid);

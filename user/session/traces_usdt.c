@@ -374,18 +374,23 @@ static int attach_sites(struct traces *t, struct trace *tr, const struct usdt_si
 }
 
 /*
- * The stack frame a pair's calls stand in, for the split: Ruby's frames
- * are named by their method (its label, not qualified by class); a C
- * program's pair by the function that holds its entry probe.
+ * The stack frame a pair's calls stand in, for the split: a Ruby method's
+ * frame is "Class#method", qualified as Ruby's full label is (ruby_procs.c:
+ * the class the method is defined in, which is the class the USDT probe
+ * names for an instance method); a C program's pair by the function that
+ * holds its entry probe.
  */
 static char *pair_frame(const struct trace *tr, const char *path, uint64_t vaddr)
 {
+	char rb[2 * LP_STR_LEN + 2];
 	struct elf_symtab *st = NULL;
 	const struct elf_sym *sym;
 	char *name = NULL;
 
-	if (tr->rb_class[0])
-		return strdup(tr->rb_method);
+	if (tr->rb_class[0]) {
+		snprintf(rb, sizeof(rb), "%s#%s", tr->rb_class, tr->rb_method);
+		return strdup(rb);
+	}
 	if (elf_symtab__open_path(path, &st))
 		return NULL;
 	sym = elf_symtab__lookup(st, vaddr);

@@ -8,7 +8,8 @@
  * C and Go programs are built, and their leaf frame is the function
  * (Go prefixes "main."). Python and Ruby programs run in their
  * interpreter, and liveprof merges the interpreter's frames into the
- * native stack as "NAME (FILE:LINE)". Below the deepest of them are the
+ * native stack as "NAME (FILE:LINE)" (Ruby's "Object#NAME": the emitted
+ * defs are top-level methods, of Object). Below the deepest of them are the
  * evaluator's own C frames that execute that function's bytecode, so the
  * function with the self work is the deepest frame from the emitted file,
  * as py-spy and rbspy count it.
@@ -173,6 +174,13 @@ long validate_leaf_ident(const struct emit_tree *t, const struct vopts *vo, cons
 			continue;
 		name = m->frames[s->frames[d]].name;
 		len = script_frame_name(name, src_base);
+		/* Ruby qualifies a method by its class, and the emitted defs
+		 * are top-level ones, methods of Object: Object#NAME is NAME,
+		 * as Go's main.NAME is. */
+		if (len > 7 && !strcmp(l->name, "ruby") && !strncmp(name, "Object#", 7)) {
+			name += 7;
+			len -= 7;
+		}
 		/* The deepest frame of the script; its harness (_lp_*) is elsewhere. */
 		if (len)
 			return ident_index(t, name, len);
