@@ -123,6 +123,9 @@ static void size_maps(struct bpf_session *s, const struct bpf_session_opts *o)
 		bpf_program__set_autoload(k->progs.lp_line_hit, false);
 		bpf_program__set_autoload(k->progs.lp_py_start, false);
 		bpf_program__set_autoload(k->progs.lp_py_return, false);
+		/* the USDT pairs' string match alone took 170 ms to verify */
+		bpf_program__set_autoload(k->progs.lp_usdt_entry, false);
+		bpf_program__set_autoload(k->progs.lp_usdt_return, false);
 		bpf_program__set_autoload(k->progs.lp_timer_entry, false);
 		bpf_program__set_autoload(k->progs.lp_timer_exit, false);
 		/* --by's table is preallocated: 65,536 entries took 1.2 ms to
