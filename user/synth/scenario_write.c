@@ -244,6 +244,9 @@ void scenario_write_intro(FILE *f, const struct scenario *sc, const struct emit_
 		"%sWith LIVEPROF_TRUTH=FILE it writes one \"latency_ns slow\" line per call\n"
 		"%s(slow is 0 or 1) when it exits: after SECONDS, or on SIGINT/SIGTERM.\n",
 		blank, pfx, pfx, pfx);
+	if (script)
+		fprintf(f, "%sWith LIVEPROF_READY=FILE it creates FILE once it starts its calls.\n",
+			pfx);
 	if (!script)
 		fprintf(f, " */\n");
 }

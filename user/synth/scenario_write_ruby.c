@@ -91,6 +91,8 @@ static const char rb_main[] =
 	"deadline = seconds > 0 ? Process.clock_gettime(LP_MONO, :nanosecond) + (seconds * "
 	"1e9).to_i : 0\n"
 	"per_thread = Array.new(LP_THREADS) { [] }\n"
+	"# Tell whoever waits (liveprof validate) that the calls start now.\n"
+	"File.write(ENV['LIVEPROF_READY'], '') if ENV['LIVEPROF_READY']\n"
 	"workers = per_thread.map { |c| Thread.new { lp_thread(c, deadline) } }\n"
 	"# Joined with a timeout: trap handlers run in this thread, between waits.\n"
 	"workers.each { |w| nil until w.join(0.1) }\n"

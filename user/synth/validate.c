@@ -370,12 +370,25 @@ out:
 static void cleanup_dir(const char *dir)
 {
 	static const char *const files[] = {
-		"synthetic.c",	     "synthetic.go",	  "synthetic.py",
-		"synthetic.rb",	     "synthetic",	  "measured1.folded",
-		"measured2.folded",  "measured3.folded",  "scenario.c",
-		"scenario",	     "scenario.py",	  "scenario.rb",
-		"truth.txt",	     "split.json",	  "split/slow.folded",
-		"split/fast.folded", "split/diff.folded", NULL,
+		"synthetic.c",
+		"synthetic.go",
+		"synthetic.py",
+		"synthetic.rb",
+		"synthetic",
+		"measured1.folded",
+		"measured2.folded",
+		"measured3.folded",
+		"scenario.c",
+		"scenario",
+		"scenario.py",
+		"scenario.rb",
+		"ready",
+		"truth.txt",
+		"split.json",
+		"split/slow.folded",
+		"split/fast.folded",
+		"split/diff.folded",
+		NULL,
 	};
 	char path[4096];
 	size_t i;

@@ -117,6 +117,15 @@ int validate_wait(pid_t pid);
 /** validate_stop - SIGTERM @pid and reap it */
 void validate_stop(pid_t pid);
 
+/**
+ * validate_wait_ready - wait until the program @pid (running @prog) has
+ * created the file @ready (LIVEPROF_READY: its calls have started)
+ * @timeout: seconds; then the program is stopped
+ *
+ * Return: 0, or EXIT_NO_TARGET after a message (it exited, or timed out).
+ */
+int validate_wait_ready(pid_t pid, const char *prog, const char *ready, double timeout);
+
 /** validate_sleep - sleep @s seconds, across signals */
 void validate_sleep(double s);
 

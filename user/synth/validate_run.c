@@ -116,3 +116,25 @@ int validate_run_liveprof(const struct vopts *vo, pid_t pid, double freq, double
 	/* Its own status says why (privileges, BPF); a plain runtime error is ours. */
 	return ret > EXIT_USAGE && ret < 128 ? ret : EXIT_NO_TARGET;
 }
+
+int validate_wait_ready(pid_t pid, const char *prog, const char *ready, double timeout)
+{
+	double end = validate_now() + timeout;
+	int st;
+
+	while (access(ready, F_OK) != 0) {
+		if (waitpid(pid, &st, WNOHANG) == pid) {
+			lp_err("validate: '%s' exited (%s %d) before it started its calls", prog,
+			       WIFEXITED(st) ? "status" : "signal",
+			       WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+			return EXIT_NO_TARGET;
+		}
+		if (validate_now() > end) {
+			lp_err("validate: '%s' did not start its calls in %g s", prog, timeout);
+			validate_stop(pid);
+			return EXIT_NO_TARGET;
+		}
+		validate_sleep(0.02);
+	}
+	return 0;
+}

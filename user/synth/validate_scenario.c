@@ -459,14 +459,18 @@ static void split_spec(const struct scenario *sc, const char *lang, double pct, 
 		 sc->handler, pct);
 }
 
-/* Start the program with its truth file @truthp for @dur seconds; its pid or -errno. */
+/*
+ * Start the program with its truth file @truthp for @dur seconds; a script
+ * creates @ready once it starts its calls. Its pid or -errno.
+ */
 static pid_t scenario_start(const struct vopts *vo, const char *src, const char *prog,
-			    const char *truthp, const char *dur)
+			    const char *truthp, const char *ready, const char *dur)
 {
-	char envt[4200];
-	char *env[] = {envt, "LIVEPROF_TRUTH_TIMES=1", NULL};
+	char envt[4200], envr[4200];
+	char *env[] = {envt, "LIVEPROF_TRUTH_TIMES=1", envr, NULL};
 
 	snprintf(envt, sizeof(envt), "LIVEPROF_TRUTH=%s", truthp);
+	snprintf(envr, sizeof(envr), "LIVEPROF_READY=%s", ready);
 	if (vlang_find(vo->lang)->script) {
 		char *argv[] = {(char *)validate_tool(vo), (char *)src, (char *)dur, NULL};
 
@@ -481,7 +485,7 @@ static pid_t scenario_start(const struct vopts *vo, const char *src, const char 
 int validate_scenario(const struct vopts *vo, const char *dir)
 {
 	char prog[4096], src[4096], truthp[4096], outdir[4096], slowp[4096], fastp[4096];
-	char json[4096], dur[32], split[256], err[PROFILE_READ_ERRSZ + 64];
+	char json[4096], ready[4096], dur[32], split[256], err[PROFILE_READ_ERRSZ + 64];
 	const struct vlang *l = vlang_find(vo->lang);
 	uint64_t end_ns;
 	struct scenario sc = {0};
@@ -504,11 +508,13 @@ int validate_scenario(const struct vopts *vo, const char *dir)
 	snprintf(slowp, sizeof(slowp), "%s/split/slow.folded", dir);
 	snprintf(fastp, sizeof(fastp), "%s/split/fast.folded", dir);
 	snprintf(json, sizeof(json), "%s/split.json", dir);
+	snprintf(ready, sizeof(ready), "%s/ready", dir);
 	ret = scenario_build(vo, &sc, dir, src, prog);
 	if (ret)
 		goto out;
 	snprintf(dur, sizeof(dur), "%g", vo->seconds + 60);
-	pid = scenario_start(vo, src, prog, truthp, dur);
+	unlink(ready);
+	pid = scenario_start(vo, src, prog, truthp, ready, dur);
 	if (pid < 0) {
 		lp_err("validate: cannot run '%s': %s", l->script ? src : prog,
 		       strerror((int)-pid));
@@ -516,13 +522,20 @@ int validate_scenario(const struct vopts *vo, const char *dir)
 		goto out;
 	}
 	/*
-	 * An interpreter must be one (python3 may be pyenv's shim, which execs
-	 * it) and running its calls when liveprof attaches: py: and rb: traces
-	 * need the process running, and liveprof recognizes it at its first
-	 * sample. Calls before the probes are in do not count: the truth is cut
-	 * to liveprof's window.
+	 * A script must be running its calls when liveprof attaches: py: and
+	 * rb: traces need the interpreter's process (python3 may be pyenv's
+	 * shim, which execs it later), which liveprof recognizes at its first
+	 * sample. It says when: however slow the interpreter is to start, the
+	 * probes go in while its calls run. Calls before the probes are in do
+	 * not count (the truth is cut to liveprof's window) but tell what the
+	 * probes cost (interp_cost()).
 	 */
-	validate_sleep(l->script ? 1.0 : 0.3);
+	if (l->script) {
+		ret = validate_wait_ready(pid, src, ready, 30);
+		if (ret)
+			goto out;
+	}
+	validate_sleep(0.3);
 	mkdir(outdir, 0755);
 	/*
 	 * Split a little below the fast share: at exactly p95 for 5% slow calls
