@@ -28,33 +28,27 @@ import stats
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "tests" / "emit" / "handler_cpu.scenario"
 EXIT_PASS, EXIT_USAGE, EXIT_INCONCLUSIVE = 0, 2, 10
-PYENV = Path("/root/.pyenv/versions")
+
+
+def _pyenv_311():
+    found = sorted(Path("/root/.pyenv/versions").glob("3.11.*/bin/python3"))
+    return str(found[-1]) if found else ""
+
+
+# name -> (--lang, the interpreter's path)
+INTERPRETERS = {
+    "python-debian": ("python", "/usr/bin/python3.11"),
+    "python-pyenv": ("python", _pyenv_311()),
+    "ruby": ("ruby", "/usr/bin/ruby"),
+}
 
 
 def interpreter(name):
-    """The interpreter called @name, or a skip that says it is missing."""
-    if name == "python-debian":
-        path = "/usr/bin/python3.11"
-    elif name == "ruby":
-        path = "/usr/bin/ruby"
-    else:
-        found = sorted(PYENV.glob("3.11.*/bin/python3"))
-        path = str(found[-1]) if found else ""
+    """(--lang, path) of interpreter @name, or a skip that says it is missing."""
+    lang, path = INTERPRETERS[name]
     if not path or not os.access(path, os.X_OK):
         pytest.skip(f"{name}: not installed on this machine")
-    return path
-
-
-def lang_of(name):
-    return "ruby" if name == "ruby" else "python"
-
-
-@pytest.fixture(scope="module")
-def liveprof():
-    path = ROOT / "liveprof"
-    if not os.access(path, os.X_OK):
-        pytest.skip("./liveprof is not built yet (run make)")
-    return str(path)
+    return lang, path
 
 
 def run(cmd, **kw):
@@ -64,8 +58,8 @@ def run(cmd, **kw):
 
 @pytest.mark.parametrize("name", ["python-debian", "python-pyenv", "ruby"])
 def test_validate_scenario_passes(liveprof, tmp_path, name):
-    interp = interpreter(name)
-    r = run([liveprof, "validate", "--scenario", SPEC, "--lang", lang_of(name),
+    lang, interp = interpreter(name)
+    r = run([liveprof, "validate", "--scenario", SPEC, "--lang", lang,
              "--interpreter", interp, "--seconds", "6", "--keep", tmp_path / "keep"])
     print(r.stdout, r.stderr)
     stats.record("liveprof validate --scenario: FAIL when liveprof is right", 1e-3)
@@ -93,10 +87,10 @@ def def_line(src, pattern):
 def test_emitted_names_come_back(liveprof, tmp_path, name):
     """The scenario's functions are frames of liveprof's folded output under
     their own names, at their own def lines."""
-    interp = interpreter(name)
-    ext = "rb" if name == "ruby" else "py"
+    lang, interp = interpreter(name)
+    ext = "rb" if lang == "ruby" else "py"
     src = tmp_path / f"scen.{ext}"
-    r = run([liveprof, "emit", "--scenario", SPEC, "--lang", lang_of(name), "-o", src])
+    r = run([liveprof, "emit", "--scenario", SPEC, "--lang", lang, "-o", src])
     assert r.returncode == 0, r.stderr
     ready = tmp_path / "ready"
     prog = subprocess.Popen([interp, str(src), "30"], stdout=subprocess.DEVNULL,

@@ -115,6 +115,13 @@ int scenario_check_names(const struct scenario *sc, const char *lang, char *err,
 void scenario_write_intro(FILE *f, const struct scenario *sc, const struct emit_opts *o,
 			  const char *lang, const char *pfx, double seconds);
 
+/*
+ * scenario_write_constants - a script's constants of @sc, one "NAME = value"
+ * line each, named @pfx + SECONDS, RATE, THREADS, SLOW_FRACTION, ARG_OVER,
+ * WORK_NS, CAUSE_NS
+ */
+void scenario_write_constants(FILE *f, const struct scenario *sc, const char *pfx, double seconds);
+
 /* scenario_wait_name - "cpu", "sleep" or "block" */
 const char *scenario_wait_name(enum scenario_wait w);
 

@@ -251,6 +251,17 @@ void scenario_write_intro(FILE *f, const struct scenario *sc, const struct emit_
 		fprintf(f, " */\n");
 }
 
+void scenario_write_constants(FILE *f, const struct scenario *sc, const char *pfx, double seconds)
+{
+	/* The C program's #defines, as a script's constants: the same values. */
+	fprintf(f,
+		"%sSECONDS = %.6g\n%sRATE = %.9g\n%sTHREADS = %u\n%sSLOW_FRACTION = %.9g\n"
+		"%sARG_OVER = %lld\n%sWORK_NS = %.0f\n%sCAUSE_NS = %.0f\n\n",
+		pfx, seconds, pfx, sc->rate, pfx, sc->threads, pfx, sc->slow_pct / 100, pfx,
+		sc->arg_over >= 0 ? sc->arg_over : 0, pfx, sc->work_us * 1e3, pfx,
+		sc->cause_us * 1e3);
+}
+
 int scenario_check_names(const struct scenario *sc, const char *lang, char *err, size_t errsz)
 {
 	const struct emit_backend *b = emit_backend_find(lang);

@@ -130,12 +130,7 @@ int scenario_write_python(FILE *f, const struct scenario *sc, const struct emit_
 			"# switch). Its timing and liveprof's both include that wait.\n");
 	fprintf(f, "\nimport os as _lp_os\nimport signal as _lp_signal\nimport sys as _lp_sys\n"
 		   "import threading as _lp_threading\nimport time as _lp_time\n\n");
-	fprintf(f,
-		"_LP_SECONDS = %.6g\n_LP_RATE = %.9g\n_LP_THREADS = %u\n"
-		"_LP_SLOW_FRACTION = %.9g\n_LP_ARG_OVER = %lld\n"
-		"_LP_WORK_NS = %.0f\n_LP_CAUSE_NS = %.0f\n\n",
-		seconds, sc->rate, sc->threads, sc->slow_pct / 100,
-		sc->arg_over >= 0 ? sc->arg_over : 0, sc->work_us * 1e3, sc->cause_us * 1e3);
+	scenario_write_constants(f, sc, "_LP_", seconds);
 	fputs(py_runtime, f);
 	py_write_cause(f, sc);
 	fprintf(f,

@@ -126,12 +126,8 @@ int scenario_write_ruby(FILE *f, const struct scenario *sc, const struct emit_op
 			   "# The threads share the GVL: one runs Ruby code at a time, so a call\n"
 			   "# also waits for the GVL (a 100 ms time slice at most per switch).\n"
 			   "# Its timing and liveprof's both include that wait.\n");
-	fprintf(f,
-		"\nLP_SECONDS = %.6g\nLP_RATE = %.9g\nLP_THREADS = %u\n"
-		"LP_SLOW_FRACTION = %.9g\nLP_ARG_OVER = %lld\n"
-		"LP_WORK_NS = %.0f\nLP_CAUSE_NS = %.0f\n\n",
-		seconds, sc->rate, sc->threads, sc->slow_pct / 100,
-		sc->arg_over >= 0 ? sc->arg_over : 0, sc->work_us * 1e3, sc->cause_us * 1e3);
+	fputc('\n', f);
+	scenario_write_constants(f, sc, "LP_", seconds);
 	fputs(rb_runtime_head, f);
 	fprintf(f,
 		"# The handler and its cause: `--split rb:Handler#%s@p95`. They spin on\n"

@@ -62,6 +62,8 @@ static void validate_usage(FILE *f)
 		"                         handler at 999 Hz unless -F says otherwise; the share\n"
 		"                         of the slow cause's samples in the slow profile and\n"
 		"                         p50/p95/p99 must agree with the program's own timings\n"
+		"                         (C, Python with py:HANDLER or Ruby with\n"
+		"                         rb:Handler#HANDLER)\n"
 		"  -l, --lang LANG        c (default), go, python or ruby\n"
 		"      --interpreter PATH python or ruby: run the program with PATH (default\n"
 		"                         python3 or ruby in PATH)\n"
