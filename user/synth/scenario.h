@@ -106,23 +106,25 @@ scenario_write_fn *scenario_writer(const char *lang);
  */
 int scenario_check_names(const struct scenario *sc, const char *lang, char *err, size_t errsz);
 
-/*
+/**
  * scenario_write_intro - the program's opening comment, shared by the
- * writers: what the scenario does, how to run it, its truth file. @pfx
- * starts each line (" * " in C, "# " in scripts); @seconds is the default
- * run time.
+ * writers: what the scenario does, how to run it, its truth file
+ * @o: source and out_path name the spec and the program in the text
+ * @lang: c, python or ruby (a script's comment also names LIVEPROF_READY)
+ * @pfx: starts each line (" * " in C, "# " in scripts)
+ * @seconds: the program's default run time
  */
 void scenario_write_intro(FILE *f, const struct scenario *sc, const struct emit_opts *o,
 			  const char *lang, const char *pfx, double seconds);
 
-/*
+/**
  * scenario_write_constants - a script's constants of @sc, one "NAME = value"
  * line each, named @pfx + SECONDS, RATE, THREADS, SLOW_FRACTION, ARG_OVER,
- * WORK_NS, CAUSE_NS
+ * WORK_NS, CAUSE_NS (the C program's #defines, in ns)
  */
 void scenario_write_constants(FILE *f, const struct scenario *sc, const char *pfx, double seconds);
 
-/* scenario_wait_name - "cpu", "sleep" or "block" */
+/** scenario_wait_name - "cpu", "sleep" or "block" */
 const char *scenario_wait_name(enum scenario_wait w);
 
 /* The text of the format, for --help. */

@@ -118,13 +118,18 @@ int validate_wait(pid_t pid);
 void validate_stop(pid_t pid);
 
 /**
- * validate_wait_ready - wait until the program @pid (running @prog) has
- * created the file @ready (LIVEPROF_READY: its calls have started)
- * @timeout: seconds; then the program is stopped
+ * validate_launch_scenario - start a scenario's program and wait until
+ * liveprof can attach to it
+ * @src, @prog: the emitted source and, for C, the built program
+ * @truthp: its LIVEPROF_TRUTH file (with start times)
+ * @ready: the file a Python or Ruby program creates once its calls start
+ * @dur: its run time in seconds, as text
+ * @pid: receives its pid; the caller stops it (validate_stop())
  *
- * Return: 0, or EXIT_NO_TARGET after a message (it exited, or timed out).
+ * Return: 0, or EXIT_NO_TARGET after a message.
  */
-int validate_wait_ready(pid_t pid, const char *prog, const char *ready, double timeout);
+int validate_launch_scenario(const struct vopts *vo, const char *src, const char *prog,
+			     const char *truthp, const char *ready, const char *dur, pid_t *pid);
 
 /** validate_sleep - sleep @s seconds, across signals */
 void validate_sleep(double s);

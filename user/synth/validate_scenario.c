@@ -308,6 +308,42 @@ static uint64_t interp_cost(struct truth *tr, uint64_t est)
 	return in - before > (double)est ? (uint64_t)(in - before) : est;
 }
 
+/*
+ * liveprof's @pct-th percentile of the handler (in its trace @t) against
+ * the truth @tr, with @calls calls on liveprof's side, the normal quantile
+ * @z and the probes' @cost per call; an enum vverdict.
+ */
+static int check_pct(json_t *t, const struct truth *tr, double pct, double calls, double z,
+		     double cost)
+{
+	char key[32];
+	double p = pct / 100, s, lo, hi, got;
+	int v;
+
+	snprintf(key, sizeof(key), "p%g_ns", pct);
+	got = (double)json_integer_value(json_object_get(t, key));
+	if (calls * (1 - p) < PCT_MIN_TAIL || (double)tr->n * (1 - p) < PCT_MIN_TAIL) {
+		printf("  p%g: liveprof %.1f us: INCONCLUSIVE (needs about %.0f calls)\n", pct,
+		       got / 1e3, ceil(PCT_MIN_TAIL / (1 - p)));
+		return VERDICT_INCONCLUSIVE;
+	}
+	s = z * sqrt(p * (1 - p) * (1.0 / calls + 1.0 / (double)tr->n));
+	/*
+	 * The program's clock also sees the probes' own cost, which liveprof's
+	 * entry and return timestamps leave out; its estimate is within a
+	 * factor of 1.5 of the measured cost (BENCHMARKS.md, "estimated vs
+	 * measured probe cost": 0.67 at worst), so allow 2x. For a script,
+	 * @cost is what the program's clock saw when larger (interp_cost()).
+	 */
+	lo = (double)truth_at(tr, fmax(0, p - s)) * (1 - HIST_REL_ERR) - 2.0 * cost;
+	hi = (double)truth_at(tr, fmin(1, p + s)) * (1 + HIST_REL_ERR) + cost;
+	v = got >= lo && got <= hi ? VERDICT_PASS : VERDICT_FAIL;
+	printf("  p%g: liveprof %.1f us, truth %.1f us, bounds [%.1f, %.1f] us: %s\n", pct,
+	       got / 1e3, truth_at(tr, p) / 1e3, lo / 1e3, hi / 1e3,
+	       v == VERDICT_PASS ? "PASS" : "FAIL");
+	return v;
+}
+
 /* The percentiles' check against @tr; an enum vverdict, or -1 after a message. */
 static int check_percentiles(const struct scenario *sc, const char *truthp, uint64_t end_ns,
 			     const char *json_path, double split_pct, const char *slowp,
@@ -373,34 +409,10 @@ static int check_percentiles(const struct scenario *sc, const char *truthp, uint
 	}
 	worst = sv;
 	for (i = 0; i < sizeof(pcts) / sizeof(pcts[0]); i++) {
-		char key[32];
-		double p = pcts[i] / 100, s, lo, hi, got;
-		int v;
+		int v = check_pct(t, tr, pcts[i], (double)calls, z, (double)cost);
 
-		snprintf(key, sizeof(key), "p%g_ns", pcts[i]);
-		got = (double)json_integer_value(json_object_get(t, key));
-		if (calls * (1 - p) < PCT_MIN_TAIL || tr->n * (1 - p) < PCT_MIN_TAIL) {
-			printf("  p%g: liveprof %.1f us: INCONCLUSIVE (needs about %.0f calls)\n",
-			       pcts[i], got / 1e3, ceil(PCT_MIN_TAIL / (1 - p)));
-			if (worst == VERDICT_PASS)
-				worst = VERDICT_INCONCLUSIVE;
-			continue;
-		}
-		s = z * sqrt(p * (1 - p) * (1.0 / (double)calls + 1.0 / (double)tr->n));
-		/*
-		 * The program's clock also sees the probes' own cost, which
-		 * liveprof's entry and return timestamps leave out; its estimate
-		 * is within a factor of 1.5 of the measured cost (BENCHMARKS.md,
-		 * "estimated vs measured probe cost": 0.67 at worst), so allow 2x.
-		 */
-		lo = (double)truth_at(tr, fmax(0, p - s)) * (1 - HIST_REL_ERR) - 2.0 * (double)cost;
-		hi = (double)truth_at(tr, fmin(1, p + s)) * (1 + HIST_REL_ERR) + (double)cost;
-		v = got >= lo && got <= hi ? VERDICT_PASS : VERDICT_FAIL;
-		printf("  p%g: liveprof %.1f us, truth %.1f us, bounds [%.1f, %.1f] us: %s\n",
-		       pcts[i], got / 1e3, truth_at(tr, p) / 1e3, lo / 1e3, hi / 1e3,
-		       v == VERDICT_PASS ? "PASS" : "FAIL");
-		if (v == VERDICT_FAIL)
-			worst = VERDICT_FAIL;
+		if (v == VERDICT_FAIL || (v == VERDICT_INCONCLUSIVE && worst == VERDICT_PASS))
+			worst = v;
 	}
 	json_decref(root);
 	truth_free(&truth);
@@ -459,29 +471,6 @@ static void split_spec(const struct scenario *sc, const char *lang, double pct, 
 		 sc->handler, pct);
 }
 
-/*
- * Start the program with its truth file @truthp for @dur seconds; a script
- * creates @ready once it starts its calls. Its pid or -errno.
- */
-static pid_t scenario_start(const struct vopts *vo, const char *src, const char *prog,
-			    const char *truthp, const char *ready, const char *dur)
-{
-	char envt[4200], envr[4200];
-	char *env[] = {envt, "LIVEPROF_TRUTH_TIMES=1", envr, NULL};
-
-	snprintf(envt, sizeof(envt), "LIVEPROF_TRUTH=%s", truthp);
-	snprintf(envr, sizeof(envr), "LIVEPROF_READY=%s", ready);
-	if (vlang_find(vo->lang)->script) {
-		char *argv[] = {(char *)validate_tool(vo), (char *)src, (char *)dur, NULL};
-
-		return validate_spawn(argv, env, true);
-	} else {
-		char *argv[] = {(char *)prog, (char *)dur, NULL};
-
-		return validate_spawn(argv, env, true);
-	}
-}
-
 int validate_scenario(const struct vopts *vo, const char *dir)
 {
 	char prog[4096], src[4096], truthp[4096], outdir[4096], slowp[4096], fastp[4096];
@@ -513,29 +502,9 @@ int validate_scenario(const struct vopts *vo, const char *dir)
 	if (ret)
 		goto out;
 	snprintf(dur, sizeof(dur), "%g", vo->seconds + 60);
-	unlink(ready);
-	pid = scenario_start(vo, src, prog, truthp, ready, dur);
-	if (pid < 0) {
-		lp_err("validate: cannot run '%s': %s", l->script ? src : prog,
-		       strerror((int)-pid));
-		ret = EXIT_NO_TARGET;
+	ret = validate_launch_scenario(vo, src, prog, truthp, ready, dur, &pid);
+	if (ret)
 		goto out;
-	}
-	/*
-	 * A script must be running its calls when liveprof attaches: py: and
-	 * rb: traces need the interpreter's process (python3 may be pyenv's
-	 * shim, which execs it later), which liveprof recognizes at its first
-	 * sample. It says when: however slow the interpreter is to start, the
-	 * probes go in while its calls run. Calls before the probes are in do
-	 * not count (the truth is cut to liveprof's window) but tell what the
-	 * probes cost (interp_cost()).
-	 */
-	if (l->script) {
-		ret = validate_wait_ready(pid, src, ready, 30);
-		if (ret)
-			goto out;
-	}
-	validate_sleep(0.3);
 	mkdir(outdir, 0755);
 	/*
 	 * Split a little below the fast share: at exactly p95 for 5% slow calls
