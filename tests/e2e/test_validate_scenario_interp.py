@@ -71,11 +71,13 @@ def test_validate_scenario_passes(liveprof, tmp_path, name):
     for pct in ("p50", "p95", "p99"):
         assert re.search(r"^  %s: liveprof [\d.]+ us, truth [\d.]+ us, bounds \[[\d.]+, "
                          r"[\d.]+\] us: PASS$" % pct, r.stdout, re.M), r.stdout
-    # liveprof counted the handler's calls in its window as the program did
-    # (the window's edges may differ by a few ms of calls)
+    # liveprof missed none of the calls the program timed in its window.
+    # It may count more: its window starts at attached_monotonic_ns, taken
+    # when the trace's attach has finished, but the probes count calls from
+    # when they are in (6% more in 1 of about 10 runs at load average 9).
     m = re.search(r"liveprof saw (\d+) calls in [\d.]+ s, the program timed (\d+) then",
                   r.stdout)
-    assert m and abs(int(m.group(1)) - int(m.group(2))) <= 0.05 * int(m.group(2)), r.stdout
+    assert m and int(m.group(1)) >= 0.95 * int(m.group(2)), r.stdout
 
 
 def def_line(src, pattern):
