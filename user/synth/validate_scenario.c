@@ -293,13 +293,17 @@ static int check_split(const struct scenario *sc, const struct truth *tr, double
  * in to liveprof's window is that cost: the larger of the two is used.
  * Fewer than PRE_MIN_CALLS fast calls before the window leave @est.
  */
-#define PRE_MIN_CALLS 100
+#define PRE_MIN_CALLS 50
 static uint64_t interp_cost(struct truth *tr, uint64_t est)
 {
 	double before, in;
 
-	if (tr->fast_before.n < PRE_MIN_CALLS || !tr->fast.n)
+	if (tr->fast_before.n < PRE_MIN_CALLS || !tr->fast.n) {
+		printf("probes' cost: %zu fast calls before liveprof's window, too few to see "
+		       "what they cost the program (%d needed): liveprof's estimate\n",
+		       tr->fast_before.n, PRE_MIN_CALLS);
 		return est;
+	}
 	before = u64v_median(&tr->fast_before);
 	in = u64v_median(&tr->fast);
 	printf("probes' cost as the program sees it: fast calls' median %.1f us before "
