@@ -59,12 +59,21 @@ def run(cmd, **kw):
 @pytest.mark.parametrize("name", ["python-debian", "python-pyenv", "ruby"])
 def test_validate_scenario_passes(liveprof, tmp_path, name):
     lang, interp = interpreter(name)
-    r = run([liveprof, "validate", "--scenario", SPEC, "--lang", lang,
-             "--interpreter", interp, "--seconds", "6", "--keep", tmp_path / "keep"])
-    print(r.stdout, r.stderr)
-    stats.record("liveprof validate --scenario: FAIL when liveprof is right", 1e-3)
-    # Too few calls or samples is its own outcome, never a PASS; 6 s of
-    # this scenario gives some 10x what the checks need.
+    # Too few calls or samples is its own outcome, never a PASS. 6 s of this
+    # scenario give about 400 samples of slow_path (342 make the split's
+    # Wilson interval 20 points wide at a 50% share, 55 at 100%), but a
+    # machine loaded by other jobs may run the program at half its rate and
+    # start liveprof late (seen at load average 9: 110 samples, an interval
+    # 33 points wide): then one longer run, a second look.
+    for seconds in ("6", "12"):
+        r = run([liveprof, "validate", "--scenario", SPEC, "--lang", lang, "--interpreter",
+                 interp, "--seconds", seconds, "--keep", tmp_path / f"keep{seconds}"])
+        print(r.stdout, r.stderr)
+        stats.record("liveprof validate --scenario: FAIL when liveprof is right", 1e-3)
+        if r.returncode != EXIT_INCONCLUSIVE:
+            break
+    if r.returncode == EXIT_INCONCLUSIVE:
+        pytest.skip("too few calls or samples on this machine now: " + r.stdout[-600:])
     assert r.returncode == EXIT_PASS, r.stdout + r.stderr
     assert re.search(r"^split at p87: samples in slow_path: \d+ in slow\.folded, \d+ in "
                      r"fast\.folded: .*: PASS$", r.stdout, re.M), r.stdout
