@@ -348,6 +348,25 @@ static int check_pct(json_t *t, const struct truth *tr, double pct, double calls
 	return v;
 }
 
+/*
+ * liveprof's own window on the program's clock, in seconds: from when the
+ * handler's probes went in (its trace @t) to when liveprof stopped counting
+ * (on a loaded machine, seconds away from when validate saw it end), which
+ * *@end_ns receives when the summary @root has it.
+ */
+static double liveprof_window(json_t *root, json_t *t, uint64_t *end_ns)
+{
+	double window = json_real_value(json_object_get(root, "duration_s"));
+	json_int_t from = json_integer_value(json_object_get(t, "attached_monotonic_ns"));
+	json_int_t to = json_integer_value(json_object_get(root, "end_monotonic_ns"));
+
+	if (to > 0)
+		*end_ns = (uint64_t)to;
+	if (from > 0 && (uint64_t)from < *end_ns)
+		window = (double)(*end_ns - (uint64_t)from) / 1e9;
+	return window;
+}
+
 /* The percentiles' check against @tr; an enum vverdict, or -1 after a message. */
 static int check_percentiles(const struct scenario *sc, const char *truthp, uint64_t end_ns,
 			     const char *json_path, double split_pct, const char *slowp,
@@ -374,19 +393,7 @@ static int check_percentiles(const struct scenario *sc, const char *truthp, uint
 		json_decref(root);
 		return -1;
 	}
-	window = json_real_value(json_object_get(root, "duration_s"));
-	{
-		/* liveprof's own window on the program's clock: from when the
-		 * handler's probes went in to when liveprof stopped counting (on
-		 * a loaded machine, seconds away from when validate sees it end) */
-		json_int_t from = json_integer_value(json_object_get(t, "attached_monotonic_ns"));
-		json_int_t to = json_integer_value(json_object_get(root, "end_monotonic_ns"));
-
-		if (to > 0)
-			end_ns = (uint64_t)to;
-		if (from > 0 && (uint64_t)from < end_ns)
-			window = (double)(end_ns - (uint64_t)from) / 1e9;
-	}
+	window = liveprof_window(root, t, &end_ns);
 	ret = read_truth(truthp, end_ns - (uint64_t)(window * 1e9), end_ns, &truth);
 	if (ret) {
 		truth_free(&truth);
@@ -398,6 +405,15 @@ static int check_percentiles(const struct scenario *sc, const char *truthp, uint
 	}
 	tr = &truth;
 	calls = json_integer_value(json_object_get(t, "calls"));
+	if (!calls) {
+		/* A script's trace times nothing until liveprof has recognized
+		 * the interpreter; its warnings (above) say why it did not. */
+		lp_err("validate: liveprof timed no call of '%s' while the program made %zu",
+		       sc->handler, tr->n);
+		json_decref(root);
+		truth_free(&truth);
+		return -1;
+	}
 	cost = json_integer_value(json_object_get(t, "probe_cost_ns"));
 	if (script)
 		cost = interp_cost(tr, cost);
