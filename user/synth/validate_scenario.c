@@ -15,8 +15,14 @@
  *   at p -+ z sqrt(p (1 - p) (1/M + 1/N)) with probability 1 - alpha. The
  *   bounds then widen by the histogram's relative error (a bucket is 1/64 of
  *   its power of two wide) and by the probes' measured cost per call (the
- *   truth's clock holds it, liveprof's does not). Too few calls above a
- *   percentile to bound it is INCONCLUSIVE.
+ *   truth's clock holds it, liveprof's does not; for a Python or Ruby
+ *   program, what its own clock saw the probes cost when that is more: see
+ *   interp_cost()). Too few calls above a percentile to bound it is
+ *   INCONCLUSIVE.
+ *
+ * The program is C, Python or Ruby (scenario_writer()); a script's handler
+ * is split as py:HANDLER or rb:Handler#HANDLER, and its frames are named
+ * "NAME (scenario.py:LINE)".
  */
 #include <errno.h>
 #include <jansson.h>
