@@ -75,6 +75,9 @@ int scenario_write_c(FILE *f, const struct scenario *sc, const struct emit_opts 
  */
 int scenario_write_python(FILE *f, const struct scenario *sc, const struct emit_opts *o);
 
+/* The class of a Ruby scenario's handler and cause: rb:Handler#handle. */
+#define SCENARIO_RUBY_CLASS "Handler"
+
 /**
  * scenario_write_ruby - write the Ruby program of scenario @sc
  * (scenario_write_ruby.c): scenario_write_c()'s semantics and truth file for

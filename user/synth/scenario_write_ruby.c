@@ -41,7 +41,7 @@ static const char rb_runtime_head[] =
 static const char rb_thread_head[] =
 	"# Call the handler until the deadline; one [latency, slow, start] a call.\n"
 	"def lp_thread(calls, deadline)\n"
-	"  h = Handler.new\n"
+	"  h = " SCENARIO_RUBY_CLASS ".new\n"
 	"  step = LP_RATE > 0 ? (1e9 / LP_RATE).to_i : 0\n"
 	"  nxt = Process.clock_gettime(LP_MONO, :nanosecond)\n"
 	"  i = 0\n"
@@ -130,10 +130,11 @@ int scenario_write_ruby(FILE *f, const struct scenario *sc, const struct emit_op
 	scenario_write_constants(f, sc, "LP_", seconds);
 	fputs(rb_runtime_head, f);
 	fprintf(f,
-		"# The handler and its cause: `--split rb:Handler#%s@p95`. They spin on\n"
+		"# The handler and its cause: `--split rb:" SCENARIO_RUBY_CLASS
+		"#%s@p95`. They spin on\n"
 		"# the thread's CPU clock, read inline (a method of ours would be a Ruby\n"
 		"# call, probed, per turn of the loop).\n"
-		"class Handler\n"
+		"class " SCENARIO_RUBY_CLASS "\n"
 		"  LP_CPU = Process::CLOCK_THREAD_CPUTIME_ID\n",
 		sc->handler);
 	rb_write_cause(f, sc);

@@ -167,22 +167,28 @@ static uint64_t truth_at(const struct truth *tr, double p)
 }
 
 /*
- * Is @name the frame of function @fn? A C frame is the bare name; a Python
- * or Ruby frame that liveprof merged is "FN (@script:LINE)", @script being
- * the emitted file's base name (NULL for C).
+ * A function's frame as liveprof names it: @name alone in C; in a Python
+ * or Ruby program, "@name (@script:LINE)" with @script the emitted file's
+ * base name (and @name "Handler#slow_path" for a Ruby method).
  */
-static bool frame_is(const char *name, const char *fn, const char *script)
+struct frame_ref {
+	const char *name;
+	const char *script; /* NULL for C */
+};
+
+/* Is @frame the frame of @fn? */
+static bool frame_is(const char *frame, const struct frame_ref *fn)
 {
 	size_t len;
 
-	if (!script)
-		return !strcmp(name, fn);
-	len = validate_script_frame_name(name, script);
-	return len && len == strlen(fn) && !memcmp(name, fn, len);
+	if (!fn->script)
+		return !strcmp(frame, fn->name);
+	len = validate_script_frame_name(frame, fn->script);
+	return len && len == strlen(fn->name) && !memcmp(frame, fn->name, len);
 }
 
 /* Samples in @path whose stack holds @fn; -1 after a message. */
-static long long count_with_frame(const char *path, const char *fn, const char *script)
+static long long count_with_frame(const char *path, const struct frame_ref *fn)
 {
 	char err[PROFILE_READ_ERRSZ + 64];
 	struct profile *p;
@@ -203,7 +209,7 @@ static long long count_with_frame(const char *path, const char *fn, const char *
 
 		for (j = 0; j < s->depth; j++) {
 			if (s->frames[j] < p->n_frames &&
-			    frame_is(p->frames[s->frames[j]].name, fn, script)) {
+			    frame_is(p->frames[s->frames[j]].name, fn)) {
 				n += (long long)s->count;
 				break;
 			}
@@ -254,17 +260,18 @@ static void wilson(double k, double n, double z, double *lo, double *hi)
  * it. An interval wider than SPLIT_RESOLUTION cannot tell: INCONCLUSIVE.
  */
 static int check_split(const struct scenario *sc, const struct truth *tr, double calls, double pct,
-		       double z, const char *slowp, const char *fastp, const char *script)
+		       double z, const char *slowp, const char *fastp,
+		       const struct frame_ref *cause)
 {
-	long long in_slow = count_with_frame(slowp, sc->cause, script);
-	long long in_fast = count_with_frame(fastp, sc->cause, script);
+	long long in_slow = count_with_frame(slowp, cause);
+	long long in_fast = count_with_frame(fastp, cause);
 	double p = pct / 100, s, e_lo, e_hi, w_lo, w_hi, n;
 	int v;
 
 	if (in_slow < 0 || in_fast < 0)
 		return -1;
 	if (in_slow + in_fast == 0) {
-		lp_err("validate: no samples in '%s' in either profile%s", sc->cause,
+		lp_err("validate: no samples in '%s' in either profile%s", cause->name,
 		       sc->wait == SCENARIO_CPU
 			       ? ""
 			       : " (a sleep or block cause needs off-CPU samples)");
@@ -284,7 +291,7 @@ static int check_split(const struct scenario *sc, const struct truth *tr, double
 	printf("split at p%g: samples in %s: %lld in slow.folded, %lld in fast.folded: %.1f%% "
 	       "in slow [%.1f%%, %.1f%%]; the truth puts %.1f%%-%.1f%% of the slow calls above "
 	       "the threshold: %s\n",
-	       pct, sc->cause, in_slow, in_fast, 100 * in_slow / n, 100 * w_lo, 100 * w_hi,
+	       pct, cause->name, in_slow, in_fast, 100 * in_slow / n, 100 * w_lo, 100 * w_hi,
 	       100 * e_lo, 100 * e_hi, verdict_names[v]);
 	return v;
 }
@@ -376,7 +383,7 @@ static double liveprof_window(json_t *root, json_t *t, uint64_t *end_ns)
 /* The percentiles' check against @tr; an enum vverdict, or -1 after a message. */
 static int check_percentiles(const struct scenario *sc, const char *truthp, uint64_t end_ns,
 			     const char *json_path, double split_pct, const char *slowp,
-			     const char *fastp, const char *script)
+			     const char *fastp, const struct frame_ref *cause)
 {
 	static const double pcts[] = {50, 95, 99};
 	/* Two-sided, shared by the three percentiles. */
@@ -421,13 +428,13 @@ static int check_percentiles(const struct scenario *sc, const char *truthp, uint
 		return -1;
 	}
 	cost = json_integer_value(json_object_get(t, "probe_cost_ns"));
-	if (script)
+	if (cause->script)
 		cost = interp_cost(tr, cost);
 	printf("percentiles of %s: liveprof saw %llu calls in %.1f s, the program timed %zu "
 	       "then, %zu slow (probe cost %llu ns a call)\n",
 	       sc->handler, (unsigned long long)calls, window, tr->n, tr->slow,
 	       (unsigned long long)cost);
-	sv = check_split(sc, tr, (double)calls, split_pct, z, slowp, fastp, script);
+	sv = check_split(sc, tr, (double)calls, split_pct, z, slowp, fastp, cause);
 	if (sv < 0) {
 		json_decref(root);
 		truth_free(&truth);
@@ -492,7 +499,7 @@ static void split_spec(const struct scenario *sc, const char *lang, double pct, 
 {
 	snprintf(buf, bufsz, "%s%s@p%g",
 		 !strcmp(lang, "python") ? "py:"
-		 : !strcmp(lang, "ruby") ? "rb:Handler#"
+		 : !strcmp(lang, "ruby") ? "rb:" SCENARIO_RUBY_CLASS "#"
 					 : "",
 		 sc->handler, pct);
 }
@@ -548,11 +555,16 @@ int validate_scenario(const struct vopts *vo, const char *dir)
 	if (ret)
 		goto out;
 	{
-		/* Scripts' frames name their file: "handle (scenario.py:12)". */
-		const char *base = strrchr(src, '/') + 1;
+		/*
+		 * Scripts' frames name their file, "slow_path (scenario.py:12)",
+		 * and Ruby's the method's class: "Handler#slow_path (...)".
+		 */
+		char name[256];
+		struct frame_ref cause = {name, l->script ? strrchr(src, '/') + 1 : NULL};
 
-		pv = check_percentiles(&sc, truthp, end_ns, json, split_pct, slowp, fastp,
-				       l->script ? base : NULL);
+		snprintf(name, sizeof(name), "%s%s",
+			 !strcmp(vo->lang, "ruby") ? SCENARIO_RUBY_CLASS "#" : "", sc.cause);
+		pv = check_percentiles(&sc, truthp, end_ns, json, split_pct, slowp, fastp, &cause);
 	}
 	ret = pv < 0 ? EXIT_NO_TARGET : scenario_verdict(pv);
 	printf("scenario: %s\n", ret == EXIT_OK		    ? "PASS"
