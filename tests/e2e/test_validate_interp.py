@@ -156,7 +156,8 @@ def test_missing_interpreter_is_named(liveprof, tmp_path, lang, args, msg):
 
 
 @pytest.mark.parametrize("args,msg", [
-    (["--scenario", "x.spec", "--lang", "python"], r"--scenario emits C programs only"),
+    (["--scenario", "x.spec", "--lang", "go"],
+     r"--scenario emits C, Python or Ruby programs, not go"),
     (["--from", "x.folded", "--lang", "c", "--interpreter", "/usr/bin/python3"],
      r"--interpreter is for --lang python or ruby"),
     (["--from", "x.folded", "--lang", "perl"], r"--lang must be c, go, python or ruby"),

@@ -187,14 +187,16 @@ static void emit_usage(FILE *f)
 	fprintf(f,
 		"usage: liveprof emit --from PROFILE -o FILE [--lang c|go|python|ruby]\n"
 		"                     [--duration SEC] [--utilization U] [--threads N]\n"
-		"       liveprof emit --scenario SPEC -o FILE [--duration SEC]\n"
+		"       liveprof emit --scenario SPEC -o FILE [--lang c|python|ruby]\n"
+		"                     [--duration SEC]\n"
 		"\n"
 		"Write a program whose profile is known in advance.\n"
 		"\n"
 		"  -f, --from PROFILE     folded stacks (\"a;b;c 42\" per line) or a gzip pprof\n"
-		"  -s, --scenario SPEC    a latency scenario (format below); C only; or\n"
-		"                         causal-NAME[:FUNC=PCT] (pipeline, spin, lock; FUNC\n"
-		"                         made PCT%% faster), for liveprof causal\n"
+		"  -s, --scenario SPEC    a latency scenario (format below) in C, Python\n"
+		"                         (split with py:HANDLER) or Ruby (rb:Handler#HANDLER);\n"
+		"                         or causal-NAME[:FUNC=PCT] (pipeline, spin, lock; FUNC\n"
+		"                         made PCT%% faster; C only), for liveprof causal\n"
 		"  -o, --output FILE      the program to write ('-' for stdout)\n"
 		"  -l, --lang LANG        c (default), go, python or ruby\n"
 		"  -d, --duration SEC     the program runs that long, then exits (default: "
@@ -348,23 +350,24 @@ static int emit_check_args(struct emit_args *a, const struct emit_backend **b)
 	}
 	/* On stdout, the header's commands name the file the user will save. */
 	if (!strcmp(a->out, "-"))
-		a->o.out_path = a->spec || !strcmp(a->lang, "c") ? "synthetic.c"
-				: !strcmp(a->lang, "go")	 ? "synthetic.go"
-				: !strcmp(a->lang, "python")	 ? "synthetic.py"
-								 : "synthetic.rb";
+		a->o.out_path = !strcmp(a->lang, "c")	     ? "synthetic.c"
+				: !strcmp(a->lang, "go")     ? "synthetic.go"
+				: !strcmp(a->lang, "python") ? "synthetic.py"
+							     : "synthetic.rb";
 	else
 		a->o.out_path = a->out;
 	return EMIT_PARSED;
 }
 
-/* Write @sc's C program to @out ('-' for stdout), whole or not at all. */
-static int write_scenario(const struct scenario *sc, const struct emit_opts *o, const char *out)
+/* Write @sc's program with @write to @out ('-' for stdout), whole or not at all. */
+static int write_scenario(scenario_write_fn *write, const struct scenario *sc,
+			  const struct emit_opts *o, const char *out)
 {
 	struct atomic_file af;
 	int ret;
 
 	if (!strcmp(out, "-")) {
-		ret = scenario_write_c(stdout, sc, o);
+		ret = write(stdout, sc, o);
 		if (!ret && fflush(stdout))
 			ret = -EIO;
 		return ret;
@@ -372,7 +375,7 @@ static int write_scenario(const struct scenario *sc, const struct emit_opts *o, 
 	ret = atomic_file__open(&af, out);
 	if (ret)
 		return ret;
-	ret = scenario_write_c(af.fp, sc, o);
+	ret = write(af.fp, sc, o);
 	if (ret)
 		atomic_file__abort(&af);
 	else
@@ -417,13 +420,22 @@ static int emit_scenario(struct emit_args *a)
 	struct scenario sc = {0};
 	int ret;
 
-	if (strcmp(a->lang, "c") != 0) {
-		lp_err("emit: scenarios are written in C only, not '%s'", a->lang);
+	scenario_write_fn *write = scenario_writer(a->lang);
+
+	if (!write) {
+		lp_err("emit: scenarios are written in C, Python or Ruby, not '%s'", a->lang);
 		return EXIT_USAGE;
 	}
-	if (!strncmp(a->spec, CAUSAL_SCENARIO_PREFIX, strlen(CAUSAL_SCENARIO_PREFIX)))
+	if (!strncmp(a->spec, CAUSAL_SCENARIO_PREFIX, strlen(CAUSAL_SCENARIO_PREFIX))) {
+		if (strcmp(a->lang, "c") != 0) {
+			lp_err("emit: causal scenarios are written in C only, not '%s'", a->lang);
+			return EXIT_USAGE;
+		}
 		return emit_causal_scenario(a->spec, a->out, a->o.duration_s);
+	}
 	ret = scenario_read_file(&sc, a->spec, err, sizeof(err));
+	if (!ret)
+		ret = scenario_check_names(&sc, a->lang, err, sizeof(err));
 	if (ret) {
 		lp_err("%s", err);
 		scenario_free(&sc);
@@ -432,7 +444,7 @@ static int emit_scenario(struct emit_args *a)
 	if (a->threads_set)
 		sc.threads = a->o.threads;
 	a->o.source = a->spec;
-	ret = write_scenario(&sc, &a->o, a->out);
+	ret = write_scenario(write, &sc, &a->o, a->out);
 	scenario_free(&sc);
 	if (ret) {
 		lp_err("cannot write '%s': %s", a->out, strerror(-ret));

@@ -65,6 +65,71 @@ void scenario_free(struct scenario *sc);
  */
 int scenario_write_c(FILE *f, const struct scenario *sc, const struct emit_opts *o);
 
+/**
+ * scenario_write_python - write the Python program of scenario @sc
+ * (scenario_write_python.c): scenario_write_c()'s semantics and truth file
+ * for CPython 3.11+; the handler and the cause are module-level functions
+ * of the spec's names, so `--split py:HANDLER@p95` splits it.
+ *
+ * Return: 0, or a negative errno (write error).
+ */
+int scenario_write_python(FILE *f, const struct scenario *sc, const struct emit_opts *o);
+
+/* The class of a Ruby scenario's handler and cause: rb:Handler#handle. */
+#define SCENARIO_RUBY_CLASS "Handler"
+
+/**
+ * scenario_write_ruby - write the Ruby program of scenario @sc
+ * (scenario_write_ruby.c): scenario_write_c()'s semantics and truth file for
+ * CRuby 3.1; the handler and the cause are methods of class Handler, so
+ * `--split rb:Handler#HANDLER@p95` splits it. The program enables an empty
+ * TracePoint(:call, :return), without which Ruby 3.1 fires no method probe.
+ *
+ * Return: 0, or a negative errno (write error).
+ */
+int scenario_write_ruby(FILE *f, const struct scenario *sc, const struct emit_opts *o);
+
+/* A scenario writer: scenario_write_c() and its kin. */
+typedef int scenario_write_fn(FILE *f, const struct scenario *sc, const struct emit_opts *o);
+
+/**
+ * scenario_writer - the scenario writer of language @lang
+ *
+ * Return: the writer for c, python or ruby, or NULL for any other language.
+ */
+scenario_write_fn *scenario_writer(const char *lang);
+
+/**
+ * scenario_check_names - refuse handler or cause names that @lang would
+ * need to rename (keywords, builtins, the program's own "_lp_" names): the
+ * emitted functions must come back under the spec's names
+ * @err: receives the message on -EINVAL
+ *
+ * Return: 0, -EINVAL or -ENOMEM.
+ */
+int scenario_check_names(const struct scenario *sc, const char *lang, char *err, size_t errsz);
+
+/**
+ * scenario_write_intro - the program's opening comment, shared by the
+ * writers: what the scenario does, how to run it, its truth file
+ * @o: source and out_path name the spec and the program in the text
+ * @lang: c, python or ruby (a script's comment also names LIVEPROF_READY)
+ * @pfx: starts each line (" * " in C, "# " in scripts)
+ * @seconds: the program's default run time
+ */
+void scenario_write_intro(FILE *f, const struct scenario *sc, const struct emit_opts *o,
+			  const char *lang, const char *pfx, double seconds);
+
+/**
+ * scenario_write_constants - a script's constants of @sc, one "NAME = value"
+ * line each, named @pfx + SECONDS, RATE, THREADS, SLOW_FRACTION, ARG_OVER,
+ * WORK_NS, CAUSE_NS (the C program's #defines, in ns)
+ */
+void scenario_write_constants(FILE *f, const struct scenario *sc, const char *pfx, double seconds);
+
+/** scenario_wait_name - "cpu", "sleep" or "block" */
+const char *scenario_wait_name(enum scenario_wait w);
+
 /* The text of the format, for --help. */
 extern const char scenario_help[];
 

@@ -6,9 +6,13 @@
  * from the scenario. The spec format and its parser are in scenario.c.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "user/synth/emit.h"
+#include "user/synth/emit_tree.h"
 #include "user/synth/scenario.h"
 
 static const char sc_runtime[] =
@@ -193,39 +197,105 @@ static const char sc_main[] =
 	"\treturn ret;\n"
 	"}\n";
 
-static const char *wait_name(enum scenario_wait w)
+const char *scenario_wait_name(enum scenario_wait w)
 {
 	return w == SCENARIO_SLEEP ? "sleep" : w == SCENARIO_BLOCK ? "block" : "cpu";
 }
 
-int scenario_write_c(FILE *f, const struct scenario *sc, const struct emit_opts *o)
+void scenario_write_intro(FILE *f, const struct scenario *sc, const struct emit_opts *o,
+			  const char *lang, const char *pfx, double seconds)
 {
 	char build[2048], prog[1024];
 	long long over = sc->arg_over >= 0 ? sc->arg_over : 0;
-	double seconds = o->duration_s > 0 ? o->duration_s : sc->seconds;
+	bool script = strcmp(lang, "c") != 0;
+	/* A blank comment line: the prefix without its trailing blank. */
+	int blank = (int)strlen(pfx) - (pfx[0] && pfx[strlen(pfx) - 1] == ' ');
 
-	fprintf(f, "/*\n * Latency scenario written by `liveprof emit --scenario` from '");
-	emit_comment_text(f, o->source ? o->source : "-", "*/");
+	fprintf(f, "%sLatency scenario written by `liveprof emit --scenario%s%s` from '",
+		script ? "# " : "/*\n * ", script ? " --lang " : "", script ? lang : "");
+	emit_comment_text(f, o->source ? o->source : "-", script ? NULL : "*/");
 	fprintf(f,
 		"'.\n"
-		" *\n"
-		" * %s() is called %s by %u thread%s. Every call spends %g us on CPU in\n"
-		" * %s() itself; %g%% of the calls (the slow ones, arg > %lld) also call\n"
-		" * %s(), which spends %g us %s.\n"
-		" *\n",
-		sc->handler, sc->rate > 0 ? "at a fixed rate" : "back to back", sc->threads,
-		sc->threads == 1 ? "" : "s", sc->work_us, sc->handler, sc->slow_pct, over,
-		sc->cause, sc->cause_us,
+		"%.*s\n"
+		"%s%s() is called %s by %u thread%s. Every call spends %g us on CPU in\n"
+		"%s%s() itself; %g%% of the calls (the slow ones, arg > %lld) also call\n"
+		"%s%s(), which spends %g us %s.\n"
+		"%.*s\n",
+		blank, pfx, pfx, sc->handler, sc->rate > 0 ? "at a fixed rate" : "back to back",
+		sc->threads, sc->threads == 1 ? "" : "s", sc->work_us, pfx, sc->handler,
+		sc->slow_pct, over, pfx, sc->cause, sc->cause_us,
 		sc->wait == SCENARIO_CPU     ? "on CPU"
 		: sc->wait == SCENARIO_SLEEP ? "asleep"
-					     : "blocked on a lock held by another thread");
-	fprintf(f, " * Build: %s\n", emit_build_command("c", o->out_path, build, sizeof(build)));
-	fprintf(f, " * Run:   [LIVEPROF_TRUTH=FILE] %s [SECONDS]   (default %g, 0 = forever)\n",
-		emit_prog_path(o->out_path, prog, sizeof(prog)), seconds);
-	fprintf(f, " *\n"
-		   " * With LIVEPROF_TRUTH=FILE it writes one \"latency_ns slow\" line per call\n"
-		   " * (slow is 0 or 1) when it exits: after SECONDS, or on SIGINT/SIGTERM.\n"
-		   " */\n");
+					     : "blocked on a lock held by another thread",
+		blank, pfx);
+	if (script) {
+		fprintf(f,
+			"%sRun:   [LIVEPROF_TRUTH=FILE] %s [SECONDS]   (default %g, 0 = forever)\n",
+			pfx, emit_build_command(lang, o->out_path, build, sizeof(build)), seconds);
+	} else {
+		fprintf(f, "%sBuild: %s\n", pfx,
+			emit_build_command(lang, o->out_path, build, sizeof(build)));
+		fprintf(f,
+			"%sRun:   [LIVEPROF_TRUTH=FILE] %s [SECONDS]   (default %g, 0 = forever)\n",
+			pfx, emit_prog_path(o->out_path, prog, sizeof(prog)), seconds);
+	}
+	fprintf(f,
+		"%.*s\n"
+		"%sWith LIVEPROF_TRUTH=FILE it writes one \"latency_ns slow\" line per call\n"
+		"%s(slow is 0 or 1) when it exits: after SECONDS, or on SIGINT/SIGTERM.\n",
+		blank, pfx, pfx, pfx);
+	if (script)
+		fprintf(f, "%sWith LIVEPROF_READY=FILE it creates FILE once it starts its calls.\n",
+			pfx);
+	if (!script)
+		fprintf(f, " */\n");
+}
+
+void scenario_write_constants(FILE *f, const struct scenario *sc, const char *pfx, double seconds)
+{
+	/* The C program's #defines, as a script's constants: the same values. */
+	fprintf(f,
+		"%sSECONDS = %.6g\n%sRATE = %.9g\n%sTHREADS = %u\n%sSLOW_FRACTION = %.9g\n"
+		"%sARG_OVER = %lld\n%sWORK_NS = %.0f\n%sCAUSE_NS = %.0f\n\n",
+		pfx, seconds, pfx, sc->rate, pfx, sc->threads, pfx, sc->slow_pct / 100, pfx,
+		sc->arg_over >= 0 ? sc->arg_over : 0, pfx, sc->work_us * 1e3, pfx,
+		sc->cause_us * 1e3);
+}
+
+int scenario_check_names(const struct scenario *sc, const char *lang, char *err, size_t errsz)
+{
+	const struct emit_backend *b = emit_backend_find(lang);
+	const char *names[] = {sc->handler, sc->cause};
+	size_t i;
+
+	/* C names are checked by the parser; a script's must also be its own. */
+	if (!b || !strcmp(lang, "c"))
+		return 0;
+	for (i = 0; i < 2; i++) {
+		char *s = emit_sanitize(names[i], b->rules);
+		bool same = s && !strcmp(s, names[i]);
+
+		free(s);
+		if (!s)
+			return -ENOMEM;
+		if (!same) {
+			/* Renamed, it would not come back as the spec's name. */
+			snprintf(err, errsz,
+				 "scenario: '%s' cannot be a %s function name here (a keyword, "
+				 "a builtin or the program's own name space)",
+				 names[i], lang);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+int scenario_write_c(FILE *f, const struct scenario *sc, const struct emit_opts *o)
+{
+	double seconds = o->duration_s > 0 ? o->duration_s : sc->seconds;
+	long long over = sc->arg_over >= 0 ? sc->arg_over : 0;
+
+	scenario_write_intro(f, sc, o, "c", " * ", seconds);
 	fprintf(f,
 		"#pragma GCC optimize(\"no-omit-frame-pointer\", \"no-optimize-sibling-calls\")\n"
 		"\n"
@@ -244,7 +314,7 @@ int scenario_write_c(FILE *f, const struct scenario *sc, const struct emit_opts 
 	fputs(emit_c_spin_fn, f);
 	fputs(sc_calibrate, f);
 	fprintf(f, "\n/* The cause of slow calls: %g us %s. */\n", sc->cause_us,
-		wait_name(sc->wait));
+		scenario_wait_name(sc->wait));
 	fprintf(f,
 		"static LP_FN void %s(void)\n{\n\tvolatile char lp_frame[8];\n\n"
 		"\tlp_frame[0] = 0;\n",
@@ -275,4 +345,15 @@ int scenario_write_c(FILE *f, const struct scenario *sc, const struct emit_opts 
 		sc->handler, sc->cause);
 	fputs(sc_main, f);
 	return ferror(f) ? -EIO : 0;
+}
+
+scenario_write_fn *scenario_writer(const char *lang)
+{
+	if (!strcmp(lang, "c"))
+		return scenario_write_c;
+	if (!strcmp(lang, "python"))
+		return scenario_write_python;
+	if (!strcmp(lang, "ruby"))
+		return scenario_write_ruby;
+	return NULL;
 }

@@ -37,8 +37,9 @@ static void validate_usage(FILE *f)
 	fprintf(f,
 		"usage: liveprof validate --from PROFILE [--lang c|go|python|ruby] [--seconds S]\n"
 		"                         [--tolerance T]\n"
-		"       liveprof validate --scenario SPEC [--seconds S]\n"
-		"       liveprof validate --causal pipeline|spin|lock [--speedup PCT] [--seconds S]\n"
+		"       liveprof validate --scenario SPEC [--lang c|python|ruby] [--seconds S]\n"
+		"       liveprof validate --causal pipeline|spin|lock [--speedup PCT] [--seconds "
+		"S]\n"
 		"\n"
 		"Emit a program from PROFILE (or SPEC), build it (cc or go build) or hand it\n"
 		"to its interpreter (python3, ruby), run it, profile it with liveprof and\n"
@@ -61,6 +62,8 @@ static void validate_usage(FILE *f)
 		"                         handler at 999 Hz unless -F says otherwise; the share\n"
 		"                         of the slow cause's samples in the slow profile and\n"
 		"                         p50/p95/p99 must agree with the program's own timings\n"
+		"                         (C, Python with py:HANDLER or Ruby with\n"
+		"                         rb:Handler#HANDLER)\n"
 		"  -l, --lang LANG        c (default), go, python or ruby\n"
 		"      --interpreter PATH python or ruby: run the program with PATH (default\n"
 		"                         python3 or ruby in PATH)\n"
@@ -369,14 +372,25 @@ out:
 static void cleanup_dir(const char *dir)
 {
 	static const char *const files[] = {
-		"synthetic.c",	     "synthetic.go",
-		"synthetic.py",	     "synthetic.rb",
-		"synthetic",	     "measured1.folded",
-		"measured2.folded",  "measured3.folded",
-		"scenario.c",	     "scenario",
-		"truth.txt",	     "split.json",
-		"split/slow.folded", "split/fast.folded",
-		"split/diff.folded", NULL,
+		"synthetic.c",
+		"synthetic.go",
+		"synthetic.py",
+		"synthetic.rb",
+		"synthetic",
+		"measured1.folded",
+		"measured2.folded",
+		"measured3.folded",
+		"scenario.c",
+		"scenario",
+		"scenario.py",
+		"scenario.rb",
+		"ready",
+		"truth.txt",
+		"split.json",
+		"split/slow.folded",
+		"split/fast.folded",
+		"split/diff.folded",
+		NULL,
 	};
 	char path[4096];
 	size_t i;
@@ -426,8 +440,8 @@ static int check_args(int argc, char **argv, const struct vopts *vo)
 		lp_err("validate: --lang must be c, go, python or ruby, not '%s'", vo->lang);
 		return EXIT_USAGE;
 	}
-	if (vo->spec && strcmp(vo->lang, "c")) {
-		lp_err("validate: --scenario emits C programs only, not %s", vo->lang);
+	if (vo->spec && !strcmp(vo->lang, "go")) {
+		lp_err("validate: --scenario emits C, Python or Ruby programs, not go");
 		return EXIT_USAGE;
 	}
 	if (vo->interpreter && !vlang_find(vo->lang)->script) {

@@ -32,13 +32,13 @@ enum vverdict {
 
 struct vopts {
 	const char *from, *spec, *lang, *liveprof, *keep;
-	const char *program; /* run this instead of emitting one */
+	const char *program;	 /* run this instead of emitting one */
 	const char *interpreter; /* python/ruby: run the program with this */
-	double seconds;	     /* sampling budget, the upper bound */
+	double seconds;		 /* sampling budget, the upper bound */
 	bool seconds_given;
-	double tolerance; /* the distance that still counts as right */
-	double freq;	  /* 0: chosen by the planner */
-	uint64_t seed;	  /* of the noise simulation */
+	double tolerance;    /* the distance that still counts as right */
+	double freq;	     /* 0: chosen by the planner */
+	uint64_t seed;	     /* of the noise simulation */
 	const char *causal;  /* --causal NAME: check liveprof causal (validate_causal.c) */
 	double speedup;	     /* --speedup PCT: how much faster the variant's function is */
 	double real_seconds; /* each run of the real comparison */
@@ -117,6 +117,20 @@ int validate_wait(pid_t pid);
 /** validate_stop - SIGTERM @pid and reap it */
 void validate_stop(pid_t pid);
 
+/**
+ * validate_launch_scenario - start a scenario's program and wait until
+ * liveprof can attach to it
+ * @src, @prog: the emitted source and, for C, the built program
+ * @truthp: its LIVEPROF_TRUTH file (with start times)
+ * @ready: the file a Python or Ruby program creates once its calls start
+ * @dur: its run time in seconds, as text
+ * @pid: receives its pid; the caller stops it (validate_stop())
+ *
+ * Return: 0, or EXIT_NO_TARGET after a message.
+ */
+int validate_launch_scenario(const struct vopts *vo, const char *src, const char *prog,
+			     const char *truthp, const char *ready, const char *dur, pid_t *pid);
+
 /** validate_sleep - sleep @s seconds, across signals */
 void validate_sleep(double s);
 
@@ -159,6 +173,17 @@ int validate_build(const char *lang, const char *dir, const char *src, const cha
  */
 pid_t validate_start_program(const struct vopts *vo, const char *src, const char *prog,
 			     const char *seconds);
+
+/** validate_tool - the compiler or interpreter of @vo's language (--interpreter or the default) */
+const char *validate_tool(const struct vopts *vo);
+
+/**
+ * validate_script_frame_name - the length of NAME when @frame is
+ * "NAME (@file:LINE)", a frame of the emitted script that liveprof merged
+ *
+ * Return: that length, or 0 for any other frame.
+ */
+size_t validate_script_frame_name(const char *frame, const char *file);
 
 /**
  * validate_leaf_ident - the emitted function a measured sample counts for

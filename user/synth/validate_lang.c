@@ -48,6 +48,11 @@ static const char *tool_of(const struct vopts *vo, const struct vlang *l)
 	return l->script && vo->interpreter ? vo->interpreter : l->tool;
 }
 
+const char *validate_tool(const struct vopts *vo)
+{
+	return tool_of(vo, vlang_find(vo->lang));
+}
+
 int validate_check_tool(const struct vopts *vo)
 {
 	const struct vlang *l = vlang_find(vo->lang);
@@ -126,11 +131,7 @@ static long ident_index(const struct emit_tree *t, const char *name, size_t len)
 	return -1;
 }
 
-/*
- * The length of NAME when @frame is "NAME (@file:LINE)", a frame of the
- * emitted script that liveprof merged; 0 for any other frame.
- */
-static size_t script_frame_name(const char *frame, const char *file)
+size_t validate_script_frame_name(const char *frame, const char *file)
 {
 	const char *open = strrchr(frame, '(');
 	size_t flen = strlen(file);
@@ -173,7 +174,7 @@ long validate_leaf_ident(const struct emit_tree *t, const struct vopts *vo, cons
 		if (s->frames[d] >= m->n_frames)
 			continue;
 		name = m->frames[s->frames[d]].name;
-		len = script_frame_name(name, src_base);
+		len = validate_script_frame_name(name, src_base);
 		/* Ruby qualifies a method by its class, and the emitted defs
 		 * are top-level ones, methods of Object: Object#NAME is NAME,
 		 * as Go's main.NAME is. */

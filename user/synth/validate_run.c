@@ -4,6 +4,7 @@
  * emitted program and the liveprof that profiles it.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,4 +116,84 @@ int validate_run_liveprof(const struct vopts *vo, pid_t pid, double freq, double
 		lp_err("validate: liveprof -p %s failed (exit %d)", pidbuf, ret);
 	/* Its own status says why (privileges, BPF); a plain runtime error is ours. */
 	return ret > EXIT_USAGE && ret < 128 ? ret : EXIT_NO_TARGET;
+}
+
+/*
+ * Wait until the program @pid (running @prog) has created @ready (its calls
+ * have started), at most @timeout seconds; 0 or EXIT_NO_TARGET after a
+ * message (then the program is stopped or gone).
+ */
+static int wait_ready(pid_t pid, const char *prog, const char *ready, double timeout)
+{
+	double end = validate_now() + timeout;
+	int st;
+
+	while (access(ready, F_OK) != 0) {
+		if (waitpid(pid, &st, WNOHANG) == pid) {
+			lp_err("validate: '%s' exited (%s %d) before it started its calls", prog,
+			       WIFEXITED(st) ? "status" : "signal",
+			       WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+			return EXIT_NO_TARGET;
+		}
+		if (validate_now() > end) {
+			lp_err("validate: '%s' did not start its calls in %g s", prog, timeout);
+			validate_stop(pid);
+			return EXIT_NO_TARGET;
+		}
+		validate_sleep(0.02);
+	}
+	return 0;
+}
+
+/*
+ * Start the program with its truth file @truthp for @dur seconds; a script
+ * creates @ready once it starts its calls. Its pid or -errno.
+ */
+static pid_t scenario_start(const struct vopts *vo, const char *src, const char *prog,
+			    const char *truthp, const char *ready, const char *dur)
+{
+	char envt[4200], envr[4200];
+	char *env[] = {envt, "LIVEPROF_TRUTH_TIMES=1", envr, NULL};
+
+	snprintf(envt, sizeof(envt), "LIVEPROF_TRUTH=%s", truthp);
+	snprintf(envr, sizeof(envr), "LIVEPROF_READY=%s", ready);
+	if (vlang_find(vo->lang)->script) {
+		char *argv[] = {(char *)validate_tool(vo), (char *)src, (char *)dur, NULL};
+
+		return validate_spawn(argv, env, true);
+	} else {
+		char *argv[] = {(char *)prog, (char *)dur, NULL};
+
+		return validate_spawn(argv, env, true);
+	}
+}
+
+int validate_launch_scenario(const struct vopts *vo, const char *src, const char *prog,
+			     const char *truthp, const char *ready, const char *dur, pid_t *pid)
+{
+	bool script = vlang_find(vo->lang)->script;
+	int ret;
+
+	unlink(ready);
+	*pid = scenario_start(vo, src, prog, truthp, ready, dur);
+	if (*pid < 0) {
+		lp_err("validate: cannot run '%s': %s", script ? src : prog, strerror((int)-*pid));
+		return EXIT_NO_TARGET;
+	}
+	/*
+	 * A script must be running its calls when liveprof attaches: py: and
+	 * rb: traces need the interpreter's process (python3 may be pyenv's
+	 * shim, which execs it later), which liveprof recognizes at its first
+	 * sample. It says when: however slow the interpreter is to start, the
+	 * probes go in while its calls run. Calls before the probes are in do
+	 * not count (the truth is cut to liveprof's window) but tell what the
+	 * probes cost (interp_cost()).
+	 */
+	if (script) {
+		ret = wait_ready(*pid, src, ready, 30);
+		if (ret)
+			return ret;
+	}
+	validate_sleep(0.3);
+	return 0;
 }
