@@ -25,6 +25,7 @@
 
 #include "unit.h"
 #include "child_report.h"
+#include "ruby_child.h"
 #include "dwarf/elf_symtab.h"
 #include "dwarf/proc_maps.h"
 #include "user/profile/rb_class.h"
@@ -78,16 +79,6 @@ static const char *const WANT[] = {
 };
 #define NWANT (int)(sizeof(WANT) / sizeof(WANT[0]))
 
-static uint64_t peek(pid_t pid, uint64_t addr)
-{
-	uint64_t v = 0;
-	struct iovec l = {&v, sizeof(v)}, r = {(void *)(uintptr_t)addr, sizeof(v)};
-
-	if (process_vm_readv(pid, &l, 1, &r, 1, 0) != sizeof(v))
-		return 0;
-	return v;
-}
-
 static pid_t start(char *dir)
 {
 	static char text[1 << 12];
@@ -121,33 +112,6 @@ static pid_t start(char *dir)
 	}
 	close(fds[0]);
 	return pid;
-}
-
-/* libruby as the child mapped it: its runtime and its load bias. */
-static int find_libruby(pid_t pid, struct rb_runtime *rt, uint64_t *bias)
-{
-	struct pm_entry *m;
-	size_t n;
-	int ret = -ENOENT;
-	char err[512];
-
-	if (proc_maps__read(pid, false, &m, &n))
-		return -ESRCH;
-	for (size_t i = 0; i < n && ret; i++) {
-		struct elf_symtab *t;
-		uint64_t vaddr;
-
-		if (!strstr(m[i].path, "/libruby") || elf_symtab__open_path(m[i].path, &t))
-			continue;
-		if (elf_symtab__offset_to_vaddr(t, m[i].offset, &vaddr) == 0 &&
-		    ruby_runtime_find(m[i].path, rt, err, sizeof(err)) == 0) {
-			*bias = m[i].start - vaddr;
-			ret = 0;
-		}
-		elf_symtab__free(t);
-	}
-	proc_maps__free(m, n);
-	return ret;
 }
 
 /* What bpf/ruby.bpf.h's rb_frame_me() reads for the frame whose ep is @ep. */

@@ -331,6 +331,19 @@ static void forget_names(void)
 	}
 }
 
+/* Offer @spec as the completion after the @n in @out, unless it is there
+ * already (kept in names[]); the new count. */
+static int add_name(const char *spec, const char **out, int n)
+{
+	for (int j = 0; j < n; j++)
+		if (!strcmp(names[j], spec))
+			return n;
+	if (!(names[n] = strdup(spec)))
+		return n;
+	out[n] = names[n];
+	return n + 1;
+}
+
 /* "py:QUALNAME" of the Python functions seen in samples (frames named
  * "QUALNAME (file.py:N)"), each once. */
 static int complete_py(struct traces *t, const char *prefix, const char **out, int max)
@@ -343,16 +356,10 @@ static int complete_py(struct traces *t, const char *prefix, const char **out, i
 	for (int i = 0; i < k && n < max && n < 256; i++) {
 		const char *sp = strstr(seen[i], " (");
 		int len = sp ? (int)(sp - seen[i]) : (int)strlen(seen[i]);
-		bool dup = false;
 		char buf[300];
 
 		snprintf(buf, sizeof(buf), "py:%.*s", len, seen[i]);
-		for (int j = 0; j < n && !dup; j++)
-			dup = !strcmp(names[j], buf);
-		if (dup || !(names[n] = strdup(buf)))
-			continue;
-		out[n] = names[n];
-		n++;
+		n = add_name(buf, out, n);
 	}
 	return n;
 }
@@ -399,16 +406,9 @@ static int complete_rb(struct traces *t, const char *prefix, const char **out, i
 	k = stack_symbols__interp_names(t->c->symbols, "ruby", "", seen, RB_SEEN_MAX);
 	for (int i = 0; i < k && n < max && n < 256; i++) {
 		char buf[300];
-		bool dup = false;
 
-		if (!rb_spec_of(seen[i], buf, sizeof(buf)) || strncmp(buf, prefix, np))
-			continue;
-		for (int j = 0; j < n && !dup; j++)
-			dup = !strcmp(names[j], buf);
-		if (dup || !(names[n] = strdup(buf)))
-			continue;
-		out[n] = names[n];
-		n++;
+		if (rb_spec_of(seen[i], buf, sizeof(buf)) && !strncmp(buf, prefix, np))
+			n = add_name(buf, out, n);
 	}
 	free(seen);
 	return n;
