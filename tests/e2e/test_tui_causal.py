@@ -63,7 +63,10 @@ def test_causal_command_runs_experiments_live(tui):
     time.sleep(2.5)
     tui.wait(sampling, 15, "sampling did not resume after the experiments")
     tui.keys("3")
-    lat = tui.wait(lambda s: any("handle" in l for l in s[2:]), 10, "no latency view")
+    # the Latency view's own header, not the Top view still on screen
+    # (which lists handle and slow_path too: a loaded fresh clone read it)
+    lat = tui.wait(lambda s: any("CALLS" in l and "P99" in l for l in s) and
+                   any("handle" in l for l in s[2:]), 10, "no latency view")
     assert not any("slow_path" in l for l in lat[2:-2]), "\n".join(lat)
     assert tui.alive()
 
