@@ -10,8 +10,9 @@ Three parts, each min / median / max of REPS repetitions (default 5):
    Debian's python3.11 and on pyenv's 3.11, tests/workloads/ruby/rb_rate.rb
    on Debian's ruby 3.1). Each profiled window follows an unprofiled one,
    the two modes alternate. Per mode: the target's slowdown, the BPF
-   sampler's own time per sample (the kernel's timing of lp_sample_cpu,
-   kernel.bpf_stats_enabled), and liveprof's CPU per sample (schedstat
+   sampler's own time per sample of the target (the kernel's timing of
+   lp_sample_cpu, kernel.bpf_stats_enabled, over the window / the samples
+   counted in it), and liveprof's CPU per sample (schedstat
    over the window / samples its --interval counter advanced by).
 2. Cost per traced Python call: tests/bench/bench_py_trace.py (untraced,
    another function traced, this function traced, sys.setprofile) on both
@@ -101,9 +102,11 @@ def profiled_window(target, hz, native):
         rate = target.measure(WINDOW)
         r1 = out.next_interval(len(out.lines))
         c1, s1 = cpu_ns(p.pid), BpfStats.snapshot(p.pid)
-        bpf_per = BpfStats.ns_per_run(s0, s1, "lp_sample_cpu")
         if r0 and r1 and None not in (c0, c1) and r1[1] > r0[1]:
             cpu_per = (c1 - c0) / 1e3 / (r1[1] - r0[1])
+            # per sample of the target: the program also runs, and returns at
+            # once, on the other CPU for whatever runs there
+            bpf_per = BpfStats.run_ns(s0, s1, "lp_sample_cpu") / (r1[1] - r0[1]) or None
     finally:
         stop_tool(p)
         out.t.join(5)

@@ -115,11 +115,14 @@ def run_liveprof(job, hz, cg, tmp):
         time.sleep(WINDOW)
         r1 = out.next_interval(len(out.lines))
         c1, j1, b1 = cpu_ns(p.pid), job.mark(), BpfStats.snapshot(p.pid)
-        bpf_us = (BpfStats.ns_per_run(b0, b1, "lp_sample_cpu") or 0) / 1e3 or None
+        # per sample of the target: the program also runs on the other CPU,
+        # for whatever runs there (or idles), and returns at once
+        bpf_ns = BpfStats.run_ns(b0, b1, "lp_sample_cpu")
         thr = job.throughput(j0, j1)
         if r0 and r1 and c0 is not None and c1 is not None and r1[1] > r0[1]:
             s0 = r0[1]
             cpu_per = (c1 - c0) / 1e3 / (r1[1] - s0)
+            bpf_us = bpf_ns / 1e3 / (r1[1] - s0) if bpf_ns > 0 else None
     finally:
         rc = stop_tool(p)
         out.t.join(5)
@@ -211,7 +214,8 @@ def main():
           f"CPU-second of the target, minus 1. liveprof CPU per sample = its schedstat CPU time "
           f"over the window / samples counted in it; BPF sampler = the kernel's timing of "
           f"the sampler program over the window (kernel.bpf_stats_enabled: the stack walk, "
-          f"in the kernel for dwarf, and the rest of the program); user-space unwinder = "
+          f"in the kernel for dwarf, and the rest of the program) / the target's samples "
+          f"counted in it (its quick returns on the other CPU included); user-space unwinder = "
           f"`unwind_ns_per_sample` from --json; one core = 1e6 / CPU us per sample. perf: `perf record -B --call-graph "
           f"dwarf -F HZ -p PID`.\n")
     print("| rate | liveprof --call-graph | liveprof slowdown % | perf dwarf slowdown % "

@@ -169,6 +169,11 @@ class BpfStats:
         return out
 
     @staticmethod
+    def run_ns(a, b, name):
+        """ns that the programs named @name ran between snapshots @a and @b."""
+        return b.get(name, (0, 0))[1] - a.get(name, (0, 0))[1]
+
+    @staticmethod
     def ns_per_run(a, b, name):
         """Mean ns per run of @name between snapshots @a and @b, or None."""
         (n0, t0), (n1, t1) = a.get(name, (0, 0)), b.get(name, (0, 0))
