@@ -31,6 +31,7 @@
 #include <sys/uio.h>
 
 #include "py_code.h"
+#include "py_linetable.h"
 #include "bpf/liveprof.h"
 #include "../util/util.h"
 #include "../util/remote_mem.h"
@@ -476,69 +477,6 @@ static int read_code(pid_t pid, const struct py_runtime *rt, struct py_pid *p, u
 	return 0;
 }
 
-/* A varint of the location table: 6 bits a byte, low first, 0x40 = more. */
-static uint32_t lt_varint(const uint8_t *lt, uint32_t len, uint32_t *i)
-{
-	uint32_t v = 0, shift = 0;
-
-	while (*i < len) {
-		uint8_t b = lt[(*i)++];
-
-		if (shift < 32)
-			v |= (uint32_t)(b & 63) << shift;
-		shift += 6;
-		if (!(b & 64))
-			break;
-	}
-	return v;
-}
-
-static int32_t lt_svarint(const uint8_t *lt, uint32_t len, uint32_t *i)
-{
-	uint32_t v = lt_varint(lt, len, i);
-
-	return v & 1 ? -(int32_t)(v >> 1) : (int32_t)(v >> 1);
-}
-
-/*
- * The line of code unit @unit by the 3.11+ location table (CPython's
- * Objects/locations.md): entries of a header byte (bit 7 set, bits 3-6 the
- * form, bits 0-2 the code units covered minus one) and the form's payload.
- * Return: the line, or -1 when the unit has none or the table ends first.
- */
-static int lt_line(const struct py_code_entry *e, uint64_t unit)
-{
-	const uint8_t *lt = e->lt;
-	uint32_t i = 0, len = e->lt_len;
-	int64_t line = e->firstlineno;
-	uint64_t start = 0;
-
-	while (i < len) {
-		uint8_t h = lt[i++];
-		unsigned int form = h >> 3 & 15;
-		uint64_t end = start + (h & 7) + 1;
-
-		if (!(h & 0x80))
-			return -1; /* not an entry start: a corrupt table */
-		if (form == 14) {  /* long: line delta, end line, columns */
-			line += lt_svarint(lt, len, &i);
-			for (int k = 0; k < 3; k++)
-				lt_varint(lt, len, &i);
-		} else if (form == 13) { /* no columns */
-			line += lt_svarint(lt, len, &i);
-		} else if (form >= 10 && form <= 12) { /* one line, two column bytes */
-			line += form - 10;
-			i += 2;
-		} else if (form < 10) { /* short: same line, one column byte */
-			i += 1;
-		}
-		if (unit < end)
-			return form == 15 || line < 0 || line > INT_MAX ? -1 : (int)line;
-		start = end;
-	}
-	return -1;
-}
-
 /* The line of the code unit at @instr (see the top of the file). */
 static int instr_line(const struct py_code_entry *e, const struct py_runtime *rt, uint64_t instr)
 {
@@ -547,7 +485,7 @@ static int instr_line(const struct py_code_entry *e, const struct py_runtime *rt
 
 	if (!instr || instr < base || (instr - base) / 2 >= e->code_units)
 		return e->firstlineno;
-	line = lt_line(e, (instr - base) / 2);
+	line = py_linetable_line(e->lt, e->lt_len, e->firstlineno, (instr - base) / 2);
 	return line < 0 ? e->firstlineno : line;
 }
 
