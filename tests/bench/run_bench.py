@@ -48,6 +48,10 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 T_START = time.monotonic()
 
 
+def fmt2(x):
+    return "n/a" if x is None else f"{x:.2f}"
+
+
 def log(msg):
     print(f"[{time.monotonic() - T_START:6.1f}s] {msg}", flush=True)
 
@@ -304,9 +308,15 @@ def bench_percall(res):
     fn = "bench_target"
     target = Target("bench_call")
     time.sleep(1.0)
+    offset = file_offset(binary, fn)
+    multi_floor = [ROOT / "build" / "tests" / "bench" / "multi_floor", binary,
+                   hex(offset), target.pid]
     configs = {
         "liveprof --trace": liveprof_argv(target.pid, 99, "--trace", fn),
         "liveprof --split": liveprof_argv(target.pid, 99, "--split", fn),
+        # the probe kind liveprof used before uprobe_multi links (uprobe_multi.h)
+        "liveprof --trace, classic uprobes": ["env", "LIVEPROF_UPROBES=classic"]
+        + liveprof_argv(target.pid, 99, "--trace", fn),
         "bpftrace hist": ["bpftrace", "-e",
                           f"uprobe:{binary}:{fn} {{ @s[tid] = nsecs; }} "
                           f"uretprobe:{binary}:{fn} /@s[tid]/ {{ @h = hist(nsecs - @s[tid]); "
@@ -317,6 +327,9 @@ def bench_percall(res):
         "floor + one clock read in each": ["bpftrace", "-e",
                                            f"uprobe:{binary}:{fn} {{ $t = nsecs; }} "
                                            f"uretprobe:{binary}:{fn} {{ $t = nsecs; }}"],
+        # the same two floors for the uprobe_multi links liveprof attaches
+        "floor, uprobe_multi links (empty)": multi_floor + ["empty"],
+        "floor, uprobe_multi links + one clock read in each": multi_floor + ["clock"],
     }
     added = {k: [] for k in configs}
     base_ns = []
@@ -357,12 +370,35 @@ def bench_percall(res):
     rows += program_rows
     lp = med(ratios["liveprof --trace"])
     ok = lp is not None and lp <= 1.10
+    multi = added["floor, uprobe_multi links (empty)"]
     res["percall"] = {"rows": rows, "ok": ok, "lp_ratio": lp,
+                      "multi_ratio": med([x / f if x and f else None for x, f in
+                                          zip(added["liveprof --trace"], multi)]),
+                      "classic_ratio": med(ratios["liveprof --trace, classic uprobes"]),
                       "clock_ratio": med([x / c if x and c else None for x, c in
                                           zip(added["liveprof --trace"],
                                               added["floor + one clock read in each"])]),
                       "split_ratio": med(ratios["liveprof --split"]),
                       "calls": calls_seen}
+
+
+def file_offset(binary, symbol):
+    """The file offset of @symbol's first instruction (what uprobes take)."""
+    vaddr = None
+    for line in subprocess.run(["nm", binary], capture_output=True, text=True).stdout.split("\n"):
+        f = line.split()
+        if len(f) == 3 and f[2] == symbol:
+            vaddr = int(f[0], 16)
+    if vaddr is None:
+        raise SystemExit(f"{binary}: no symbol {symbol}")
+    out = subprocess.run(["readelf", "-lW", binary], capture_output=True, text=True).stdout
+    for line in out.split("\n"):
+        f = line.split()
+        if f[:1] == ["LOAD"] and "E" in f[6:-1]:
+            off, va, size = int(f[1], 16), int(f[2], 16), int(f[5], 16)
+            if va <= vaddr < va + size:
+                return vaddr - va + off
+    raise SystemExit(f"{binary}: {symbol} is in no executable segment")
 
 
 def percall_program_times(configs):
@@ -376,8 +412,12 @@ def percall_program_times(configs):
     Separate windows after the measurements above, so they are not slowed.
     """
     pairs = {"liveprof --trace": ("lp_func_entry", "lp_func_return"),
+             "liveprof --trace, classic uprobes": ("lp_func_entry", "lp_func_return"),
              "floor (empty uprobe+uretprobe)": ("bench_target", None),
-             "floor + one clock read in each": ("bench_target", None)}
+             "floor + one clock read in each": ("bench_target", None),
+             "floor, uprobe_multi links (empty)": ("floor_entry", "floor_return"),
+             "floor, uprobe_multi links + one clock read in each": ("floor_entry",
+                                                                    "floor_return")}
     times = {k: ([], []) for k in pairs}
     with BpfStats():
         for rep in range(REPS):
@@ -878,7 +918,11 @@ def write_report(res, started, load0):
             "untraced window just before, in the target thread's CPU time (wall time counted "
             "other processes' time on this shared machine). The floor is an empty uprobe + uretprobe pair "
             "(bpftrace with empty actions); the ratio divides by the floor measured in the "
-            "same repetition. The floor with a clock read in each program is bpftrace's "
+            "same repetition. liveprof attaches its function probes as uprobe_multi links "
+            "(Linux 6.6+), which run the program straight from the uprobe handler rather than "
+            "through a perf event; the `classic uprobes` row is liveprof with the old kind "
+            "(`LIVEPROF_UPROBES=classic`), and the `uprobe_multi links` floors are the same two "
+            "floors with that kind (tests/bench/multi_floor.c). The floor with a clock read in each program is bpftrace's "
             "`$t = nsecs` in both: two reads of the clock are the least a latency needs "
             "(one `bpf_ktime_get_ns()` costs about 35 ns on this VM, whose clock source is the "
             "TSC). The second table is the kernel's own timing of the programs "
@@ -985,7 +1029,10 @@ def write_report(res, started, load0):
          lambda r: "see the slowdown table")
     goal("per-call cost within 10% of the kernel floor", "percall",
          lambda r: (f"liveprof/floor = {r['lp_ratio']:.2f} (against the floor with a clock read "
-                    f"in each program, which any latency needs: {r['clock_ratio']:.2f})")
+                    f"in each program, which any latency needs: {r['clock_ratio']:.2f}; "
+                    f"against an empty pair of the uprobe_multi links liveprof now attaches: "
+                    f"{fmt2(r.get('multi_ratio'))}; with classic uprobes, as before: "
+                    f"{fmt2(r.get('classic_ratio'))})")
          if r["lp_ratio"] and r.get("clock_ratio") else "n/a")
     goal(">= 1M samples/s aggregated per core (replay of the ingest path)", "replay",
          lambda r: f"{r['rate']:,.0f} samples per CPU-second (median)" if r["rate"] else "n/a")

@@ -6,6 +6,7 @@ or what they print or write), never from liveprof's own output.
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -281,6 +282,25 @@ def rate_between(rows, t0, t1):
     return (sel[-1][1] - sel[0][1]) / cpu
 
 
+def probe_fds(pid):
+    """perf_event fds (sampling, classic uprobes) plus uprobe_multi link fds
+    (liveprof's function and line probes where the kernel has them)."""
+    n = perf_event_fds(pid)
+    try:
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{fd}") != "anon_inode:bpf_link":
+                    continue
+                with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                    if re.search(r"^link_type:\s+u(ret)?probe_multi$", f.read(), re.M):
+                        n += 1
+            except OSError:
+                pass
+    except OSError:
+        return 0
+    return n
+
+
 def perf_event_fds(pid):
     """Number of perf_event fds a process holds (liveprof opens them when it
     starts sampling, after loading its BPF programs)."""
@@ -345,5 +365,5 @@ def h():
         parse_folded=parse_folded, lp_prog_ids=lp_prog_ids, cpu_seconds=cpu_seconds,
         cpu_for=cpu_for, prog_ids_of=prog_ids_of, read_rates=read_rates,
         rate_between=rate_between, wait_for=wait_for, wait_sampling=wait_sampling,
-        perf_event_fds=perf_event_fds, frames_of=frames_of,
+        perf_event_fds=perf_event_fds, probe_fds=probe_fds, frames_of=frames_of,
         percentile=percentile, BUILD=BUILD, ROOT=ROOT, WORKLOADS=WORKLOADS)

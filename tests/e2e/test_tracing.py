@@ -276,9 +276,10 @@ def test_no_probe_left_after_exit(how, procs, liveprof, wl, tmp_path, h):
     try:
         assert h.wait_sampling(lp), "liveprof never started"
         # The trace is attached after the sampler: its entry and return
-        # probes are two more perf_event fds (seconds later under load).
+        # probes are two more fds, uprobe_multi links or perf events
+        # (seconds later under load).
         probes = os.cpu_count() + 2
-        assert h.wait_for(lambda: h.perf_event_fds(lp.pid) >= probes, 60), \
+        assert h.wait_for(lambda: h.probe_fds(lp.pid) >= probes, 60), \
             "the trace of tick was never attached"
         time.sleep(0.2)
         ours = h.prog_ids_of(lp.pid)

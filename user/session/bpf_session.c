@@ -21,6 +21,7 @@
 #include "user/session/bpf_session_internal.h"
 #include "user/session/min_btf.h"
 #include "user/session/unwind_tables.h"
+#include "user/session/uprobe_multi.h"
 #include "liveprof.skel.h"
 
 static bool g_verbose;
@@ -137,6 +138,25 @@ static void size_maps(struct bpf_session *s, const struct bpf_session_opts *o)
 }
 
 /*
+ * Load the function and line programs for uprobe_multi links where the
+ * kernel has them (uprobe_multi.h: cheaper per call). The USDT and py:
+ * programs stay classic: their semaphores go through libbpf.
+ */
+static void choose_uprobe_kind(struct bpf_session *s, const struct bpf_session_opts *o)
+{
+	struct bpf_program *progs[] = {s->skel->progs.lp_func_entry, s->skel->progs.lp_func_return,
+				       s->skel->progs.lp_func_ret_insn, s->skel->progs.lp_line_hit};
+	/* LIVEPROF_UPROBES=classic: the old kind, for side-by-side benches */
+	const char *kind = getenv("LIVEPROF_UPROBES");
+
+	s->multi = o->tracing && !(kind && !strcmp(kind, "classic")) && uprobe_multi_supported();
+	if (!s->multi)
+		return;
+	for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++)
+		bpf_program__set_expected_attach_type(progs[i], LP_ATTACH_UPROBE_MULTI);
+}
+
+/*
  * A memfd holding the embedded kernel-type subset (min_btf.h), if this is
  * the kernel it was cut from; else -1, and libbpf reads the whole BTF.
  */
@@ -198,6 +218,8 @@ int bpf_session__open(struct bpf_session **out, const struct bpf_session_opts *o
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
+	for (int i = 0; i < MAX_UPROBE_LINKS; i++)
+		s->multi_fds[i] = -1;
 	s->verbose = o->verbose;
 	s->nr_cpus = libbpf_num_possible_cpus();
 	if (s->nr_cpus <= 0) {
@@ -222,6 +244,7 @@ int bpf_session__open(struct bpf_session **out, const struct bpf_session_opts *o
 	if (err)
 		goto fail;
 	size_maps(s, o);
+	choose_uprobe_kind(s, o);
 	err = liveprof_bpf__load(s->skel);
 	if (btf_fd >= 0)
 		close(btf_fd);
@@ -353,6 +376,12 @@ int bpf_session__set_ruby(struct bpf_session *s, uint32_t pid, const struct lp_r
 				    BPF_ANY);
 }
 
+/* A slot holds a link of either kind. */
+static bool slot_busy(const struct bpf_session *s, int slot)
+{
+	return s->uprobe_links[slot] || s->multi_fds[slot] >= 0;
+}
+
 int bpf_session__attach_uprobe(struct bpf_session *s, enum bpf_probe_prog which, int pid,
 			       const char *path, uint64_t offset, uint32_t cookie)
 {
@@ -399,16 +428,22 @@ int bpf_session__attach_uprobe_sema(struct bpf_session *s, enum bpf_probe_prog w
 	default:
 		return -EINVAL;
 	}
-	for (slot = 0; slot < MAX_UPROBE_LINKS && s->uprobe_links[slot]; slot++)
+	for (slot = 0; slot < MAX_UPROBE_LINKS && slot_busy(s, slot); slot++)
 		;
 	if (slot == MAX_UPROBE_LINKS)
 		return -ENOSPC;
-	s->uprobe_links[slot] = bpf_program__attach_uprobe_opts(prog, pid, path, offset, &opts);
-	if (!s->uprobe_links[slot]) {
-		int err = -errno;
+	if (s->multi && which <= PROBE_PROG_LINE) {
+		int fd = uprobe_multi_attach(bpf_program__fd(prog), pid, path, offset, cookie,
+					     opts.retprobe);
 
-		s->uprobe_links[slot] = NULL;
-		return err ? err : -EINVAL;
+		if (fd < 0)
+			return fd;
+		s->multi_fds[slot] = fd;
+	} else {
+		s->uprobe_links[slot] =
+			bpf_program__attach_uprobe_opts(prog, pid, path, offset, &opts);
+		if (!s->uprobe_links[slot])
+			return errno ? -errno : -EINVAL;
 	}
 	s->sites[slot].ino = 0;
 	if (which != PROBE_PROG_RETURN) {
@@ -433,7 +468,7 @@ int bpf_session__entry_sites(struct bpf_session *s, uint32_t cookie, struct bpf_
 	int n = 0;
 
 	for (int i = 0; i < s->sites_hw && n < max; i++) {
-		if (!s->uprobe_links[i] || !s->sites[i].ino || !s->sites[i].entry ||
+		if (!slot_busy(s, i) || !s->sites[i].ino || !s->sites[i].entry ||
 		    s->sites[i].cookie != cookie)
 			continue;
 		out[n].dev = s->sites[i].dev;
@@ -447,7 +482,7 @@ int bpf_session__entry_sites(struct bpf_session *s, uint32_t cookie, struct bpf_
 bool bpf_session__probe_site(struct bpf_session *s, uint64_t dev, uint64_t ino, uint64_t offset)
 {
 	for (int i = 0; i < s->sites_hw; i++)
-		if (s->uprobe_links[i] && s->sites[i].ino == ino && s->sites[i].offset == offset &&
+		if (slot_busy(s, i) && s->sites[i].ino == ino && s->sites[i].offset == offset &&
 		    s->sites[i].dev == dev)
 			return true;
 	return false;
@@ -459,6 +494,9 @@ void bpf_session__detach(struct bpf_session *s, int handle)
 		return;
 	bpf_link__destroy(s->uprobe_links[handle]);
 	s->uprobe_links[handle] = NULL;
+	if (s->multi_fds[handle] >= 0)
+		close(s->multi_fds[handle]);
+	s->multi_fds[handle] = -1;
 }
 
 int bpf_session__counters(struct bpf_session *s, uint64_t *out)
@@ -542,7 +580,7 @@ void bpf_session__close(struct bpf_session *s)
 	if (s->perf_fds)
 		bpf_session__stop_sampling(s);
 	for (int i = 0; i < MAX_UPROBE_LINKS; i++)
-		bpf_link__destroy(s->uprobe_links[i]);
+		bpf_session__detach(s, i);
 	bpf_session__detach_calib(s);
 	ring_buffer__free(s->rb);
 	if (s->hist_mem)

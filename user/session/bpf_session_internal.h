@@ -20,6 +20,9 @@ struct bpf_session {
 	int *perf_fds;
 	struct bpf_link **perf_links;
 	struct bpf_link *uprobe_links[MAX_UPROBE_LINKS];
+	/* uprobe_multi link fds (uprobe_multi.h), -1 where the slot holds none */
+	int multi_fds[MAX_UPROBE_LINKS];
+	bool multi; /* the function and line programs are loaded for them */
 	/* where each entry-type link put its breakpoint (ino 0: a return probe) */
 	struct {
 		uint64_t dev, ino, offset;
