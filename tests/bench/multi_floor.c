@@ -59,8 +59,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "multi_floor: cannot load the programs\n");
 		return 1;
 	}
-	l1 = uprobe_multi_attach(entry, atoi(argv[3]), argv[1], offset, 0, false);
-	l2 = uprobe_multi_attach(ret, atoi(argv[3]), argv[1], offset, 0, true);
+	l1 = uprobe_multi_attach(entry, atoi(argv[3]), argv[1], offset, 0, 0, false);
+	l2 = uprobe_multi_attach(ret, atoi(argv[3]), argv[1], offset, 0, 0, true);
 	if (l1 < 0 || l2 < 0) {
 		fprintf(stderr, "multi_floor: cannot attach at %s:0x%llx\n", argv[1], offset);
 		return 1;

@@ -139,8 +139,8 @@ static void size_maps(struct bpf_session *s, const struct bpf_session_opts *o)
 
 /*
  * Load the function and line programs for uprobe_multi links where the
- * kernel has them (uprobe_multi.h: cheaper per call). The USDT and py:
- * programs stay classic: their semaphores go through libbpf.
+ * kernel has them (uprobe_multi.h: cheaper per call). The programs of USDT
+ * pairs and of py: stay classic uprobes.
  */
 static void choose_uprobe_kind(struct bpf_session *s, const struct bpf_session_opts *o)
 {
@@ -433,8 +433,8 @@ int bpf_session__attach_uprobe_sema(struct bpf_session *s, enum bpf_probe_prog w
 	if (slot == MAX_UPROBE_LINKS)
 		return -ENOSPC;
 	if (s->multi && which <= PROBE_PROG_LINE) {
-		int fd = uprobe_multi_attach(bpf_program__fd(prog), pid, path, offset, cookie,
-					     opts.retprobe);
+		int fd = uprobe_multi_attach(bpf_program__fd(prog), pid, path, offset, sema_offset,
+					     cookie, opts.retprobe);
 
 		if (fd < 0)
 			return fd;

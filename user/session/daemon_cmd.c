@@ -97,14 +97,18 @@ int daemon__start(struct daemon *d)
 
 void daemon__finish(struct daemon *d)
 {
-	/* Stop producing, then take everything already in the ring buffer. */
+	/* Stop producing (the probes stay attached until close, but a paused
+	 * entry probe starts no call), then take everything already in the
+	 * ring buffer, and read the traces' counts at the end of the run:
+	 * symbolizing first let calls made after end_ns be counted. */
 	bpf_session__stop_sampling(d->core.bpf);
+	bpf_session__set_paused(d->core.bpf, true, false);
 	bpf_session__drain(d->core.bpf);
 	d->core.end_ns = lp_now_ns();
-	daemon__targets_alive(d);
-	daemon__symbolize_new(d);
 	if (d->traces)
 		traces__tick(d->traces, d->core.end_ns);
+	daemon__targets_alive(d);
+	daemon__symbolize_new(d);
 }
 
 void daemon__close(struct daemon *d)

@@ -32,12 +32,12 @@ struct uprobe_multi_attr {
 	uint32_t pid;
 };
 
-static int link_create(int prog_fd, int pid, const char *path, uint64_t offset, uint64_t cookie,
-		       bool retprobe)
+static int link_create(int prog_fd, int pid, const char *path, uint64_t offset,
+		       uint64_t ref_ctr_offset, uint64_t cookie, bool retprobe)
 {
 	union bpf_attr attr;
 	struct uprobe_multi_attr *a = (struct uprobe_multi_attr *)&attr;
-	uint64_t offsets[1] = {offset}, cookies[1] = {cookie};
+	uint64_t offsets[1] = {offset}, cookies[1] = {cookie}, ref_ctrs[1] = {ref_ctr_offset};
 	int fd;
 
 	_Static_assert(sizeof(struct uprobe_multi_attr) <= sizeof(union bpf_attr),
@@ -48,6 +48,8 @@ static int link_create(int prog_fd, int pid, const char *path, uint64_t offset, 
 	a->path = (uint64_t)(uintptr_t)path;
 	a->offsets = (uint64_t)(uintptr_t)offsets;
 	a->cookies = (uint64_t)(uintptr_t)cookies;
+	if (ref_ctr_offset)
+		a->ref_ctr_offsets = (uint64_t)(uintptr_t)ref_ctrs;
 	a->cnt = 1;
 	a->multi_flags = retprobe ? UPROBE_MULTI_RETURN : 0;
 	a->pid = pid > 0 ? (uint32_t)pid : 0; /* 0: every process */
@@ -74,7 +76,7 @@ bool uprobe_multi_supported(void)
 	}
 	/* A kernel that knows the link type looks the path up, and "/" is
 	 * no regular file: -EBADF. One that does not refuses the type. */
-	err = link_create(prog, -1, "/", 0, 0, false);
+	err = link_create(prog, -1, "/", 0, 0, 0, false);
 	if (err >= 0)
 		close(err);
 	close(prog);
@@ -82,8 +84,8 @@ bool uprobe_multi_supported(void)
 	return known;
 }
 
-int uprobe_multi_attach(int prog_fd, int pid, const char *path, uint64_t offset, uint64_t cookie,
-			bool retprobe)
+int uprobe_multi_attach(int prog_fd, int pid, const char *path, uint64_t offset,
+			uint64_t ref_ctr_offset, uint64_t cookie, bool retprobe)
 {
-	return link_create(prog_fd, pid, path, offset, cookie, retprobe);
+	return link_create(prog_fd, pid, path, offset, ref_ctr_offset, cookie, retprobe);
 }

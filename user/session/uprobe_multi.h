@@ -35,12 +35,14 @@ bool uprobe_multi_supported(void);
  * @pid: the process to fire in, or -1 for every process
  * @path: the file (as for a classic uprobe)
  * @offset: file offset of an instruction boundary
+ * @ref_ctr_offset: file offset of a USDT semaphore the kernel raises while
+ *	the link lives (0: none)
  * @cookie: what bpf_get_attach_cookie() returns in the program
  * @retprobe: fire at the function's return instead
  *
  * Return: the link's file descriptor (closing it detaches), or -errno.
  */
-int uprobe_multi_attach(int prog_fd, int pid, const char *path, uint64_t offset, uint64_t cookie,
-			bool retprobe);
+int uprobe_multi_attach(int prog_fd, int pid, const char *path, uint64_t offset,
+			uint64_t ref_ctr_offset, uint64_t cookie, bool retprobe);
 
 #endif /* LP_SESSION_UPROBE_MULTI_H */
