@@ -16,9 +16,7 @@
 #include <sys/types.h>
 
 #include "../../dwarf/ruby_runtime.h"
-
-#define RB_NAME_MAX 128
-#define RB_PATH_MAX 256
+#include "rb_string.h"
 
 struct rb_iseq_cache;
 
@@ -81,19 +79,5 @@ void rb_iseq_cache__forget_pid(struct rb_iseq_cache *c, pid_t pid);
  */
 int rb_iseq_resolve(struct rb_iseq_cache *c, pid_t pid, const struct rb_runtime *rt, uint64_t iseq,
 		    uint64_t pc, struct rb_frame_name *out);
-
-/**
- * rb_read_string() - read a Ruby String of process @pid.
- * @pid: the process
- * @o: its interpreter's offsets
- * @v: the String's VALUE
- * @out: the text, NUL-terminated, cut on a UTF-8 character boundary,
- *	bytes that are not UTF-8 (and control bytes) as '?'
- * @cap: size of @out, at most RB_PATH_MAX
- *
- * Return: 0, or a negative errno: -EINVAL (@v is not a String, or its
- * length is absurd), -EFAULT or -ESRCH (a read failed).
- */
-int rb_read_string(pid_t pid, const struct rb_offsets *o, uint64_t v, char *out, size_t cap);
 
 #endif /* LP_RB_ISEQ_H */
