@@ -28,6 +28,7 @@
 
 #include "rb_iseq.h"
 #include "rb_string.h"
+#include "bpf/liveprof.h"
 #include "../util/util.h"
 #include "../util/remote_mem.h"
 
@@ -56,6 +57,7 @@ struct rb_iseq_entry {
 	char base_label[RB_NAME_MAX];
 	char path[RB_PATH_MAX];
 	int first_lineno;
+	uint16_t ident;	    /* hash of its identity, as BPF takes it (liveprof.h) */
 	uint64_t encoded;   /* iseq_encoded */
 	uint32_t iseq_size; /* in VALUEs */
 	uint32_t n;	    /* insn info entries cached */
@@ -118,6 +120,18 @@ static int cache_insert(struct rb_iseq_cache *c, struct rb_iseq_entry *e)
 	return 0;
 }
 
+/* Take @e out of @c (it is in it). */
+static void cache_remove(struct rb_iseq_cache *c, struct rb_iseq_entry *e)
+{
+	for (struct rb_iseq_entry **pp = &c->b[slot(c, e->pid, e->iseq)]; *pp; pp = &(*pp)->next) {
+		if (*pp == e) {
+			*pp = e->next;
+			c->n--;
+			return;
+		}
+	}
+}
+
 struct rb_iseq_cache *rb_iseq_cache__new(void)
 {
 	return calloc(1, sizeof(struct rb_iseq_cache));
@@ -154,6 +168,50 @@ void rb_iseq_cache__forget_pid(struct rb_iseq_cache *c, pid_t pid)
 	}
 }
 
+/* Whether @flags are a live iseq's: T_IMEMO of type iseq (GC clears a
+ * freed slot's flags, T_NONE; a slot reused says what it holds now). */
+static bool iseq_flags(uint64_t flags)
+{
+	return (flags & RB_T_MASK) == RB_T_IMEMO &&
+	       (flags >> RB_IMEMO_SHIFT & RB_IMEMO_MASK) == RB_IMEMO_ISEQ;
+}
+
+uint32_t rb_iseq_ident_offset(const struct rb_offsets *o)
+{
+	const uint32_t in_window[] = {o->body_type,	   o->body_iseq_size, o->body_iseq_encoded,
+				      o->body_pathobj,	   o->body_label,     o->body_base_label,
+				      o->body_first_lineno};
+
+	/* 0 is the flags, never the body */
+	if (!o->iseq_body || o->iseq_body % 8 || o->iseq_body + 8 > RB_OFF_LIMIT)
+		return 0;
+	for (size_t i = 0; i < sizeof(in_window) / sizeof(in_window[0]); i++)
+		if (in_window[i] + 8 > 8 * (LP_RB_IDENT_WORDS - 1))
+			return 0;
+	return o->iseq_body;
+}
+
+/*
+ * The hash of @iseq's identity as it is now (what rb_iseq_ident() in
+ * bpf/ruby.bpf.h hashes), or 0 if it cannot be read or the slot holds no
+ * iseq.
+ */
+static uint16_t read_ident(pid_t pid, const struct rb_offsets *o, uint64_t iseq)
+{
+	uint32_t at = rb_iseq_ident_offset(o);
+	size_t len = 8 * (LP_RB_IDENT_WORDS - 1);
+	uint8_t hdr[RB_HDR_MAX];
+	__u64 w[LP_RB_IDENT_WORDS];
+
+	if (!at || lp_remote_read(pid, iseq, hdr, at + 8, at + 8) < 0 ||
+	    !iseq_flags(lp_get_u64(hdr, 0)))
+		return 0;
+	w[0] = lp_get_u64(hdr, at);
+	if (!w[0] || lp_remote_read(pid, w[0], w + 1, len, len) < 0)
+		return 0;
+	return lp_rb_ident_hash(w);
+}
+
 /* The parts of an iseq and its constant body that this file uses. */
 struct iseq_view {
 	uint32_t type, iseq_size, insns_size;
@@ -169,15 +227,12 @@ static int read_iseq(pid_t pid, const struct rb_offsets *o, uint64_t addr, struc
 				   o->body_insns_succ, o->body_base_label};
 	uint8_t hdr[RB_HDR_MAX], body[RB_HDR_MAX];
 	uint32_t blen = 0;
-	uint64_t flags;
 	ssize_t n;
 
 	n = lp_remote_read(pid, addr, hdr, o->iseq_body + 8, o->iseq_body + 8);
 	if (n < 0)
 		return n;
-	flags = lp_get_u64(hdr, 0);
-	if ((flags & RB_T_MASK) != RB_T_IMEMO ||
-	    (flags >> RB_IMEMO_SHIFT & RB_IMEMO_MASK) != RB_IMEMO_ISEQ)
+	if (!iseq_flags(lp_get_u64(hdr, 0)))
 		return -EINVAL;
 	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
 		if (fields[i] + 8 > blen)
@@ -297,6 +352,7 @@ static int read_lines(pid_t pid, const struct rb_offsets *o, const struct iseq_v
 static int read_entry(pid_t pid, const struct rb_offsets *o, uint64_t addr,
 		      struct rb_iseq_entry **out)
 {
+	uint16_t ident = read_ident(pid, o, addr);
 	struct iseq_view v = {0};
 	struct rb_iseq_entry *e;
 	uint32_t n;
@@ -326,10 +382,15 @@ static int read_entry(pid_t pid, const struct rb_offsets *o, uint64_t addr,
 		err = read_positions(pid, &v, e);
 	if (!err && n)
 		err = read_lines(pid, o, &v, e);
+	/* Freed (and maybe made another iseq) while it was read: its strings
+	 * and lines may be another's. */
+	if (!err && rb_iseq_ident_offset(o) && (!ident || read_ident(pid, o, addr) != ident))
+		err = -ESTALE;
 	if (err) {
 		free(e);
 		return err;
 	}
+	e->ident = ident;
 	*out = e;
 	return 0;
 }
@@ -382,7 +443,7 @@ static bool offsets_usable(const struct rb_offsets *o)
 }
 
 int rb_iseq_resolve(struct rb_iseq_cache *c, pid_t pid, const struct rb_runtime *rt, uint64_t iseq,
-		    uint64_t pc, struct rb_frame_name *out)
+		    uint64_t pc, uint16_t ident, struct rb_frame_name *out)
 {
 	struct rb_iseq_entry *e;
 	int err;
@@ -390,10 +451,21 @@ int rb_iseq_resolve(struct rb_iseq_cache *c, pid_t pid, const struct rb_runtime 
 	if (!offsets_usable(&rt->off))
 		return -EINVAL;
 	e = cache_find(c, pid, iseq);
+	if (e && ident && e->ident != ident) {
+		/* the sample's iseq is not the one cached at its address */
+		cache_remove(c, e);
+		free(e);
+		e = NULL;
+	}
 	if (!e) {
 		err = read_entry(pid, &rt->off, iseq, &e);
 		if (err)
 			return err;
+		/* read, but not the iseq the sample saw: that one was freed */
+		if (ident && e->ident != ident) {
+			free(e);
+			return -ESTALE;
+		}
 		e->pid = pid;
 		if (cache_insert(c, e)) {
 			free(e);

@@ -14,8 +14,9 @@
  * the BPF walk marks LP_PYF_ENTRY) up to the next such frame, so the Ruby
  * frames split into one group per rb_vm_exec frame, in the same order,
  * innermost first. A frame's stack entry is remembered per (pid, iseq,
- * pc), the pc only with --lines, so a hot frame costs a hash probe per
- * sample, not a read of the target, a format and an intern.
+ * pc, method entry and iseq identity), the pc only with --lines, so a hot
+ * frame costs a hash probe per sample, not a read of the target, a format
+ * and an intern.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -125,6 +126,7 @@ static void fill_cfg(struct lp_rb_cfg *c, const struct rb_runtime *rt, uint64_t 
 	c->cfp_iseq = off16(o->cfp_iseq);
 	c->cfp_ep = off16(o->cfp_ep);
 	c->cfp_size = off16(o->cfp_size);
+	c->iseq_body = (__u16)rb_iseq_ident_offset(o);
 }
 
 /* Configure BPF for @p if the mapping @m is a CRuby liveprof knows. */
@@ -227,7 +229,8 @@ static bool qualify(struct ruby_procs *rp, const struct interp_proc *p, uint64_t
 
 /* The stack entry for Ruby frame (@iseq, @pc, @aux) of process @p, named
  * afresh; *@named is false when its iseq or its class could not be read
- * (it may read next time). */
+ * (it may read next time), or the iseq there is not the one sampled
+ * (never will). */
 static uint64_t name_frame(struct ruby_procs *rp, struct stack_symbols *ss,
 			   const struct interp_proc *p, const struct lp_interp_frame *f,
 			   uint64_t pc, bool *named)
@@ -238,14 +241,15 @@ static uint64_t name_frame(struct ruby_procs *rp, struct stack_symbols *ss,
 	const char *base;
 	struct frame fr = {.name = name, .kind = FRAME_USER, .module = "ruby"};
 
-	if (rb_iseq_resolve(rp->iseqs, (pid_t)p->pid, &file->rt, f->code, pc, &nm)) {
+	if (rb_iseq_resolve(rp->iseqs, (pid_t)p->pid, &file->rt, f->code, pc,
+			    (uint16_t)(f->aux >> LP_RBF_IDENT_SHIFT), &nm)) {
 		rp->stats.frames_unnamed++;
 		*named = false;
 		fr.name = "[ruby: unreadable frame]";
 		fr.kind = FRAME_MARKER;
 		return stack_symbols__intern_interp(ss, &fr);
 	}
-	*named = qualify(rp, p, f->aux, &nm);
+	*named = qualify(rp, p, f->aux & LP_RBF_ME_MASK, &nm);
 	base = strrchr(nm.path, '/');
 	base = base ? base + 1 : nm.path;
 	snprintf(name, sizeof(name), "%s (%s:%d)", nm.label, base, nm.line);
@@ -266,7 +270,8 @@ struct merge_ctx {
 static uint64_t frame_tag(void *ctx, const struct lp_interp_frame *f)
 {
 	struct merge_ctx *m = ctx;
-	/* pc 0 names the method by its first line */
+	/* pc 0 names the method by its first line; aux holds the iseq's
+	 * identity too: another iseq at the address is another frame */
 	uint64_t pc = m->rp->lines ? f->instr & ~LP_PYF_ENTRY : 0, tag;
 	struct interp_tag *t = interp_tag__slot(&m->rp->table, m->p->pid, f->code, pc, f->aux);
 	bool named;
