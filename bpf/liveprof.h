@@ -204,6 +204,10 @@ struct lp_rb_cfg {
 	__u16 reserved[3];
 };
 
+/* Words of a control frame ruby.bpf.h reads at once, from its start (a
+ * power of 2; 3.1's frame is 8): cfp_pc, cfp_iseq and cfp_ep lie in them. */
+#define LP_RB_CFP_WORDS 8
+
 /*
  * Ruby frames: an iseq is named after the sample, and GC may have freed
  * it in between and given its heap slot to another (a method defined by

@@ -185,7 +185,7 @@ static long rb_walk_step(__u32 i, struct rb_walk *w)
 {
 	const struct lp_rb_cfg *cfg = w->cfg;
 	struct lp_interp_stack *s = w->s;
-	__u64 cfp = w->cfp, pc, iseq, ep, ident;
+	__u64 cfp = w->cfp, pc, iseq, ep, ident, c[LP_RB_CFP_WORDS];
 	struct rb_env env = {};
 	__u32 k;
 
@@ -193,10 +193,17 @@ static long rb_walk_step(__u32 i, struct rb_walk *w)
 	 * (TOPLEVEL_BINDING's) frame: Ruby's own backtraces stop before them */
 	if (!cfg || !s || !cfg->cfp_size || cfp + 2 * cfg->cfp_size > w->end)
 		return 1;
-	if (bpf_probe_read_user(&pc, sizeof(pc), (const void *)(cfp + cfg->cfp_pc)) ||
-	    bpf_probe_read_user(&iseq, sizeof(iseq), (const void *)(cfp + cfg->cfp_iseq)) ||
-	    bpf_probe_read_user(&ep, sizeof(ep), (const void *)(cfp + cfg->cfp_ep)) ||
-	    (ep && rb_read_env(ep, &env))) {
+	/* one read for the frame's pc, iseq and ep: the identity's two reads
+	 * below cost what the two saved here did (inside the VM stack: two
+	 * frames are left, each larger than half of the read) */
+	if (bpf_probe_read_user(c, sizeof(c), (const void *)cfp)) {
+		w->faults++;
+		return 1;
+	}
+	pc = c[cfg->cfp_pc / 8 & (LP_RB_CFP_WORDS - 1)];
+	iseq = c[cfg->cfp_iseq / 8 & (LP_RB_CFP_WORDS - 1)];
+	ep = c[cfg->cfp_ep / 8 & (LP_RB_CFP_WORDS - 1)];
+	if (ep && rb_read_env(ep, &env)) {
 		w->faults++;
 		return 1;
 	}

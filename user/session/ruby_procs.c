@@ -108,6 +108,18 @@ static __u16 off16(uint32_t off)
 	return off >= UINT16_MAX ? UINT16_MAX : (__u16)off;
 }
 
+/* Whether the frame's members BPF reads lie in the words it reads of a
+ * control frame at once (LP_RB_CFP_WORDS in bpf/ruby.bpf.h). */
+static bool cfp_fits(const struct rb_offsets *o)
+{
+	const uint32_t m[] = {o->cfp_pc, o->cfp_iseq, o->cfp_ep};
+
+	for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++)
+		if (m[i] % 8 || m[i] >= 8 * LP_RB_CFP_WORDS)
+			return false;
+	return true;
+}
+
 static void fill_cfg(struct lp_rb_cfg *c, const struct rb_runtime *rt, uint64_t bias)
 {
 	const struct rb_offsets *o = &rt->off;
@@ -138,7 +150,7 @@ static bool try_mapping(struct ruby_procs *rp, struct bpf_session *bpf, struct i
 
 	if (f && f->links_other)
 		p->look_again_ns = lp_now_ns() + LOOK_AGAIN_NS;
-	if (!f || f->base.err || interp_bias_of(m, &p->bias))
+	if (!f || f->base.err || !cfp_fits(&f->rt.off) || interp_bias_of(m, &p->bias))
 		return false;
 	fill_cfg(&cfg, &f->rt, p->bias);
 	if (bpf_session__set_ruby(bpf, p->pid, &cfg))
