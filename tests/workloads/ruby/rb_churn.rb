@@ -3,7 +3,7 @@
 # Round N compiles a new method Gen#gen_N from source whose file name is
 # genM.rb (M = N % 100) and whose def stands on line N % 5 + 1, calls it
 # for about a millisecond of CPU through lane_K (K = N % 7) and removes
-# it. Nothing refers to its iseq then, and every few rounds a GC frees it:
+# it. Nothing refers to its iseq then, and every 16 rounds a GC frees it:
 # its slot of the Ruby heap (and the malloc'd body beside it) is handed to
 # the objects made next, sometimes the next rounds' iseqs. A profiler that
 # names an iseq by its address some time after the sample can give a
@@ -22,7 +22,7 @@ end
 # iterations of gen_N's loop: about a millisecond with Debian's ruby 3.1
 # here
 ITERS = 70_000
-GC_EVERY = 4
+GC_EVERY = 16
 LANES = 7
 
 def lane_0(obj, name) = obj.__send__(name, ITERS)
