@@ -106,7 +106,8 @@ struct lp_interp_frame {
 	/*
 	 * Ruby: what names the frame's method, read while the frame exists
 	 * (ruby.bpf.h): ep[-2] of its local environment, or of the first
-	 * block environment on the way there that holds a method entry.
+	 * block environment on the way there that holds a method entry
+	 * (LP_RBF_ME_MASK), and the iseq's identity in the top bits (below).
 	 * User space checks what it is. Python: the hash of the code
 	 * object's identity window (below), 0 if it was not read.
 	 */
@@ -127,19 +128,25 @@ struct lp_interp_frame {
  */
 #define LP_PY_IDENT_WORDS 10
 
-/* The hash of an identity window, never 0 (shared by BPF and user space). */
-static inline __u16 lp_py_ident_hash(const __u64 *w)
+/* The hash of @n words of an identity window, never 0 (shared by BPF and
+ * user space; @n is a constant, so BPF's loop unrolls). */
+static inline __u16 lp_ident_hash(const __u64 *w, int n)
 {
 	__u64 h = 0x9e3779b97f4a7c15ull;
 	int i;
 
-	for (i = 0; i < LP_PY_IDENT_WORDS; i++) {
+	for (i = 0; i < n; i++) {
 		h ^= w[i];
 		h *= 0xff51afd7ed558ccdull;
 		h ^= h >> 29;
 	}
 	h ^= h >> 16 ^ h >> 32 ^ h >> 48;
 	return (__u16)h ? (__u16)h : 1;
+}
+
+static inline __u16 lp_py_ident_hash(const __u64 *w)
+{
+	return lp_ident_hash(w, LP_PY_IDENT_WORDS);
 }
 
 /* Where CPython keeps what python.bpf.h reads, per process (py_procs). */
@@ -193,7 +200,35 @@ struct lp_rb_cfg {
 	__u16 cfp_iseq;
 	__u16 cfp_ep;
 	__u16 cfp_size;
+	__u16 iseq_body; /* rb_iseq_t.body, for the identity below; 0: none */
+	__u16 reserved[3];
 };
+
+/* Words of a control frame ruby.bpf.h reads at once, from its start (a
+ * power of 2; 3.1's frame is 8): cfp_pc, cfp_iseq and cfp_ep lie in them. */
+#define LP_RB_CFP_WORDS 8
+
+/*
+ * Ruby frames: an iseq is named after the sample, and GC may have freed
+ * it in between and given its heap slot to another (a method defined by
+ * eval and removed, a class made and dropped): the name cached for the
+ * address, or read there now, is then another method's. So BPF also reads
+ * the iseq's identity at the sample: its body pointer (rb_iseq_t.body) and
+ * the body's first LP_RB_IDENT_WORDS - 1 words (type and size, the
+ * instructions' address, the parameters, and the location: path, labels,
+ * first line, node id and source range), and keeps a 16-bit hash of them
+ * in the top bits of the frame's aux (a method entry, a user address,
+ * stays below 2^47); 0: not read. User space names the frame only if the
+ * iseq it reads hashes alike.
+ */
+#define LP_RBF_IDENT_SHIFT 48
+#define LP_RBF_ME_MASK	   ((1ull << LP_RBF_IDENT_SHIFT) - 1)
+#define LP_RB_IDENT_WORDS  16
+
+static inline __u16 lp_rb_ident_hash(const __u64 *w)
+{
+	return lp_ident_hash(w, LP_RB_IDENT_WORDS);
+}
 
 struct lp_sample {
 	struct lp_event_hdr hdr;
@@ -516,7 +551,7 @@ LP_ASSERT_AT(struct lp_sample, interp,
 	     96 + 32 * LP_MAX_CALLS + 8 * (LP_MAX_USTACK + LP_MAX_KSTACK) + 8);
 LP_ASSERT_SIZE(struct lp_interp_frame, 24);
 LP_ASSERT_SIZE(struct lp_py_cfg, 48);
-LP_ASSERT_SIZE(struct lp_rb_cfg, 32);
+LP_ASSERT_SIZE(struct lp_rb_cfg, 40);
 LP_ASSERT_SIZE(struct lp_call_end, 64);
 LP_ASSERT_SIZE(struct lp_fetch_op, 16);
 LP_ASSERT_SIZE(struct lp_fetch_prog, 8 + 16 * LP_MAX_FETCH_OPS);

@@ -8,7 +8,8 @@
  * it is read at every sample) and walk the control frames from ec->cfp to
  * the end of the VM stack, recording per frame the iseq, the pc and
  * what names its method's class (rb_frame_me: the frame's envs are gone by
- * the time user space names it). User
+ * the time user space names it) and the iseq's identity (rb_iseq_ident: GC
+ * may have given its slot to another iseq by then). User
  * space names them and puts them where the VM loop's C frame (rb_vm_exec)
  * stands in the native stack.
  *
@@ -163,12 +164,28 @@ static __always_inline __u64 rb_frame_me(struct rb_env e)
 	return 0;
 }
 
+/*
+ * The hash of @iseq's identity now (liveprof.h), 0 if unread: the iseq of
+ * a running frame is live (the frame marks it), so this is the iseq the
+ * sample saw, whatever user space finds at its address later.
+ */
+static __always_inline __u16 rb_iseq_ident(const struct lp_rb_cfg *cfg, __u64 iseq)
+{
+	__u64 w[LP_RB_IDENT_WORDS];
+
+	if (!cfg->iseq_body ||
+	    bpf_probe_read_user(&w[0], sizeof(w[0]), (const void *)(iseq + cfg->iseq_body)) ||
+	    !w[0] || bpf_probe_read_user(&w[1], sizeof(w) - sizeof(w[0]), (const void *)w[0]))
+		return 0;
+	return lp_rb_ident_hash(w);
+}
+
 /* One control frame: record it if it runs an iseq, then go to its caller. */
 static long rb_walk_step(__u32 i, struct rb_walk *w)
 {
 	const struct lp_rb_cfg *cfg = w->cfg;
 	struct lp_interp_stack *s = w->s;
-	__u64 cfp = w->cfp, pc, iseq, ep;
+	__u64 cfp = w->cfp, pc, iseq, ep, ident, c[LP_RB_CFP_WORDS];
 	struct rb_env env = {};
 	__u32 k;
 
@@ -176,10 +193,17 @@ static long rb_walk_step(__u32 i, struct rb_walk *w)
 	 * (TOPLEVEL_BINDING's) frame: Ruby's own backtraces stop before them */
 	if (!cfg || !s || !cfg->cfp_size || cfp + 2 * cfg->cfp_size > w->end)
 		return 1;
-	if (bpf_probe_read_user(&pc, sizeof(pc), (const void *)(cfp + cfg->cfp_pc)) ||
-	    bpf_probe_read_user(&iseq, sizeof(iseq), (const void *)(cfp + cfg->cfp_iseq)) ||
-	    bpf_probe_read_user(&ep, sizeof(ep), (const void *)(cfp + cfg->cfp_ep)) ||
-	    (ep && rb_read_env(ep, &env))) {
+	/* one read for the frame's pc, iseq and ep: the identity's two reads
+	 * below cost what the two saved here did (inside the VM stack: two
+	 * frames are left, each larger than half of the read) */
+	if (bpf_probe_read_user(c, sizeof(c), (const void *)cfp)) {
+		w->faults++;
+		return 1;
+	}
+	pc = c[cfg->cfp_pc / 8 & (LP_RB_CFP_WORDS - 1)];
+	iseq = c[cfg->cfp_iseq / 8 & (LP_RB_CFP_WORDS - 1)];
+	ep = c[cfg->cfp_ep / 8 & (LP_RB_CFP_WORDS - 1)];
+	if (ep && rb_read_env(ep, &env)) {
 		w->faults++;
 		return 1;
 	}
@@ -190,7 +214,8 @@ static long rb_walk_step(__u32 i, struct rb_walk *w)
 	if (k >= LP_MAX_PYFRAMES)
 		return 1;
 	s->f[k].code = iseq;
-	s->f[k].aux = rb_frame_me(env);
+	ident = rb_iseq_ident(cfg, iseq);
+	s->f[k].aux = (rb_frame_me(env) & LP_RBF_ME_MASK) | ident << LP_RBF_IDENT_SHIFT;
 	s->f[k].instr = pc & ~LP_PYF_ENTRY;
 	if (env.flags & LP_RB_FRAME_FINISH)
 		s->f[k].instr |= LP_PYF_ENTRY;

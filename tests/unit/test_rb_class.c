@@ -154,7 +154,7 @@ static int walk(struct rb_iseq_cache *ic, struct rb_class_cache *cc, pid_t pid,
 		char owner[RB_CLASS_MAX];
 		bool single = false;
 
-		if (!iseq || !pc || rb_iseq_resolve(ic, pid, rt, iseq, 0, &nm))
+		if (!iseq || !pc || rb_iseq_resolve(ic, pid, rt, iseq, 0, 0, &nm))
 			continue;
 		out[n].iseq = iseq;
 		out[n].aux = frame_aux(pid, peek(pid, cfp + o->cfp_ep));

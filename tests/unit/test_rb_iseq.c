@@ -259,7 +259,7 @@ static int walk(struct rb_iseq_cache *c, pid_t pid, const struct rb_runtime *rt,
 		f[n].cfp = cfp;
 		f[n].iseq = peek(pid, cfp + o->cfp_iseq);
 		f[n].pc = peek(pid, cfp + o->cfp_pc);
-		f[n].err = rb_iseq_resolve(c, pid, rt, f[n].iseq, f[n].pc, &f[n].name);
+		f[n].err = rb_iseq_resolve(c, pid, rt, f[n].iseq, f[n].pc, 0, &f[n].name);
 	}
 	return n;
 }
@@ -314,7 +314,7 @@ static void check_table(struct rb_iseq_cache *c, const struct child *ch,
 
 		for (int j = 0; j < 2; j++) {
 			nm.line = -1;
-			CHECK_EQ_INT(rb_iseq_resolve(c, ch->pid, rt, iseq, pcs[j], &nm), 0);
+			CHECK_EQ_INT(rb_iseq_resolve(c, ch->pid, rt, iseq, pcs[j], 0, &nm), 0);
 			if (nm.line != ch->line[k][i]) {
 				fprintf(stderr, "  %s insn %d at %d:\n", table_keys[k], i, pos);
 				CHECK_EQ_INT(nm.line, ch->line[k][i]);
@@ -330,7 +330,7 @@ static void check_table(struct rb_iseq_cache *c, const struct child *ch,
 	/* the table is the succinct index: 3.1 freed the positions */
 	CHECK_EQ_INT(peek(ch->pid, body + rt->off.body_insns_pos), 0);
 	/* no pc: the first line, the line of the def */
-	CHECK_EQ_INT(rb_iseq_resolve(c, ch->pid, rt, iseq, 0, &nm), 0);
+	CHECK_EQ_INT(rb_iseq_resolve(c, ch->pid, rt, iseq, 0, 0, &nm), 0);
 	CHECK_EQ_INT(nm.line, first_line);
 	/* the type: ISEQ_TYPE_METHOD */
 	CHECK_EQ_INT(peek(ch->pid, body + rt->off.body_type) & 0xffffffff, 1);
@@ -460,11 +460,11 @@ static void check_hostile(struct rb_iseq_cache *c, pid_t pid, const struct rb_ru
 	int cfuncs = 0;
 
 	/* a String (work_a's label), a body, unmapped and NULL addresses */
-	CHECK_EQ_INT(rb_iseq_resolve(c, pid, rt, peek(pid, body + rt->off.body_label), 0, &nm),
+	CHECK_EQ_INT(rb_iseq_resolve(c, pid, rt, peek(pid, body + rt->off.body_label), 0, 0, &nm),
 		     -EINVAL);
-	CHECK(rb_iseq_resolve(c, pid, rt, body, 0, &nm) < 0);
-	CHECK_EQ_INT(rb_iseq_resolve(c, pid, rt, 8, 0, &nm), -EFAULT);
-	CHECK_EQ_INT(rb_iseq_resolve(c, pid, rt, 0, 0, &nm), -EFAULT);
+	CHECK(rb_iseq_resolve(c, pid, rt, body, 0, 0, &nm) < 0);
+	CHECK_EQ_INT(rb_iseq_resolve(c, pid, rt, 8, 0, 0, &nm), -EFAULT);
+	CHECK_EQ_INT(rb_iseq_resolve(c, pid, rt, 0, 0, 0, &nm), -EFAULT);
 	/* a C function's frame has its method entry (T_IMEMO, but not an
 	 * iseq) at ep[-2]: what a walker that misreads a frame would pass */
 	for (int i = 0; i < n; i++) {
@@ -475,7 +475,7 @@ static void check_hostile(struct rb_iseq_cache *c, pid_t pid, const struct rb_ru
 		cfuncs++;
 		me = peek(pid, ep - 16);
 		CHECK_EQ_INT(peek(pid, me) & RB_T_MASK, RB_T_IMEMO);
-		CHECK_EQ_INT(rb_iseq_resolve(c, pid, rt, me, 0, &nm), -EINVAL);
+		CHECK_EQ_INT(rb_iseq_resolve(c, pid, rt, me, 0, 0, &nm), -EINVAL);
 	}
 	CHECK(cfuncs >= 2); /* Integer#times and Array#each */
 }
@@ -536,10 +536,10 @@ UNIT_TEST(walk_a_live_ruby)
 		waitpid(ch.pid, NULL, 0);
 		struct rb_frame_name nm;
 
-		CHECK_EQ_INT(rb_iseq_resolve(c, ch.pid, &rt, f[0].iseq, f[0].pc, &nm), 0);
+		CHECK_EQ_INT(rb_iseq_resolve(c, ch.pid, &rt, f[0].iseq, f[0].pc, 0, &nm), 0);
 		CHECK_STR(nm.label, "work_a");
 		rb_iseq_cache__forget_pid(c, ch.pid);
-		CHECK_EQ_INT(rb_iseq_resolve(c, ch.pid, &rt, f[0].iseq, f[0].pc, &nm), -ESRCH);
+		CHECK_EQ_INT(rb_iseq_resolve(c, ch.pid, &rt, f[0].iseq, f[0].pc, 0, &nm), -ESRCH);
 		ch.pid = 0;
 	}
 	stop(&ch);
@@ -604,14 +604,14 @@ UNIT_TEST(names_are_cut_on_characters)
 		 "a\x01"
 		 "b\xff\xc3.rb");
 	CHECK_EQ_INT(rb_iseq_resolve(c, getpid(), &rt, (uint64_t)(uintptr_t)iseq,
-				     (uint64_t)(uintptr_t)(code + 1), &nm),
+				     (uint64_t)(uintptr_t)(code + 1), 0, &nm),
 		     0);
 	CHECK_STR(nm.label, want);
 	CHECK_STR(nm.path, "a?b??.rb");
 	CHECK_EQ_INT(nm.line, 7);
 	/* a pc outside the iseq: its first line */
 	rb_iseq_cache__forget_pid(c, getpid());
-	CHECK_EQ_INT(rb_iseq_resolve(c, getpid(), &rt, (uint64_t)(uintptr_t)iseq, 8, &nm), 0);
+	CHECK_EQ_INT(rb_iseq_resolve(c, getpid(), &rt, (uint64_t)(uintptr_t)iseq, 8, 0, &nm), 0);
 	CHECK_EQ_INT(nm.line, 5);
 	rb_iseq_cache__free(c);
 }
@@ -695,7 +695,7 @@ UNIT_TEST(garbage_is_refused)
 		if (round % 2)
 			plausible_iseq(pool, base, o, &s);
 		if (rb_iseq_resolve(c, getpid(), &rt, base + (round % 2 ? 0 : 8 * (round % 64)),
-				    xorshift(&s), &nm) == 0) {
+				    xorshift(&s), 0, &nm) == 0) {
 			ok++;
 			CHECK(strlen(nm.label) < RB_NAME_MAX && strlen(nm.path) < RB_PATH_MAX);
 		} else {
@@ -709,7 +709,7 @@ UNIT_TEST(garbage_is_refused)
 	CHECK(ok > 0); /* the plausible ones reach the end, some all through */
 	/* offsets that are not a CRuby's are refused before anything is read */
 	rt.off.body_label = RB_OFF_NONE;
-	CHECK_EQ_INT(rb_iseq_resolve(c, getpid(), &rt, base, 0, &nm), -EINVAL);
+	CHECK_EQ_INT(rb_iseq_resolve(c, getpid(), &rt, base, 0, 0, &nm), -EINVAL);
 	rb_iseq_cache__free(c);
 }
 

@@ -27,6 +27,8 @@
 #include <sys/uio.h>
 
 #include "rb_iseq.h"
+#include "rb_string.h"
+#include "bpf/liveprof.h"
 #include "../util/util.h"
 #include "../util/remote_mem.h"
 
@@ -55,6 +57,7 @@ struct rb_iseq_entry {
 	char base_label[RB_NAME_MAX];
 	char path[RB_PATH_MAX];
 	int first_lineno;
+	uint16_t ident;	    /* hash of its identity, as BPF takes it (liveprof.h) */
 	uint64_t encoded;   /* iseq_encoded */
 	uint32_t iseq_size; /* in VALUEs */
 	uint32_t n;	    /* insn info entries cached */
@@ -117,6 +120,18 @@ static int cache_insert(struct rb_iseq_cache *c, struct rb_iseq_entry *e)
 	return 0;
 }
 
+/* Take @e out of @c (it is in it). */
+static void cache_remove(struct rb_iseq_cache *c, struct rb_iseq_entry *e)
+{
+	for (struct rb_iseq_entry **pp = &c->b[slot(c, e->pid, e->iseq)]; *pp; pp = &(*pp)->next) {
+		if (*pp == e) {
+			*pp = e->next;
+			c->n--;
+			return;
+		}
+	}
+}
+
 struct rb_iseq_cache *rb_iseq_cache__new(void)
 {
 	return calloc(1, sizeof(struct rb_iseq_cache));
@@ -153,146 +168,48 @@ void rb_iseq_cache__forget_pid(struct rb_iseq_cache *c, pid_t pid)
 	}
 }
 
-/* A heap object's VALUE: not 0, not an immediate (Fixnum, Symbol, nil...). */
-static bool heap_value(uint64_t v)
+/* Whether @flags are a live iseq's: T_IMEMO of type iseq (GC clears a
+ * freed slot's flags, T_NONE; a slot reused says what it holds now). */
+static bool iseq_flags(uint64_t flags)
 {
-	return v && !(v & 7);
+	return (flags & RB_T_MASK) == RB_T_IMEMO &&
+	       (flags >> RB_IMEMO_SHIFT & RB_IMEMO_MASK) == RB_IMEMO_ISEQ;
 }
 
-/* The bytes of one UTF-8 character starting at @s (at most @n), or 0 if
- * @s does not start a valid, shortest-form one. */
-static size_t utf8_len(const uint8_t *s, size_t n)
+uint32_t rb_iseq_ident_offset(const struct rb_offsets *o)
 {
-	size_t len;
-	uint32_t cp;
+	const uint32_t in_window[] = {o->body_type,	   o->body_iseq_size, o->body_iseq_encoded,
+				      o->body_pathobj,	   o->body_label,     o->body_base_label,
+				      o->body_first_lineno};
 
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] < 0xe0)
-		len = 2, cp = s[0] & 0x1f;
-	else if (s[0] >= 0xe0 && s[0] < 0xf0)
-		len = 3, cp = s[0] & 0x0f;
-	else if (s[0] >= 0xf0 && s[0] < 0xf5)
-		len = 4, cp = s[0] & 0x07;
-	else
+	/* 0 is the flags, never the body */
+	if (!o->iseq_body || o->iseq_body % 8 || o->iseq_body + 8 > RB_OFF_LIMIT)
 		return 0;
-	if (len > n)
-		return 0;
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
+	for (size_t i = 0; i < sizeof(in_window) / sizeof(in_window[0]); i++)
+		if (in_window[i] + 8 > 8 * (LP_RB_IDENT_WORDS - 1))
 			return 0;
-		cp = cp << 6 | (s[i] & 0x3f);
-	}
-	if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
-	    (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-		return 0;
-	return len;
+	return o->iseq_body;
 }
 
 /*
- * Copy @n bytes of @s into @out (@cap with the NUL) as one valid UTF-8 C
- * string: control bytes and bytes that start no valid character become
- * '?', and the copy stops on a character boundary when @out is full.
+ * The hash of @iseq's identity as it is now (what rb_iseq_ident() in
+ * bpf/ruby.bpf.h hashes), or 0 if it cannot be read or the slot holds no
+ * iseq.
  */
-static void copy_name(const uint8_t *s, size_t n, char *out, size_t cap)
+static uint16_t read_ident(pid_t pid, const struct rb_offsets *o, uint64_t iseq)
 {
-	size_t i = 0, o = 0;
+	uint32_t at = rb_iseq_ident_offset(o);
+	size_t len = 8 * (LP_RB_IDENT_WORDS - 1);
+	uint8_t hdr[RB_HDR_MAX];
+	__u64 w[LP_RB_IDENT_WORDS];
 
-	while (i < n) {
-		size_t len = utf8_len(s + i, n - i);
-
-		if (len == 1 && s[i] < 0x20)
-			len = 0;
-		if (o + (len ? len : 1) >= cap)
-			break;
-		if (len) {
-			memcpy(out + o, s + i, len);
-			o += len;
-			i += len;
-		} else {
-			out[o++] = '?';
-			i++;
-		}
-	}
-	out[o] = '\0';
-}
-
-/* Embedded Strings come in the one read of the object, others with a
- * second read of at most @cap + 2 bytes of their buffer. */
-int rb_read_string(pid_t pid, const struct rb_offsets *o, uint64_t v, char *out, size_t cap)
-{
-	uint8_t obj[RB_HDR_MAX], text[RB_PATH_MAX + 3];
-	size_t hdr = o->rstring_size, avail;
-	uint64_t flags;
-	int64_t len;
-	ssize_t n;
-
-	if (!heap_value(v))
-		return -EINVAL;
-	n = lp_remote_read(pid, v, obj, hdr, hdr);
-	if (n < 0)
-		return n;
-	flags = lp_get_u64(obj, 0);
-	if ((flags & RB_T_MASK) != RB_T_STRING)
-		return -EINVAL;
-	if (!(flags & o->rstring_noembed)) {
-		len = (int64_t)((flags & o->rstring_elen_mask) >> o->rstring_elen_shift);
-		avail = hdr - o->rstring_embed;
-		if ((size_t)len > avail)
-			return -EINVAL;
-		copy_name(obj + o->rstring_embed, len, out, cap);
+	if (!at || lp_remote_read(pid, iseq, hdr, at + 8, at + 8) < 0 ||
+	    !iseq_flags(lp_get_u64(hdr, 0)))
 		return 0;
-	}
-	len = (int64_t)lp_get_u64(obj, o->rstring_len);
-	if (len < 0 || len > RB_STR_ABSURD)
-		return -EINVAL;
-	/* up to three bytes more than fit: a character that crosses the end
-	 * of @out is whole in @text, and copy_name leaves it out whole */
-	if (cap > RB_PATH_MAX)
-		return -EINVAL;
-	if ((size_t)len > cap + 2)
-		len = cap + 2;
-	n = lp_remote_read(pid, lp_get_u64(obj, o->rstring_ptr), text, len, len);
-	if (n < 0)
-		return n;
-	copy_name(text, len, out, cap);
-	return 0;
-}
-
-/* The path of @pathobj: a String, or the first of an Array [path, realpath]. */
-static int read_path(pid_t pid, const struct rb_offsets *o, uint64_t pathobj, char *out, size_t cap)
-{
-	uint8_t obj[RB_HDR_MAX];
-	size_t hdr = o->rarray_ptr + 8;
-	uint64_t flags, first;
-	int64_t len;
-	ssize_t n;
-
-	if (!heap_value(pathobj))
-		return -EINVAL;
-	n = lp_remote_read(pid, pathobj, obj, hdr, hdr);
-	if (n < 0)
-		return n;
-	flags = lp_get_u64(obj, 0);
-	if ((flags & RB_T_MASK) == RB_T_STRING)
-		return rb_read_string(pid, o, pathobj, out, cap);
-	if ((flags & RB_T_MASK) != RB_T_ARRAY)
-		return -EINVAL;
-	if (flags & o->rarray_embed_flag) {
-		len = (int64_t)((flags & o->rarray_elen_mask) >> o->rarray_elen_shift);
-		if (len < 1 || o->rarray_embed + 8 > hdr)
-			return -EINVAL;
-		first = lp_get_u64(obj, o->rarray_embed);
-	} else {
-		len = (int64_t)lp_get_u64(obj, o->rarray_len);
-		if (len < 1 || len > RB_STR_ABSURD)
-			return -EINVAL;
-		n = lp_remote_read(pid, lp_get_u64(obj, o->rarray_ptr), &first, sizeof(first),
-				   sizeof(first));
-		if (n < 0)
-			return n;
-	}
-	return rb_read_string(pid, o, first, out, cap);
+	w[0] = lp_get_u64(hdr, at);
+	if (!w[0] || lp_remote_read(pid, w[0], w + 1, len, len) < 0)
+		return 0;
+	return lp_rb_ident_hash(w);
 }
 
 /* The parts of an iseq and its constant body that this file uses. */
@@ -310,15 +227,12 @@ static int read_iseq(pid_t pid, const struct rb_offsets *o, uint64_t addr, struc
 				   o->body_insns_succ, o->body_base_label};
 	uint8_t hdr[RB_HDR_MAX], body[RB_HDR_MAX];
 	uint32_t blen = 0;
-	uint64_t flags;
 	ssize_t n;
 
 	n = lp_remote_read(pid, addr, hdr, o->iseq_body + 8, o->iseq_body + 8);
 	if (n < 0)
 		return n;
-	flags = lp_get_u64(hdr, 0);
-	if ((flags & RB_T_MASK) != RB_T_IMEMO ||
-	    (flags >> RB_IMEMO_SHIFT & RB_IMEMO_MASK) != RB_IMEMO_ISEQ)
+	if (!iseq_flags(lp_get_u64(hdr, 0)))
 		return -EINVAL;
 	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
 		if (fields[i] + 8 > blen)
@@ -438,6 +352,7 @@ static int read_lines(pid_t pid, const struct rb_offsets *o, const struct iseq_v
 static int read_entry(pid_t pid, const struct rb_offsets *o, uint64_t addr,
 		      struct rb_iseq_entry **out)
 {
+	uint16_t ident = read_ident(pid, o, addr);
 	struct iseq_view v = {0};
 	struct rb_iseq_entry *e;
 	uint32_t n;
@@ -462,15 +377,20 @@ static int read_entry(pid_t pid, const struct rb_offsets *o, uint64_t addr,
 	if (!err)
 		err = rb_read_string(pid, o, v.base_label, e->base_label, sizeof(e->base_label));
 	if (!err)
-		err = read_path(pid, o, v.pathobj, e->path, sizeof(e->path));
+		err = rb_read_path(pid, o, v.pathobj, e->path, sizeof(e->path));
 	if (!err && n)
 		err = read_positions(pid, &v, e);
 	if (!err && n)
 		err = read_lines(pid, o, &v, e);
+	/* Freed (and maybe made another iseq) while it was read: its strings
+	 * and lines may be another's. */
+	if (!err && rb_iseq_ident_offset(o) && (!ident || read_ident(pid, o, addr) != ident))
+		err = -ESTALE;
 	if (err) {
 		free(e);
 		return err;
 	}
+	e->ident = ident;
 	*out = e;
 	return 0;
 }
@@ -523,7 +443,7 @@ static bool offsets_usable(const struct rb_offsets *o)
 }
 
 int rb_iseq_resolve(struct rb_iseq_cache *c, pid_t pid, const struct rb_runtime *rt, uint64_t iseq,
-		    uint64_t pc, struct rb_frame_name *out)
+		    uint64_t pc, uint16_t ident, struct rb_frame_name *out)
 {
 	struct rb_iseq_entry *e;
 	int err;
@@ -531,10 +451,21 @@ int rb_iseq_resolve(struct rb_iseq_cache *c, pid_t pid, const struct rb_runtime 
 	if (!offsets_usable(&rt->off))
 		return -EINVAL;
 	e = cache_find(c, pid, iseq);
+	if (e && ident && e->ident != ident) {
+		/* the sample's iseq is not the one cached at its address */
+		cache_remove(c, e);
+		free(e);
+		e = NULL;
+	}
 	if (!e) {
 		err = read_entry(pid, &rt->off, iseq, &e);
 		if (err)
 			return err;
+		/* read, but not the iseq the sample saw: that one was freed */
+		if (ident && e->ident != ident) {
+			free(e);
+			return -ESTALE;
+		}
 		e->pid = pid;
 		if (cache_insert(c, e)) {
 			free(e);

@@ -16,9 +16,7 @@
 #include <sys/types.h>
 
 #include "../../dwarf/ruby_runtime.h"
-
-#define RB_NAME_MAX 128
-#define RB_PATH_MAX 256
+#include "rb_string.h"
 
 struct rb_iseq_cache;
 
@@ -67,6 +65,10 @@ void rb_iseq_cache__forget_pid(struct rb_iseq_cache *c, pid_t pid);
  * @iseq: cfp->iseq: the address of the rb_iseq_t
  * @pc: cfp->pc: the address just past the instruction being executed (as
  *	CRuby keeps it), or 0 if unknown
+ * @ident: the hash of the iseq's identity when the frame was sampled
+ *	(LP_RBF_IDENT_SHIFT in bpf/liveprof.h), or 0 if unknown: an iseq at
+ *	@iseq that hashes otherwise is another one, made in the slot of the
+ *	sample's after GC freed it, and is not named
  * @out: filled on success
  *
  * Only an iseq is accepted: a C function's frame holds a method entry in
@@ -77,23 +79,23 @@ void rb_iseq_cache__forget_pid(struct rb_iseq_cache *c, pid_t pid);
  *
  * Return: 0, or a negative errno: -ESRCH (process gone), -EFAULT (a read
  * failed), -EINVAL (what was read is not an iseq, or @rt's offsets are
- * unusable), -ENOMEM.
+ * unusable), -ESTALE (not the iseq that was sampled, or it was freed
+ * while it was read), -ENOMEM.
  */
 int rb_iseq_resolve(struct rb_iseq_cache *c, pid_t pid, const struct rb_runtime *rt, uint64_t iseq,
-		    uint64_t pc, struct rb_frame_name *out);
+		    uint64_t pc, uint16_t ident, struct rb_frame_name *out);
 
 /**
- * rb_read_string() - read a Ruby String of process @pid.
- * @pid: the process
- * @o: its interpreter's offsets
- * @v: the String's VALUE
- * @out: the text, NUL-terminated, cut on a UTF-8 character boundary,
- *	bytes that are not UTF-8 (and control bytes) as '?'
- * @cap: size of @out, at most RB_PATH_MAX
+ * rb_iseq_ident_offset() - where an iseq's identity starts
+ * @o: the interpreter's offsets
  *
- * Return: 0, or a negative errno: -EINVAL (@v is not a String, or its
- * length is absurd), -EFAULT or -ESRCH (a read failed).
+ * The identity is the iseq's body pointer and the body's first
+ * LP_RB_IDENT_WORDS - 1 words (bpf/liveprof.h), which must hold its type,
+ * size, instructions and location (path, labels, first line).
+ *
+ * Return: the offset of the body pointer in rb_iseq_t, or 0 if those
+ * members do not fit.
  */
-int rb_read_string(pid_t pid, const struct rb_offsets *o, uint64_t v, char *out, size_t cap);
+uint32_t rb_iseq_ident_offset(const struct rb_offsets *o);
 
 #endif /* LP_RB_ISEQ_H */

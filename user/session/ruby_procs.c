@@ -14,8 +14,9 @@
  * the BPF walk marks LP_PYF_ENTRY) up to the next such frame, so the Ruby
  * frames split into one group per rb_vm_exec frame, in the same order,
  * innermost first. A frame's stack entry is remembered per (pid, iseq,
- * pc), the pc only with --lines, so a hot frame costs a hash probe per
- * sample, not a read of the target, a format and an intern.
+ * pc, method entry and iseq identity), the pc only with --lines, so a hot
+ * frame costs a hash probe per sample, not a read of the target, a format
+ * and an intern.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -107,6 +108,18 @@ static __u16 off16(uint32_t off)
 	return off >= UINT16_MAX ? UINT16_MAX : (__u16)off;
 }
 
+/* Whether the frame's members BPF reads lie in the words it reads of a
+ * control frame at once (LP_RB_CFP_WORDS in bpf/ruby.bpf.h). */
+static bool cfp_fits(const struct rb_offsets *o)
+{
+	const uint32_t m[] = {o->cfp_pc, o->cfp_iseq, o->cfp_ep};
+
+	for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++)
+		if (m[i] % 8 || m[i] >= 8 * LP_RB_CFP_WORDS)
+			return false;
+	return true;
+}
+
 static void fill_cfg(struct lp_rb_cfg *c, const struct rb_runtime *rt, uint64_t bias)
 {
 	const struct rb_offsets *o = &rt->off;
@@ -125,6 +138,7 @@ static void fill_cfg(struct lp_rb_cfg *c, const struct rb_runtime *rt, uint64_t 
 	c->cfp_iseq = off16(o->cfp_iseq);
 	c->cfp_ep = off16(o->cfp_ep);
 	c->cfp_size = off16(o->cfp_size);
+	c->iseq_body = (__u16)rb_iseq_ident_offset(o);
 }
 
 /* Configure BPF for @p if the mapping @m is a CRuby liveprof knows. */
@@ -136,7 +150,7 @@ static bool try_mapping(struct ruby_procs *rp, struct bpf_session *bpf, struct i
 
 	if (f && f->links_other)
 		p->look_again_ns = lp_now_ns() + LOOK_AGAIN_NS;
-	if (!f || f->base.err || interp_bias_of(m, &p->bias))
+	if (!f || f->base.err || !cfp_fits(&f->rt.off) || interp_bias_of(m, &p->bias))
 		return false;
 	fill_cfg(&cfg, &f->rt, p->bias);
 	if (bpf_session__set_ruby(bpf, p->pid, &cfg))
@@ -227,7 +241,8 @@ static bool qualify(struct ruby_procs *rp, const struct interp_proc *p, uint64_t
 
 /* The stack entry for Ruby frame (@iseq, @pc, @aux) of process @p, named
  * afresh; *@named is false when its iseq or its class could not be read
- * (it may read next time). */
+ * (it may read next time), or the iseq there is not the one sampled
+ * (never will). */
 static uint64_t name_frame(struct ruby_procs *rp, struct stack_symbols *ss,
 			   const struct interp_proc *p, const struct lp_interp_frame *f,
 			   uint64_t pc, bool *named)
@@ -238,14 +253,15 @@ static uint64_t name_frame(struct ruby_procs *rp, struct stack_symbols *ss,
 	const char *base;
 	struct frame fr = {.name = name, .kind = FRAME_USER, .module = "ruby"};
 
-	if (rb_iseq_resolve(rp->iseqs, (pid_t)p->pid, &file->rt, f->code, pc, &nm)) {
+	if (rb_iseq_resolve(rp->iseqs, (pid_t)p->pid, &file->rt, f->code, pc,
+			    (uint16_t)(f->aux >> LP_RBF_IDENT_SHIFT), &nm)) {
 		rp->stats.frames_unnamed++;
 		*named = false;
 		fr.name = "[ruby: unreadable frame]";
 		fr.kind = FRAME_MARKER;
 		return stack_symbols__intern_interp(ss, &fr);
 	}
-	*named = qualify(rp, p, f->aux, &nm);
+	*named = qualify(rp, p, f->aux & LP_RBF_ME_MASK, &nm);
 	base = strrchr(nm.path, '/');
 	base = base ? base + 1 : nm.path;
 	snprintf(name, sizeof(name), "%s (%s:%d)", nm.label, base, nm.line);
@@ -266,7 +282,8 @@ struct merge_ctx {
 static uint64_t frame_tag(void *ctx, const struct lp_interp_frame *f)
 {
 	struct merge_ctx *m = ctx;
-	/* pc 0 names the method by its first line */
+	/* pc 0 names the method by its first line; aux holds the iseq's
+	 * identity too: another iseq at the address is another frame */
 	uint64_t pc = m->rp->lines ? f->instr & ~LP_PYF_ENTRY : 0, tag;
 	struct interp_tag *t = interp_tag__slot(&m->rp->table, m->p->pid, f->code, pc, f->aux);
 	bool named;
