@@ -66,17 +66,13 @@ static long causal_spin_cb(__u32 i, void *ctx)
 	return 0;
 }
 
-static __always_inline void causal_delay(__u32 probe_id)
+/* Wait @d (> 0) plus the thread's debt of this epoch, as described above. */
+static __always_inline void causal_wait_ns(__u64 d)
 {
 	struct causal_wait w = {};
 	struct causal_debt *debt;
-	__u64 d, epoch, now;
+	__u64 epoch, now;
 
-	if (probe_id >= LP_MAX_PROBES)
-		return;
-	d = causal_delay_ns[probe_id];
-	if (!d)
-		return;
 	w.task = bpf_get_current_task_btf();
 	epoch = causal_epoch;
 	debt = bpf_task_storage_get(&causal_debts, w.task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
@@ -101,6 +97,67 @@ static __always_inline void causal_delay(__u32 probe_id)
 			debt->ns = w.end - d;
 		__sync_fetch_and_add(&causal_yielded_hits, 1);
 	}
+}
+
+static __always_inline void causal_delay(__u32 probe_id)
+{
+	__u64 d;
+
+	if (probe_id >= LP_MAX_PROBES)
+		return;
+	d = causal_delay_ns[probe_id];
+	if (d)
+		causal_wait_ns(d);
+}
+
+/*
+ * Line candidates: delays triggered by samples (coz's trigger). A line's
+ * time is where its instructions run, mostly inside loops, and a uprobe
+ * hit per execution would cost more than the experiment measures. So
+ * during a line's experiments a separate cpu-clock event ticks on every
+ * CPU at a fixed period P (bpf_session__start_causal_ticks), and a tick
+ * that interrupts the target's user code in one of the line's ranges
+ * waits causal_line_delay_ns there (the same wait and debts as above).
+ * The wait runs in the tick's interrupt, on the thread's CPU, as slower
+ * code of the line would. No tick lands inside a wait, so the line's share
+ * of the process's ticks is its share of the process's time outside the
+ * waits (causal_line.c turns that into its slow-down).
+ */
+__u64 causal_line_lo[LP_CAUSAL_MAX_RANGES];
+__u64 causal_line_hi[LP_CAUSAL_MAX_RANGES];
+__u32 causal_line_n = 0;    /* ranges in use; 0: no line */
+__u32 causal_line_tgid = 0; /* the process whose ticks count */
+__u64 causal_line_delay_ns = 0;
+__u64 causal_line_ticks = 0; /* ticks in the process */
+__u64 causal_line_user = 0;  /* of those, in its user code (a line's share is of these) */
+__u64 causal_line_hits = 0;  /* of those, in the line */
+
+SEC("perf_event")
+int lp_causal_tick(struct bpf_perf_event_data *ctx)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32, n = causal_line_n, i;
+	__u64 ip = ctx->regs.ip, d;
+
+	if (!n || tgid != causal_line_tgid)
+		return 0;
+	__sync_fetch_and_add(&causal_line_ticks, 1);
+	/* the line's code is the user's (kernel addresses have the top bit) */
+	if ((__s64)ip < 0)
+		return 0;
+	__sync_fetch_and_add(&causal_line_user, 1);
+	for (i = 0; i < LP_CAUSAL_MAX_RANGES; i++) {
+		if (i >= n)
+			return 0;
+		if (ip >= causal_line_lo[i] && ip < causal_line_hi[i])
+			break;
+	}
+	if (i >= LP_CAUSAL_MAX_RANGES)
+		return 0;
+	__sync_fetch_and_add(&causal_line_hits, 1);
+	d = causal_line_delay_ns;
+	if (d)
+		causal_wait_ns(d);
+	return 0;
 }
 
 #endif /* LP_CAUSAL_BPF_H */

@@ -32,6 +32,7 @@
 #define LP_CALIB_SLOTS	   1024	      /* timer-interrupt lengths kept by the calibration */
 #define LP_MAX_PYFRAMES	   48	      /* interpreter frames per sample (python, ruby.bpf.h) */
 #define LP_CAUSAL_MAX_DELAY_NS 1000000ULL /* causal: longest delay of one probe hit */
+#define LP_CAUSAL_MAX_RANGES 64 /* causal: address ranges of a line candidate */
 #define LP_CAUSAL_MAX_LOOPS    (1u << 20)  /* its wait loop's bound (clock reads) */
 
 enum lp_event_type {

@@ -39,6 +39,8 @@ static bool file_matches(const char *path, const char *want)
 struct line_scan {
 	uint64_t *addrs;
 	size_t n, cap;
+	struct probe_range *ranges; /* every row of the line: [its address, the next row's) */
+	size_t n_ranges, cap_ranges;
 	bool file_seen;
 	bool any_lines;	  /* some CU had a line table */
 	bool merged;	  /* the line had rows, all folded into code of other lines */
@@ -67,6 +69,42 @@ static int addr_push(struct line_scan *ls, uint64_t a)
 	}
 	ls->addrs[ls->n++] = a;
 	return 0;
+}
+
+/* Add [lo, hi) to the line's ranges, merged with the last one if they touch. */
+static int range_push(struct line_scan *ls, uint64_t lo, uint64_t hi)
+{
+	if (ls->n_ranges && ls->ranges[ls->n_ranges - 1].hi == lo) {
+		ls->ranges[ls->n_ranges - 1].hi = hi;
+		return 0;
+	}
+	if (ls->n_ranges >= PROBE_MAX_RANGES)
+		return 0;
+	if (ls->n_ranges == ls->cap_ranges) {
+		size_t cap = ls->cap_ranges ? ls->cap_ranges * 2 : 16;
+		struct probe_range *v = realloc(ls->ranges, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		ls->ranges = v;
+		ls->cap_ranges = cap;
+	}
+	ls->ranges[ls->n_ranges++] = (struct probe_range){lo, hi};
+	return 0;
+}
+
+/*
+ * The instructions a row stands for: up to the next row's address, the
+ * way a sampled address is given its line (the last row at or below it).
+ */
+static int row_range(Dwarf_Lines *lines, size_t i, size_t n, Dwarf_Addr a, struct line_scan *ls)
+{
+	Dwarf_Line *l = i + 1 < n ? dwarf_onesrcline(lines, i + 1) : NULL;
+	Dwarf_Addr next;
+
+	if (!l || dwarf_lineaddr(l, &next) || next <= a)
+		return 0;
+	return range_push(ls, a, next);
 }
 
 /*
@@ -144,6 +182,12 @@ static int scan_cu_lines(Dwarf_Die *cu, const char *want, int line, struct line_
 		}
 		if (ln != line || !file_matches(src, want))
 			run = false;
+		if (ln == line && file_matches(src, want)) {
+			int ret = row_range(lines, i, n, a, ls);
+
+			if (ret)
+				return ret;
+		}
 		if (file_matches(src, want)) {
 			if (!ls->file_seen)
 				snprintf(ls->matched_file, sizeof(ls->matched_file), "%s", src);
@@ -190,8 +234,9 @@ static void no_code_error(struct ctx *c, const struct probe_spec *spec, const st
 			"neighbouring lines); nearest lines with code: %s:%d, %s:%d",
 			spec->file, spec->line, f, ls->below, f, ls->above);
 	else if (ls->below && ls->above)
-		lp_errf(c->err, c->errlen, "no code at %s:%d; nearest lines with code: %s:%d, %s:%d",
-			spec->file, spec->line, f, ls->below, f, ls->above);
+		lp_errf(c->err, c->errlen,
+			"no code at %s:%d; nearest lines with code: %s:%d, %s:%d", spec->file,
+			spec->line, f, ls->below, f, ls->above);
 	else if (ls->below || ls->above)
 		lp_errf(c->err, c->errlen, "no code at %s:%d; nearest line with code: %s:%d",
 			spec->file, spec->line, f, ls->below ? ls->below : ls->above);
@@ -271,7 +316,17 @@ int probe_resolve_line(struct ctx *c, const struct probe_spec *spec, struct prob
 			spec->file, spec->line, c->path);
 		ret = -ENOENT;
 	}
+	/* rows outside any loaded segment (discarded sections) never run */
+	for (i = 0; i < ls.n_ranges; i++) {
+		uint64_t foff;
+
+		if (!elf_vaddr_to_offset(c->elf, ls.ranges[i].lo, &foff))
+			ls.ranges[t->n_ranges++] = ls.ranges[i];
+	}
+	t->ranges = ls.ranges;
+	ls.ranges = NULL;
 out:
 	free(ls.addrs);
+	free(ls.ranges);
 	return ret;
 }

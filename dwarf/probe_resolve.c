@@ -320,6 +320,7 @@ void probe_target_free(struct probe_target *t)
 	free(t->func);
 	sites_free(t->sites, t->n_sites);
 	sites_free(t->ret_sites, t->n_ret_sites);
+	free(t->ranges);
 	memset(t, 0, sizeof(*t));
 }
 

@@ -78,6 +78,13 @@ struct probe_site {
 	int line;
 };
 
+/* Instructions of a source line: [lo, hi) in the file's virtual addresses. */
+struct probe_range {
+	uint64_t lo, hi;
+};
+
+#define PROBE_MAX_RANGES 256
+
 /* A resolved spec. Everything is owned by it; free with probe_target_free(). */
 struct probe_target {
 	char *binary_path;
@@ -95,6 +102,10 @@ struct probe_target {
 	size_t n_ret_sites; /* ret instructions of the function, func specs only */
 	struct probe_site *ret_sites;
 	bool ret_sites_valid; /* false when the function could not be decoded */
+	/* line specs: every instruction of the line (for delays triggered by
+	 * samples, which land anywhere in it), sorted by the line table */
+	size_t n_ranges;
+	struct probe_range *ranges;
 };
 
 /**

@@ -129,6 +129,7 @@ static void size_maps(struct bpf_session *s, const struct bpf_session_opts *o)
 		bpf_program__set_autoload(k->progs.lp_usdt_return, false);
 		bpf_program__set_autoload(k->progs.lp_timer_entry, false);
 		bpf_program__set_autoload(k->progs.lp_timer_exit, false);
+		bpf_program__set_autoload(k->progs.lp_causal_tick, false);
 		/* --by's table is preallocated: 65,536 entries took 1.2 ms to
 		 * create, for traces this session cannot have */
 		bpf_map__set_max_entries(k->maps.by_hist, 1);
@@ -318,15 +319,14 @@ void bpf_session__stop_sampling(struct bpf_session *s)
 	}
 }
 
-int bpf_session__start_sampling(struct bpf_session *s, unsigned int hz)
+/* A cpu-clock event of @period_ns on every CPU, running @prog. */
+static int open_cpu_clocks(struct bpf_session *s, uint64_t period_ns, struct bpf_program *prog)
 {
 	struct perf_event_attr attr = {
 		.type = PERF_TYPE_SOFTWARE,
 		.size = sizeof(attr),
 		.config = PERF_COUNT_SW_CPU_CLOCK,
-		/* A fixed period in ns, not a frequency: every sample then
-		 * weighs exactly the same, and weight_ns is exact. */
-		.sample_period = 1000000000ULL / (hz ? hz : 99),
+		.sample_period = period_ns,
 	};
 	int attached = 0, err = 0;
 
@@ -341,8 +341,7 @@ int bpf_session__start_sampling(struct bpf_session *s, unsigned int hz)
 			break;
 		}
 		s->perf_fds[cpu] = fd;
-		s->perf_links[cpu] =
-			bpf_program__attach_perf_event(s->skel->progs.lp_sample_cpu, fd);
+		s->perf_links[cpu] = bpf_program__attach_perf_event(prog, fd);
 		if (!s->perf_links[cpu]) {
 			err = -errno;
 			break;
@@ -354,6 +353,18 @@ int bpf_session__start_sampling(struct bpf_session *s, unsigned int hz)
 	if (err)
 		bpf_session__stop_sampling(s);
 	return err;
+}
+
+int bpf_session__start_sampling(struct bpf_session *s, unsigned int hz)
+{
+	/* A fixed period in ns, not a frequency: every sample then weighs
+	 * exactly the same, and weight_ns is exact. */
+	return open_cpu_clocks(s, 1000000000ULL / (hz ? hz : 99), s->skel->progs.lp_sample_cpu);
+}
+
+int bpf_session__start_causal_ticks(struct bpf_session *s, uint64_t period_ns)
+{
+	return open_cpu_clocks(s, period_ns, s->skel->progs.lp_causal_tick);
 }
 
 int bpf_session__add_pid(struct bpf_session *s, uint32_t pid)

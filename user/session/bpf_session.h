@@ -254,6 +254,27 @@ uint64_t bpf_session__causal_yields(struct bpf_session *s);
 /** bpf_session__causal_waited_ns - nanoseconds the delayed hits really waited so far */
 uint64_t bpf_session__causal_waited_ns(struct bpf_session *s);
 
+/**
+ * bpf_session__start_causal_ticks - cpu-clock ticks of @period_ns on every
+ * CPU for a line candidate's delays (bpf/causal.bpf.h), in place of the
+ * sampler; bpf_session__stop_sampling() stops them
+ *
+ * Return: 0 or a negative errno.
+ */
+int bpf_session__start_causal_ticks(struct bpf_session *s, uint64_t period_ns);
+/**
+ * bpf_session__set_causal_line - the line whose ticks wait @delay_ns: @n
+ * ranges [@lo[i], @hi[i]) of addresses in process @tgid (0 ranges: none).
+ * Debts of the previous setting lapse.
+ *
+ * Return: 0, or -EINVAL for more than LP_CAUSAL_MAX_RANGES ranges.
+ */
+int bpf_session__set_causal_line(struct bpf_session *s, uint32_t tgid, const uint64_t *lo,
+				 const uint64_t *hi, int n, uint64_t delay_ns);
+/** bpf_session__causal_line_counts - ticks in the process, in its user code, in the line */
+void bpf_session__causal_line_counts(struct bpf_session *s, uint64_t *ticks, uint64_t *user,
+				     uint64_t *hits);
+
 /** bpf_session__nr_cpus - number of possible CPUs */
 int bpf_session__nr_cpus(struct bpf_session *s);
 

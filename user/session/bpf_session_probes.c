@@ -171,3 +171,33 @@ uint64_t bpf_session__causal_waited_ns(struct bpf_session *s)
 {
 	return __atomic_load_n(&s->skel->bss->causal_waited_ns, __ATOMIC_RELAXED);
 }
+
+int bpf_session__set_causal_line(struct bpf_session *s, uint32_t tgid, const uint64_t *lo,
+				 const uint64_t *hi, int n, uint64_t delay_ns)
+{
+	struct liveprof_bpf__bss *b = s->skel->bss;
+
+	if (n < 0 || n > LP_CAUSAL_MAX_RANGES)
+		return -EINVAL;
+	if (delay_ns > LP_CAUSAL_MAX_DELAY_NS)
+		delay_ns = LP_CAUSAL_MAX_DELAY_NS;
+	/* No line while the ranges change: a tick sees the old set or none. */
+	__atomic_store_n(&b->causal_line_n, 0, __ATOMIC_SEQ_CST);
+	for (int i = 0; i < n; i++) {
+		b->causal_line_lo[i] = lo[i];
+		b->causal_line_hi[i] = hi[i];
+	}
+	__atomic_fetch_add(&b->causal_epoch, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&b->causal_line_delay_ns, delay_ns, __ATOMIC_RELAXED);
+	__atomic_store_n(&b->causal_line_tgid, tgid, __ATOMIC_RELAXED);
+	__atomic_store_n(&b->causal_line_n, (uint32_t)n, __ATOMIC_SEQ_CST);
+	return 0;
+}
+
+void bpf_session__causal_line_counts(struct bpf_session *s, uint64_t *ticks, uint64_t *user,
+				     uint64_t *hits)
+{
+	*user = __atomic_load_n(&s->skel->bss->causal_line_user, __ATOMIC_RELAXED);
+	*ticks = __atomic_load_n(&s->skel->bss->causal_line_ticks, __ATOMIC_RELAXED);
+	*hits = __atomic_load_n(&s->skel->bss->causal_line_hits, __ATOMIC_RELAXED);
+}

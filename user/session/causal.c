@@ -31,15 +31,6 @@
 #define MIN_FRAC      0.02 /* smaller delays drown in noise */
 #define SETTLE_SHARE  0.25 /* of a window, waited after a delay change */
 
-/* A window's readings, as differences of running totals. */
-struct causal_win {
-	double cost;	   /* progress cost: ns per point, or mean latency */
-	double cand_calls; /* calls of the candidate */
-	double cand_timed, cand_sum_ns;
-	double span_ns;
-	double waited_ns; /* delay really waited in the window (BPF's count) */
-};
-
 static uint64_t rng_next(uint64_t *s)
 {
 	/* xorshift64*: enough for a coin per pair, reproducible with --seed */
@@ -100,37 +91,57 @@ static double point_cost(struct causal_ctx *x, const struct trace_totals *a,
 	return causal_period((double)(b->calls - a->calls), span_ns);
 }
 
-/* One window of @cand (a traced function) with @delay_ns per call. */
-static int run_window(struct causal_ctx *x, const char *cand, uint64_t delay_ns,
+/* The candidate's running totals: a function's trace, or a line's ticks. */
+static int read_cand(struct causal_ctx *x, const struct causal_cand *c, struct trace_totals *t,
+		     double line[3])
+{
+	double hits;
+
+	line[0] = line[1] = line[2] = 0;
+	if (!c->is_line)
+		return causal_read_totals(x, c->function, t);
+	memset(t, 0, sizeof(*t));
+	causal_line_read(x, &line[0], &line[1], &line[2], &hits);
+	t->calls = (uint64_t)hits;
+	return 0;
+}
+
+/* One window of @c with @delay_ns per call (a line: per tick in it). */
+static int run_window(struct causal_ctx *x, const struct causal_cand *c, uint64_t delay_ns,
 		      struct causal_win *w)
 {
 	struct trace_totals p0, p1, c0, c1;
 	uint64_t win = (uint64_t)(x->o->window_s * 1e9), t0, t1, w0;
-	int i = daemon__find_trace(x->d, cand), err;
+	double l0[3], l1[3];
+	int i = daemon__find_trace(x->d, c->function), err;
 
-	if (i < 0)
-		return -ENOENT;
-	err = traces__set_delay(x->d->traces, i, delay_ns);
+	if (c->is_line)
+		err = causal_line_set_delay(x, delay_ns);
+	else
+		err = i < 0 ? -ENOENT : traces__set_delay(x->d->traces, i, delay_ns);
 	if (!err)
 		err = causal_wait(x, (uint64_t)(win * SETTLE_SHARE));
 	if (err)
 		return err;
 	t0 = lp_now_ns();
 	w0 = bpf_session__causal_waited_ns(x->d->core.bpf);
-	if (causal_read_totals(x, point_spec(x->o), &p0) || causal_read_totals(x, cand, &c0))
+	if (causal_read_totals(x, point_spec(x->o), &p0) || read_cand(x, c, &c0, l0))
 		return -ENOENT;
 	err = causal_wait(x, win);
 	if (err)
 		return err;
 	t1 = lp_now_ns();
 	w->waited_ns = (double)(bpf_session__causal_waited_ns(x->d->core.bpf) - w0);
-	if (causal_read_totals(x, point_spec(x->o), &p1) || causal_read_totals(x, cand, &c1))
+	if (causal_read_totals(x, point_spec(x->o), &p1) || read_cand(x, c, &c1, l1))
 		return -ENOENT;
 	w->span_ns = (double)(t1 - t0);
 	w->cost = point_cost(x, &p0, &p1, w->span_ns);
 	w->cand_calls = (double)(c1.calls - c0.calls);
 	w->cand_timed = (double)(c1.timed - c0.timed);
 	w->cand_sum_ns = c1.sum_ns - c0.sum_ns;
+	w->line_cpu_ns = l1[0] - l0[0];
+	w->line_ticks = l1[1] - l0[1];
+	w->line_user = l1[2] - l0[2];
 	return 0;
 }
 
@@ -181,11 +192,22 @@ static int calibrate(struct causal_ctx *x, struct causal_cand *c, struct cand_ac
 
 	/* Up to CALIB_WINDOWS control windows, until MIN_CALLS calls: a rare
 	 * candidate still gets a duration, and its pairs an honest interval. */
+	struct causal_win sum = {0};
+
 	for (int k = 0; k < CALIB_WINDOWS && a->calls < MIN_CALLS; k++) {
-		err = run_window(x, c->function, 0, &w);
+		err = run_window(x, c, 0, &w);
 		if (err)
 			return err;
 		add_control(c, &w, &a->timed, &a->sum, &a->calls, &a->span);
+		sum.cand_calls += w.cand_calls;
+		sum.line_ticks += w.line_ticks;
+		sum.line_user += w.line_user;
+		sum.line_cpu_ns += w.line_cpu_ns;
+		sum.span_ns += w.span_ns;
+	}
+	if (c->is_line) {
+		c->delay_ns = (double)causal_line_delay(x, c, &sum);
+		return 0;
 	}
 	if (a->calls < MIN_CALLS || !(c->mean_ns > 0)) {
 		snprintf(c->skipped, sizeof(c->skipped),
@@ -205,10 +227,10 @@ static int run_pair(struct causal_ctx *x, struct causal_cand *c, struct cand_acc
 	double frac, imp;
 	int err;
 
-	err = run_window(x, c->function, delayed_first ? (uint64_t)c->delay_ns : 0,
+	err = run_window(x, c, delayed_first ? (uint64_t)c->delay_ns : 0,
 			 delayed_first ? &del : &ctl);
 	if (!err)
-		err = run_window(x, c->function, delayed_first ? 0 : (uint64_t)c->delay_ns,
+		err = run_window(x, c, delayed_first ? 0 : (uint64_t)c->delay_ns,
 				 delayed_first ? &ctl : &del);
 	if (err)
 		return err;
@@ -219,8 +241,11 @@ static int run_pair(struct causal_ctx *x, struct causal_cand *c, struct cand_acc
 	 * off the CPU is no slower code. The pair's own control duration:
 	 * under a load that changes with time, the candidate's calls and the
 	 * progress point stretch together. */
-	frac = c->delay_ns /
-	       (ctl.cand_timed >= MIN_CALLS ? ctl.cand_sum_ns / ctl.cand_timed : c->mean_ns);
+	if (c->is_line) /* what the ticks really waited, of the line's own time */
+		frac = causal_line_frac(x, &del);
+	else
+		frac = c->delay_ns / (ctl.cand_timed >= MIN_CALLS ? ctl.cand_sum_ns / ctl.cand_timed
+								  : c->mean_ns);
 	imp = causal_pair_impact(ctl.cost, del.cost, frac);
 	if (isnan(imp))
 		return 0; /* no progress in a window: nothing to compare */
@@ -258,7 +283,11 @@ static int experiment(struct causal_ctx *x, struct causal_cand *c, int left)
 	uint64_t t0 = lp_now_ns(), until, now;
 	int err = 0, i;
 
-	if (daemon__find_trace(x->d, c->function) < 0) {
+	if (c->is_line) {
+		err = causal_line_begin(x, c);
+		if (err || c->skipped[0])
+			return err;
+	} else if (daemon__find_trace(x->d, c->function) < 0) {
 		if (daemon__trace(x->d, c->function, NULL, msg, sizeof(msg)) < 0) {
 			snprintf(c->skipped, sizeof(c->skipped), "%.255s", msg);
 			return 0;
@@ -270,14 +299,16 @@ static int experiment(struct causal_ctx *x, struct causal_cand *c, int left)
 	 * and attaching can take a while on a loaded machine. */
 	now = lp_now_ns();
 	until = now + (x->deadline > now ? x->deadline - now : 0) / (uint64_t)left;
-	i = daemon__find_trace(x->d, c->function);
+	i = c->is_line ? -1 : daemon__find_trace(x->d, c->function);
 	if (i >= 0 && traces__info(x->d->traces, i)->kind != TRACE_FUNC)
 		snprintf(c->skipped, sizeof(c->skipped), "not a function: no entry to delay");
 	else
 		err = calibrate(x, c, &a);
 	while (!err && !c->skipped[0] && !cand_done(x, c, until))
 		err = run_pair(x, c, &a);
-	i = daemon__find_trace(x->d, c->function);
+	if (c->is_line)
+		causal_line_end(x);
+	i = c->is_line ? -1 : daemon__find_trace(x->d, c->function);
 	if (i >= 0)
 		traces__set_delay(x->d->traces, i, 0);
 	if (added && daemon__targets_alive(x->d))

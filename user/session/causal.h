@@ -60,6 +60,8 @@ struct causal_cand {
 	struct causal_est est;
 	enum causal_verdict verdict;
 	double seconds; /* spent on it */
+	bool is_line;	/* a FILE:LINE: delays triggered by ticks in it (causal_line.c) */
+	double share_ticks; /* a line: the target's user-mode ticks its cpu_share is of */
 };
 
 struct causal_run {

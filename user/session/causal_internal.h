@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdint.h>
 
+#include "bpf/liveprof.h"
 #include "user/session/causal.h"
 #include "user/session/traces.h"
 
@@ -20,7 +21,38 @@ struct causal_ctx {
 	volatile sig_atomic_t *stop;
 	uint64_t deadline;
 	uint64_t rng;
+	/* the line candidate under experiment: its ranges in the target */
+	uint64_t line_lo[LP_CAUSAL_MAX_RANGES], line_hi[LP_CAUSAL_MAX_RANGES];
+	int line_n;
+	uint32_t line_pid;
 };
+
+/* A window's readings, as differences of running totals. */
+struct causal_win {
+	double cost;	   /* progress cost: ns per point, or mean latency */
+	double cand_calls; /* calls of the candidate (a line: ticks in it) */
+	double cand_timed, cand_sum_ns;
+	double span_ns;
+	double waited_ns;   /* delay really waited in the window (BPF's count) */
+	double line_ticks;  /* a line: ticks in the target */
+	double line_user;   /* a line: of those, in its user code */
+	double line_cpu_ns; /* a line: the target's CPU time (its waits included) */
+};
+
+/* The period of the ticks that delay a line candidate (causal_line.c). */
+#define CAUSAL_LINE_TICK_NS 200000ull
+
+/* causal_line.c: set up / tear down a line candidate's ticks and ranges;
+ * a line's setting for a window; its delay from the calibration windows,
+ * and the slow-down a delayed window really made. */
+int causal_line_begin(struct causal_ctx *x, struct causal_cand *c);
+void causal_line_end(struct causal_ctx *x);
+int causal_line_set_delay(struct causal_ctx *x, uint64_t delay_ns);
+void causal_line_read(struct causal_ctx *x, double *cpu_ns, double *ticks, double *user,
+		      double *hits);
+uint64_t causal_line_delay(struct causal_ctx *x, struct causal_cand *c,
+			   const struct causal_win *calib);
+double causal_line_frac(struct causal_ctx *x, const struct causal_win *w);
 
 /* Let the daemon run @ns; 0, -EINTR (stop), -ESRCH (targets gone). */
 int causal_wait(struct causal_ctx *x, uint64_t ns);

@@ -18,6 +18,18 @@
 #define PANELS_X 3
 #define X_RANGE	 40.0 /* the x axis: candidate speedup -40%..+40% */
 
+/*
+ * The delay as a share of the candidate's time: of a function's mean
+ * duration; of a line's own time, as its pairs really slowed it (a line
+ * has no duration, its delay is per tick).
+ */
+static double delay_pct(const struct causal_cand *c)
+{
+	if (c->is_line)
+		return c->n_pairs ? 100 * c->frac_sum / c->n_pairs : NAN;
+	return c->mean_ns > 0 ? 100 * c->delay_ns / c->mean_ns : NAN;
+}
+
 static int cand_rank(const struct causal_cand *c)
 {
 	return c->skipped[0] ? 2 : c->n_pairs ? 0 : 1;
@@ -72,7 +84,7 @@ void causal__print(const struct causal_run *r, FILE *f)
 		}
 		if (!isnan(c->est.lo))
 			fprintf(f, " %+8.3f   [%+7.3f, %+7.3f] %6d %8.1f%%  %s\n", c->est.median,
-				c->est.lo, c->est.hi, c->n_pairs, 100 * c->delay_ns / c->mean_ns,
+				c->est.lo, c->est.hi, c->n_pairs, delay_pct(c),
 				causal_verdict_name(c->verdict));
 		else
 			fprintf(f, " %8s %20s %6d %9s  inconclusive\n", "-", "-", c->n_pairs, "-");
@@ -109,8 +121,10 @@ static json_t *cand_json(const struct causal_cand *c)
 		json_object_set_new(o, "skipped", json_string(c->skipped));
 	json_object_set_new(o, "mean_us", num(c->mean_ns > 0 ? c->mean_ns / 1e3 : NAN));
 	json_object_set_new(o, "calls_per_s", num(c->calls_per_s));
-	json_object_set_new(o, "delay_pct",
-			    num(c->mean_ns > 0 ? 100 * c->delay_ns / c->mean_ns : NAN));
+	json_object_set_new(o, "delay_pct", num(delay_pct(c)));
+	json_object_set_new(o, "kind", json_string(c->is_line ? "line" : "function"));
+	if (c->is_line)
+		json_object_set_new(o, "share_ticks", json_integer((json_int_t)c->share_ticks));
 	json_object_set_new(o, "seconds", json_real(c->seconds));
 	return o;
 }

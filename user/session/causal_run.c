@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "bpf/liveprof.h"
+#include "dwarf/probe_resolve.h"
 #include "user/profile/profile.h"
 #include "user/session/bpf_session.h"
 #include "user/session/causal.h"
@@ -81,6 +82,15 @@ static int self_shares(const struct profile *p, struct fn_share **out, uint64_t 
 	return n;
 }
 
+/* FILE:LINE (or BIN:FILE:LINE), as --trace reads it. */
+static bool is_line_spec(const char *name)
+{
+	struct probe_spec spec;
+	char err[256];
+
+	return !probe_spec_parse(name, &spec, err, sizeof(err)) && spec.kind == PROBE_SPEC_LINE;
+}
+
 static void add_cand(struct causal_run *r, const char *name, double share)
 {
 	struct causal_cand *c;
@@ -94,6 +104,7 @@ static void add_cand(struct causal_run *r, const char *name, double share)
 	memset(c, 0, sizeof(*c));
 	snprintf(c->function, sizeof(c->function), "%s", name);
 	c->cpu_share = share;
+	c->is_line = is_line_spec(name);
 }
 
 /* The candidates and their CPU shares, from the samples taken so far. */

@@ -95,6 +95,18 @@ void traces__set_window(struct traces *t, int seconds);
 
 /** traces__count - number of traces (including detached ones) */
 int traces__count(struct traces *t);
+/**
+ * traces__line_ranges - the address ranges of a FILE:LINE spec's
+ * instructions in process @pid, resolved as --trace would, probing nothing
+ * @lo: @max start addresses out
+ * @hi: @max end addresses (exclusive) out
+ *
+ * Return: the number of ranges, or a negative errno with @err set
+ * (-E2BIG: more than @max).
+ */
+int traces__line_ranges(struct traces *t, const char *spec, int pid, uint64_t *lo, uint64_t *hi,
+			int max, char *err, size_t errlen);
+
 /** traces__info - description of the @i-th trace (0-based), NULL if out of range */
 const struct trace_info *traces__info(struct traces *t, int i);
 /** traces__find - index of the trace with probe id @id, or -1 */

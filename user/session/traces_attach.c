@@ -285,8 +285,7 @@ int traces_locate_spec(struct traces *t, struct trace *tr, int pid, const char *
 	return r;
 }
 
-/* Resolve @tr's spec for @pid: its binary, or any module for a bare spec. */
-static int resolve_in(struct traces *t, struct trace *tr, int pid, struct binary_loc *loc,
+int traces_resolve_in(struct traces *t, struct trace *tr, int pid, struct binary_loc *loc,
 		      struct probe_target *pt, char *err, size_t errlen)
 {
 	bool pre_exec;
@@ -312,7 +311,7 @@ static int attach_in(struct traces *t, struct trace *tr, int pid, char *err, siz
 
 	if (tr->usdt)
 		return traces_usdt_attach_in(t, tr, pid, err, errlen);
-	r = resolve_in(t, tr, pid, &loc, &pt, err, errlen);
+	r = traces_resolve_in(t, tr, pid, &loc, &pt, err, errlen);
 	if (r == -EAGAIN)
 		return 0;
 	if (r)

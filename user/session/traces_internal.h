@@ -110,6 +110,10 @@ int traces_add_link(struct trace *tr, int h);
  */
 int traces_locate_spec(struct traces *t, struct trace *tr, int pid, const char *binary,
 		       struct binary_loc *loc, bool *pre_exec, char *err, size_t errlen);
+/* Resolve @tr's spec for @pid: its binary, or any module for a bare spec
+ * (@pt then owned by the caller). -EAGAIN: a library not mapped yet. */
+int traces_resolve_in(struct traces *t, struct trace *tr, int pid, struct binary_loc *loc,
+		      struct probe_target *pt, char *err, size_t errlen);
 
 /* traces_locate.c */
 int traces_locate_binary(int pid, const char *spec_binary, struct binary_loc *loc);

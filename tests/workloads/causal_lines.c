@@ -1,0 +1,57 @@
+/*
+ * causal_lines.c - line candidates of `liveprof causal` with a known answer.
+ *
+ * One thread makes items back to back: each runs the loop on LINE_BIG for
+ * 3 * UNITS iterations, the same loop on LINE_SMALL for UNITS, and again
+ * on LINE_JITTER for a random count in [0, 2 * UNITS), then calls
+ * item_done() (the progress point). The loops are the same instructions,
+ * so of an item's time (3 + 1 + 1 units on average) LINE_BIG holds 3/5 and
+ * LINE_SMALL 1/5, less the item_done() call and its probe (under 1%): made
+ * 1% faster, they make the program 0.6% and 0.2% faster, impacts 0.6 and
+ * 0.2. Nothing else gates the thread or competes with it in the program.
+ * LINE_COLD runs once per 1,000 items: too little time to measure.
+ *
+ * The random count keeps items aperiodic. A periodic item that lasts
+ * about a whole number of the ticks' periods locks the ticks onto a few
+ * places in it (the ticks' own cost stretches it to exactly one period:
+ * seen here, every item 50.0 us at a 50 us tick), and then they no longer
+ * fall on the lines in proportion to their time (dephase.h says the same
+ * of the sampler).
+ * Usage: causal_lines SECONDS
+ */
+#include <stdlib.h>
+#include <time.h>
+
+#define UNITS 30000
+
+static volatile unsigned long sink;
+
+__attribute__((noinline)) void item_done(void)
+{
+	asm volatile("" ::: "memory");
+}
+
+static double now_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+int main(int argc, char **argv)
+{
+	double end = now_s() + (argc > 1 ? atof(argv[1]) : 60);
+	unsigned long items = 0, i, jitter;
+	unsigned int seed = 1;
+
+	while (now_s() < end) {
+		for (i = 0; i < 3 * UNITS; i++) sink += i; /* LINE_BIG */
+		for (i = 0; i < UNITS; i++) sink += i; /* LINE_SMALL */
+		jitter = (unsigned long)rand_r(&seed) % (2 * UNITS);
+		for (i = 0; i < jitter; i++) sink += i; /* LINE_JITTER */
+		if (++items % 1000 == 0) sink += items; /* LINE_COLD */
+		item_done();
+	}
+	return 0;
+}
