@@ -262,9 +262,11 @@ void daemon__fini(struct daemon *d)
 	unwind_tables__free(d->utab);
 	python_procs__free(d->py);
 	ruby_procs__free(d->rb);
-	for (int i = 0; i < d->core.n_procs; i++)
+	for (int i = 0; i < d->core.n_procs; i++) {
 		if (d->core.procs[i].pidfd >= 0)
 			close(d->core.procs[i].pidfd);
+		free(d->core.procs[i].maps);
+	}
 	stack_symbols__free(d->core.symbols);
 	stack_store__free(d->stacks);
 	symbolizer__free(d->sym);
@@ -284,15 +286,14 @@ static void tick(struct daemon *d, uint64_t now)
 	/* New libraries (dlopen) and exec: re-read the maps while alive,
 	 * then symbolize what arrived, so nothing waits until the target
 	 * is gone and its maps with it. */
-	if (++ticks % 2 == 0)
+	if (++ticks % 2 == 0) {
+		bool force = daemon__maps_reads(d) != d->maps_reads;
+
 		for (int i = 0; i < d->core.n_procs; i++)
-			if (d->core.procs[i].alive) {
-				symbolizer__add_pid(d->sym, d->core.procs[i].pid);
-				unwinder__add_pid(d->unwind, d->core.procs[i].pid);
-				/* dlclose: a module's rows go with its last mapping */
-				if (d->utab)
-					unwind_tables__scan(d->utab, d->core.procs[i].pid, now);
-			}
+			if (d->core.procs[i].alive)
+				daemon__refresh_maps(d, &d->core.procs[i], now, force);
+		d->maps_reads = daemon__maps_reads(d);
+	}
 	if (d->utab)
 		unwind_tables__tick(d->utab, now);
 	daemon__symbolize_new(d);

@@ -5,9 +5,11 @@
  * root frame, and whether any is still alive.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/syscall.h>
@@ -155,4 +157,79 @@ bool daemon__targets_alive(struct daemon *d)
 		any |= p->alive;
 	}
 	return any;
+}
+
+/* All of /proc/@pid/maps into a malloc'd buffer (*@len bytes); NULL if it cannot be read. */
+static char *read_maps(int pid, size_t *len)
+{
+	size_t cap = 16384, n = 0;
+	char path[64], *buf = malloc(cap);
+	ssize_t r;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (!buf || fd < 0)
+		goto fail;
+	while ((r = read(fd, buf + n, cap - n)) > 0) {
+		n += (size_t)r;
+		if (n == cap) {
+			char *b = realloc(buf, cap * 2);
+
+			if (!b)
+				goto fail;
+			buf = b;
+			cap *= 2;
+		}
+	}
+	if (r < 0)
+		goto fail;
+	close(fd);
+	*len = n;
+	return buf;
+fail:
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	return NULL;
+}
+
+uint64_t daemon__maps_reads(struct daemon *d)
+{
+	struct unwind_tables_stats st = {0};
+
+	if (d->utab)
+		unwind_tables__stats(d->utab, &st);
+	return symbolizer__generation(d->sym) + unwinder__reports(d->unwind) + st.scans;
+}
+
+void daemon__refresh_maps(struct daemon *d, struct target_proc *p, uint64_t now, bool force)
+{
+	size_t len = 0;
+	char *text = read_maps(p->pid, &len);
+	int err;
+
+	/*
+	 * Each reader below reads the maps again, and the symbolizer and the
+	 * tables read the [vdso] image out of the process and parse it, every
+	 * time: most of what an idle session cost per second. The same text
+	 * gives each of them the state it has, so one read decides; a refresh
+	 * that failed in any of them is retried, as it always was, and so is
+	 * one after any of them read the maps on its own (a pc it did not
+	 * know): what it saw then may have gone since.
+	 */
+	if (!force && text && p->maps && len == p->maps_len && !memcmp(text, p->maps, len)) {
+		free(text);
+		return;
+	}
+	err = symbolizer__add_pid(d->sym, p->pid);
+	err |= unwinder__add_pid(d->unwind, p->pid);
+	/* dlclose: a module's rows go with its last mapping */
+	if (d->utab)
+		err |= unwind_tables__scan(d->utab, p->pid, now);
+	free(p->maps);
+	p->maps = err ? NULL : text;
+	p->maps_len = err ? 0 : len;
+	if (err)
+		free(text);
 }

@@ -24,6 +24,10 @@ struct target_proc {
 	char name[64];
 	bool alive;
 	int pidfd; /* pidfd_open(pid), polled for its exit; -1 without one */
+	/* /proc/PID/maps as read before the last refresh of its mappings
+	 * that went through (daemon__maps_changed()); NULL: refresh next */
+	char *maps;
+	size_t maps_len;
 };
 
 struct session_core {
