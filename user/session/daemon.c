@@ -90,6 +90,9 @@ static int on_sample(struct daemon *d, const struct lp_sample *s, size_t size)
 		d->offcpu_events++;
 	else
 		d->samples++;
+	/* a new stack's slots are cache misses in both: wait for them once */
+	counts__prefetch(&d->total, (uint32_t)id);
+	counts__prefetch(&d->slots[d->cur_slot], (uint32_t)id);
 	if (counts__add(&d->total, id, count, s->weight_ns) ||
 	    counts__add(&d->slots[d->cur_slot], id, count, s->weight_ns))
 		return -ENOMEM;
