@@ -107,8 +107,9 @@ static void *zalloc_written(size_t size)
 {
 	void *p = malloc(size);
 
+	/* not memset(): the compiler turns malloc() + memset(0) into calloc() */
 	if (p)
-		memset(p, 0, size);
+		explicit_bzero(p, size);
 	return p;
 }
 

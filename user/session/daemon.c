@@ -395,11 +395,18 @@ static void finish_windows(struct daemon *d, uint64_t now)
 	}
 }
 
-/* Wait for the ring buffer or any poller's fd, whichever comes first. */
+/*
+ * Wait for the ring buffer, any poller's fd or a target's exit, whichever
+ * comes first. The targets' pidfds ride along so that
+ * daemon__targets_alive() needs no poll of its own after each wait (one
+ * system call per wake-up, ten a second at the least), and an exit wakes
+ * the daemon at once.
+ */
 static int wait_events(struct daemon *d, int timeout_ms)
 {
-	struct pollfd pfd[MAX_POLLERS + 1];
-	int n = 0;
+	struct pollfd pfd[MAX_POLLERS + MAX_PIDS + 1];
+	int who[MAX_PIDS];
+	int n = 0, np;
 
 	pfd[n++] = (struct pollfd){
 		.fd = ring_buffer__epoll_fd(bpf_session__ringbuf(d->core.bpf)),
@@ -407,8 +414,20 @@ static int wait_events(struct daemon *d, int timeout_ms)
 	};
 	for (int i = 0; i < d->n_pollers; i++)
 		pfd[n++] = (struct pollfd){.fd = d->pollers[i].fd, .events = POLLIN};
+	np = n;
+	for (int i = 0; i < d->core.n_procs; i++) {
+		struct target_proc *p = &d->core.procs[i];
+
+		p->exit_seen = 0;
+		if (p->alive && p->pidfd >= 0) {
+			who[n - np] = i;
+			pfd[n++] = (struct pollfd){.fd = p->pidfd, .events = POLLIN};
+		}
+	}
 	if (poll(pfd, n, timeout_ms) < 0)
 		return -errno;
+	for (int k = np; k < n; k++)
+		d->core.procs[who[k - np]].exit_seen = pfd[k].revents ? 2 : 1;
 	return 0;
 }
 
@@ -428,10 +447,7 @@ int daemon__poll(struct daemon *d, int timeout_ms)
 	uint64_t now;
 	int err;
 
-	if (d->n_pollers)
-		err = wait_events(d, timeout_ms);
-	else
-		err = ring_buffer__poll(bpf_session__ringbuf(d->core.bpf), timeout_ms);
+	err = wait_events(d, timeout_ms);
 	/* Events are sent without a wake-up until a batch is waiting
 	 * (rb_flags() in BPF): take whatever is there on every poll. */
 	if (err >= 0 || err == -EINTR) {

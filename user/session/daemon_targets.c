@@ -121,10 +121,15 @@ static bool is_zombie(int pid)
  * exited, zombie or reaped, which is what is asked; without one (a kernel
  * before 5.3), kill(0) and the state in /proc/PID/stat tell the same.
  */
-static bool has_exited(const struct target_proc *p)
+static bool has_exited(struct target_proc *p)
 {
 	struct pollfd pfd = {.fd = p->pidfd, .events = POLLIN};
+	int seen = p->exit_seen;
 
+	/* the daemon's last wait polled it (once: later calls poll again) */
+	p->exit_seen = 0;
+	if (p->pidfd >= 0 && seen)
+		return seen == 2;
 	if (p->pidfd >= 0)
 		return poll(&pfd, 1, 0) == 1;
 	return (kill(p->pid, 0) && errno == ESRCH) || is_zombie(p->pid);
