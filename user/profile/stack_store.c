@@ -42,6 +42,28 @@ static uint64_t mix(uint64_t h, uint64_t v)
 	return h * 0xff51afd7ed558ccdULL;
 }
 
+/*
+ * @h mixed with the @n words of @v. Four lanes, each taking every fourth
+ * word: one chain of mix() through a deep stack (a multiply per frame)
+ * was a tenth of what interning a new stack cost; four chains overlap.
+ */
+static uint64_t mix_words(uint64_t h, const uint64_t *v, unsigned int n)
+{
+	uint64_t a = h, b = h ^ 0x94d049bb133111ebULL, c = h ^ 0xbf58476d1ce4e5b9ULL,
+		 e = h ^ 0x2545f4914f6cdd1dULL;
+	unsigned int i = 0;
+
+	for (; i + 4 <= n; i += 4) {
+		a = mix(a, v[i]);
+		b = mix(b, v[i + 1]);
+		c = mix(c, v[i + 2]);
+		e = mix(e, v[i + 3]);
+	}
+	for (; i < n; i++)
+		a = mix(a, v[i]);
+	return n < 4 ? a : mix(mix(mix(a, b), c), e);
+}
+
 static uint64_t stack_hash(const struct stack_store *ss, const struct raw_stack *st)
 {
 	uint64_t h = mix(st->pid,
@@ -49,10 +71,9 @@ static uint64_t stack_hash(const struct stack_store *ss, const struct raw_stack 
 
 	if (ss->per_thread)
 		h = mix(h, st->tid);
-	for (unsigned i = 0; i < st->n_user; i++)
-		h = mix(h, st->user[i]);
-	for (unsigned i = 0; i < st->n_kernel; i++)
-		h = mix(h, st->kernel[i]);
+	h = mix_words(h, st->user, st->n_user);
+	if (st->n_kernel)
+		h = mix_words(h, st->kernel, st->n_kernel);
 	/* mix() leaves the low bits, the table's index, weakly spread */
 	h = lp_mix64(h);
 	return h ? h : 1;
