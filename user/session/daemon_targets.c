@@ -35,6 +35,8 @@ const char *daemon__process_name(void *ctx, uint32_t pid)
 	return NULL;
 }
 
+static char *read_maps(int pid, size_t *len);
+
 static void read_comm(int pid, char *buf, size_t len)
 {
 	char path[64];
@@ -76,18 +78,28 @@ int daemon__add_target(struct daemon *d, int pid)
 	 * test saw cut stacks when they were built after the attach). A
 	 * launched command has not exec'd yet: its first samples find no
 	 * tables and trigger the scan of what it became. */
+	/* The text the readers below see: the tick's refresh 2 s from now is
+	 * then skipped if nothing was mapped in between (a launched command
+	 * has not exec'd yet: its maps will change). */
+	p->maps = pid != d->core.child ? read_maps(pid, &p->maps_len) : NULL;
 	if (d->utab && pid != d->core.child)
 		unwind_tables__scan(d->utab, pid, lp_now_ns());
 	err = bpf_session__add_pid(d->core.bpf, pid);
 	if (err) {
 		if (p->pidfd >= 0)
 			close(p->pidfd);
+		free(p->maps);
+		p->maps = NULL;
 		return err;
 	}
 	/* Failing to read the maps now is not fatal: the process may be
 	 * exec'ing; the tick retries. */
-	symbolizer__add_pid(d->sym, pid);
-	unwinder__add_pid(d->unwind, pid);
+	err = symbolizer__add_pid(d->sym, pid);
+	err |= unwinder__add_pid(d->unwind, pid);
+	if (err || (d->utab && !unwind_tables__has_pid(d->utab, pid))) {
+		free(p->maps); /* not all of them saw it: the tick refreshes */
+		p->maps = NULL;
+	}
 	/* before its first sample, so that every sample has its interpreter frames */
 	if (d->py && pid != d->core.child) {
 		char comm[LP_COMM_LEN] = "";
@@ -97,6 +109,7 @@ int daemon__add_target(struct daemon *d, int pid)
 		ruby_procs__on_sample(d->rb, d->core.bpf, d->sym, (uint32_t)pid, comm);
 	}
 	d->core.n_procs++;
+	d->maps_reads = daemon__maps_reads(d);
 	if (d->alloc) {
 		char msg[256];
 
