@@ -248,6 +248,7 @@ static int proc_report(struct proc *p)
 	int err;
 
 	p->reported_ns = lp_now_ns();
+	++*p->reports;
 	dwfl_report_begin(p->dwfl);
 	err = dwfl_linux_proc_report(p->dwfl, p->pid);
 	/* modules that did not come back are freed here, caches with them */
@@ -327,6 +328,7 @@ int unwinder__add_pid(struct unwinder *u, int pid)
 		return -ENOMEM;
 	p->pid = pid;
 	p->arch_fd = -1;
+	p->reports = &u->reports;
 	p->dwfl = dwfl_begin(&proc_callbacks);
 	if (!p->dwfl) {
 		free(p);
@@ -340,6 +342,11 @@ int unwinder__add_pid(struct unwinder *u, int pid)
 	u->procs[u->nr_procs++] = p;
 	u->last = p;
 	return 0;
+}
+
+uint64_t unwinder__reports(const struct unwinder *u)
+{
+	return u ? u->reports : 0;
 }
 
 /**

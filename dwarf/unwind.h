@@ -99,6 +99,14 @@ void unwinder__free(struct unwinder *u);
 int unwinder__add_pid(struct unwinder *u, int pid);
 
 /**
+ * unwinder__reports - how many times the unwinder has read the mappings of
+ * a process so far (added, refreshed, or a pc no module covered): a caller
+ * that skips refreshes while the maps stay the same learns from it that
+ * the unwinder looked in between
+ */
+uint64_t unwinder__reports(const struct unwinder *u);
+
+/**
  * unwinder__remove_pid - forget a process and free its Dwfl
  * @u: the unwinder
  * @pid: the process; unknown pids are ignored

@@ -45,6 +45,7 @@ struct proc {
 	int pid;
 	bool attached;
 	uint64_t reported_ns; /* when the maps were last read */
+	uint64_t *reports;    /* the unwinder's count of maps reads */
 	int arch_fd;	      /* liveprof's own executable, for ... */
 	Elf *arch_elf;	      /* ... the backend the attached state uses */
 	Dwfl *dwfl;
@@ -56,6 +57,7 @@ struct unwinder {
 	size_t nr_procs;
 	size_t cap_procs;
 	struct proc *last; /* most recently used, checked first */
+	uint64_t reports;  /* maps reads so far, of every process */
 };
 
 /**

@@ -54,6 +54,12 @@ int64_t stack_store__intern(struct stack_store *ss, const struct raw_stack *st);
  */
 const struct raw_stack *stack_store__get(const struct stack_store *ss, uint32_t id);
 
+/**
+ * stack_store__prefetch - start loading stack @id (its record and its
+ * addresses) for a stack_store__get() to come
+ */
+void stack_store__prefetch(const struct stack_store *ss, uint32_t id);
+
 /** stack_store__count - number of distinct stacks held (not released) */
 size_t stack_store__count(const struct stack_store *ss);
 
@@ -110,6 +116,11 @@ void counts__clear(struct counts *c);
 void counts__free(struct counts *c);
 /** counts__add - add to stack @id (< UINT32_MAX); returns 0, -EINVAL or -ENOMEM */
 int counts__add(struct counts *c, uint32_t id, uint64_t count, uint64_t weight_ns);
+/**
+ * counts__prefetch - start loading the slot of stack @id in @c, so that
+ * the misses of several counts__add() calls to come overlap
+ */
+void counts__prefetch(const struct counts *c, uint32_t id);
 /** counts__merge - add everything of @src into @dst; returns 0 or -ENOMEM */
 int counts__merge(struct counts *dst, const struct counts *src);
 

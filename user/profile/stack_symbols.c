@@ -47,6 +47,13 @@ struct stack_symbols {
 	struct addr_frames *addr_cache; /* open addressing by (pid, addr) */
 	size_t addr_cap, addr_n;
 	uint64_t addr_gen; /* the symbolizer's generation the cache is of */
+	/* The frame every new stack starts with, its process's root, by
+	 * name: interning it hashed and compared its strings once per stack
+	 * (frame ids never change) */
+	struct {
+		uint32_t pid, id;
+		char name[72]; /* "": empty */
+	} root;
 	/* frame table id -> id in the profile being built, +1 (0 = unmapped) */
 	uint32_t *remap;
 	size_t remap_cap;
@@ -100,6 +107,27 @@ static int push_marker(struct stack_symbols *ss, uint32_t *ids, uint32_t *depth,
 	struct frame f = {.name = name, .kind = FRAME_MARKER};
 
 	return push(ss, ids, depth, &f);
+}
+
+/* The root frame of @pid named @name (the pid rides in its addr: pprof
+ * makes a "pid" label of it). */
+static int push_root(struct stack_symbols *ss, uint32_t *ids, uint32_t *depth, uint32_t pid,
+		     const char *name)
+{
+	struct frame f = {.name = name, .kind = FRAME_ROOT, .addr = pid};
+	int err;
+
+	if (ss->root.name[0] && ss->root.pid == pid && !strcmp(ss->root.name, name)) {
+		ids[(*depth)++] = ss->root.id; /* the first frame: there is room */
+		return 0;
+	}
+	err = push(ss, ids, depth, &f);
+	if (!err && *depth == 1 && name[0] && strlen(name) < sizeof(ss->root.name)) {
+		ss->root.pid = pid;
+		ss->root.id = ids[0];
+		strcpy(ss->root.name, name);
+	}
+	return err;
 }
 
 /* Push the frames of one user address, outermost (real function) first. */
@@ -317,12 +345,10 @@ static int symbolize_one(struct stack_symbols *ss, const struct raw_stack *rs,
 			 struct symbolizer *sym, const char *root, struct sym_stack *out)
 {
 	uint32_t ids[MAX_FRAMES], depth = 0;
-	/* the pid rides in the root's addr: pprof makes a "pid" label of it */
-	struct frame f = {.name = root, .kind = FRAME_ROOT, .addr = rs->pid};
 	char thread[48];
 	int err;
 
-	err = push(ss, ids, &depth, &f);
+	err = push_root(ss, ids, &depth, rs->pid, root);
 	if (!err && ss->opts.per_thread) {
 		struct frame t = {.name = thread, .kind = FRAME_ROOT};
 
@@ -434,6 +460,10 @@ int stack_symbols__update(struct stack_symbols *ss, const struct stack_store *st
 		const struct raw_stack *rs = stack_store__get(store, ss->n);
 		int err;
 
+		/* stacks a second old are out of the cache by now: load the
+		 * next one while this one is symbolized */
+		if (ss->n + 1 < total)
+			stack_store__prefetch(store, (uint32_t)ss->n + 1);
 		ss->stacks[ss->n] = (struct sym_stack){0};
 		if (!rs) {
 			/* released before it was symbolized (not by reclaim,

@@ -90,6 +90,9 @@ static int on_sample(struct daemon *d, const struct lp_sample *s, size_t size)
 		d->offcpu_events++;
 	else
 		d->samples++;
+	/* a new stack's slots are cache misses in both: wait for them once */
+	counts__prefetch(&d->total, (uint32_t)id);
+	counts__prefetch(&d->slots[d->cur_slot], (uint32_t)id);
 	if (counts__add(&d->total, id, count, s->weight_ns) ||
 	    counts__add(&d->slots[d->cur_slot], id, count, s->weight_ns))
 		return -ENOMEM;
@@ -262,9 +265,11 @@ void daemon__fini(struct daemon *d)
 	unwind_tables__free(d->utab);
 	python_procs__free(d->py);
 	ruby_procs__free(d->rb);
-	for (int i = 0; i < d->core.n_procs; i++)
+	for (int i = 0; i < d->core.n_procs; i++) {
 		if (d->core.procs[i].pidfd >= 0)
 			close(d->core.procs[i].pidfd);
+		free(d->core.procs[i].maps);
+	}
 	stack_symbols__free(d->core.symbols);
 	stack_store__free(d->stacks);
 	symbolizer__free(d->sym);
@@ -284,15 +289,14 @@ static void tick(struct daemon *d, uint64_t now)
 	/* New libraries (dlopen) and exec: re-read the maps while alive,
 	 * then symbolize what arrived, so nothing waits until the target
 	 * is gone and its maps with it. */
-	if (++ticks % 2 == 0)
+	if (++ticks % 2 == 0) {
+		bool force = daemon__maps_reads(d) != d->maps_reads;
+
 		for (int i = 0; i < d->core.n_procs; i++)
-			if (d->core.procs[i].alive) {
-				symbolizer__add_pid(d->sym, d->core.procs[i].pid);
-				unwinder__add_pid(d->unwind, d->core.procs[i].pid);
-				/* dlclose: a module's rows go with its last mapping */
-				if (d->utab)
-					unwind_tables__scan(d->utab, d->core.procs[i].pid, now);
-			}
+			if (d->core.procs[i].alive)
+				daemon__refresh_maps(d, &d->core.procs[i], now, force);
+		d->maps_reads = daemon__maps_reads(d);
+	}
 	if (d->utab)
 		unwind_tables__tick(d->utab, now);
 	daemon__symbolize_new(d);
@@ -391,11 +395,18 @@ static void finish_windows(struct daemon *d, uint64_t now)
 	}
 }
 
-/* Wait for the ring buffer or any poller's fd, whichever comes first. */
+/*
+ * Wait for the ring buffer, any poller's fd or a target's exit, whichever
+ * comes first. The targets' pidfds ride along so that
+ * daemon__targets_alive() needs no poll of its own after each wait (one
+ * system call per wake-up, ten a second at the least), and an exit wakes
+ * the daemon at once.
+ */
 static int wait_events(struct daemon *d, int timeout_ms)
 {
-	struct pollfd pfd[MAX_POLLERS + 1];
-	int n = 0;
+	struct pollfd pfd[MAX_POLLERS + MAX_PIDS + 1];
+	int who[MAX_PIDS];
+	int n = 0, np;
 
 	pfd[n++] = (struct pollfd){
 		.fd = ring_buffer__epoll_fd(bpf_session__ringbuf(d->core.bpf)),
@@ -403,8 +414,20 @@ static int wait_events(struct daemon *d, int timeout_ms)
 	};
 	for (int i = 0; i < d->n_pollers; i++)
 		pfd[n++] = (struct pollfd){.fd = d->pollers[i].fd, .events = POLLIN};
+	np = n;
+	for (int i = 0; i < d->core.n_procs; i++) {
+		struct target_proc *p = &d->core.procs[i];
+
+		p->exit_seen = 0;
+		if (p->alive && p->pidfd >= 0) {
+			who[n - np] = i;
+			pfd[n++] = (struct pollfd){.fd = p->pidfd, .events = POLLIN};
+		}
+	}
 	if (poll(pfd, n, timeout_ms) < 0)
 		return -errno;
+	for (int k = np; k < n; k++)
+		d->core.procs[who[k - np]].exit_seen = pfd[k].revents ? 2 : 1;
 	return 0;
 }
 
@@ -424,10 +447,7 @@ int daemon__poll(struct daemon *d, int timeout_ms)
 	uint64_t now;
 	int err;
 
-	if (d->n_pollers)
-		err = wait_events(d, timeout_ms);
-	else
-		err = ring_buffer__poll(bpf_session__ringbuf(d->core.bpf), timeout_ms);
+	err = wait_events(d, timeout_ms);
 	/* Events are sent without a wake-up until a batch is waiting
 	 * (rb_flags() in BPF): take whatever is there on every poll. */
 	if (err >= 0 || err == -EINTR) {

@@ -90,6 +90,7 @@ struct daemon {
 	unsigned int freq;
 	bool paused;
 	uint64_t last_tick_ns;
+	uint64_t maps_reads;	 /* daemon__maps_reads() after the tick's last refresh */
 	uint32_t epoch;		 /* ticks so far: the stack store's clock */
 	uint64_t reclaim_ns;	 /* time spent in reclaim passes */
 	uint64_t reclaim_errors; /* passes that found no memory to finish */
@@ -133,6 +134,23 @@ int daemon__add_target(struct daemon *d, int pid);
  * Return: 0, or a negative errno (-EINTR: interrupted, not an error).
  */
 int daemon__poll(struct daemon *d, int timeout_ms);
+
+/**
+ * daemon__refresh_maps - have the symbolizer, the unwinder and the unwind
+ * tables read @p's mappings again (new libraries, exec), unless
+ * /proc/PID/maps reads the same as at the last refresh that went through
+ * and @force is false
+ * @now: CLOCK_MONOTONIC, for the unwind tables
+ */
+void daemon__refresh_maps(struct daemon *d, struct target_proc *p, uint64_t now, bool force);
+
+/**
+ * daemon__maps_reads - a count that grows whenever the symbolizer, the
+ * unwinder or the unwind tables read a process's mappings, or the
+ * symbolizer's view of them changed: if it moved since the last refresh,
+ * a refresh cannot be skipped on the grounds that the maps look the same
+ */
+uint64_t daemon__maps_reads(struct daemon *d);
 
 /** daemon__targets_alive - false once every target process is gone */
 bool daemon__targets_alive(struct daemon *d);

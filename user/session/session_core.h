@@ -24,6 +24,13 @@ struct target_proc {
 	char name[64];
 	bool alive;
 	int pidfd; /* pidfd_open(pid), polled for its exit; -1 without one */
+	/* what the daemon's last wait saw of the pidfd: 0 nothing (poll it),
+	 * 1 not readable then, 2 readable (exited) */
+	int exit_seen;
+	/* /proc/PID/maps as read before the last refresh of its mappings
+	 * that went through (daemon__maps_changed()); NULL: refresh next */
+	char *maps;
+	size_t maps_len;
 };
 
 struct session_core {
