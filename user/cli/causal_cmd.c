@@ -59,6 +59,7 @@ static void causal_usage(FILE *f)
 		"                         (the metric when given)\n"
 		"  --candidates LIST      auto (default: the top functions by CPU share) or "
 		"F1,F2,...\n"
+		"                         (functions, or source lines as FILE:LINE)\n"
 		"  --auto N               how many functions auto picks (default 5)\n"
 		"  -d, --duration SEC     the whole run (default 30)\n"
 		"  --sample SEC           the CPU profile taken first (default 2)\n"

@@ -28,7 +28,7 @@ struct daemon;
 struct causal_opts {
 	const char *progress;	       /* throughput point: a --trace spec, or NULL */
 	const char *latency;	       /* latency point (the metric when given), or NULL */
-	const char *const *candidates; /* functions; NULL: auto */
+	const char *const *candidates; /* functions or FILE:LINE; NULL: auto */
 	int n_candidates;
 	int auto_n;		 /* auto: this many top functions by CPU share */
 	double duration_s;	 /* the whole run, sampling included */
