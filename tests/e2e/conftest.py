@@ -282,39 +282,36 @@ def rate_between(rows, t0, t1):
     return (sel[-1][1] - sel[0][1]) / cpu
 
 
-def probe_fds(pid):
-    """perf_event fds (sampling, classic uprobes) plus uprobe_multi link fds
-    (liveprof's function and line probes where the kernel has them)."""
-    n = perf_event_fds(pid)
+def _count_fds(pid, wanted):
+    """How many of @pid's fds satisfy wanted(fd, link target); 0 if it is gone."""
+    n = 0
     try:
         for fd in os.listdir(f"/proc/{pid}/fd"):
             try:
-                if os.readlink(f"/proc/{pid}/fd/{fd}") != "anon_inode:bpf_link":
-                    continue
-                with open(f"/proc/{pid}/fdinfo/{fd}") as f:
-                    if re.search(r"^link_type:\s+u(ret)?probe_multi$", f.read(), re.M):
-                        n += 1
+                n += bool(wanted(fd, os.readlink(f"/proc/{pid}/fd/{fd}")))
             except OSError:
                 pass
     except OSError:
         return 0
     return n
+
+
+def probe_fds(pid):
+    """perf_event fds (sampling, classic uprobes) plus uprobe_multi link fds
+    (liveprof's function and line probes where the kernel has them)."""
+    def multi_link(fd, target):
+        if target != "anon_inode:bpf_link":
+            return False
+        with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+            return re.search(r"^link_type:\s+u(ret)?probe_multi$", f.read(), re.M)
+
+    return perf_event_fds(pid) + _count_fds(pid, multi_link)
 
 
 def perf_event_fds(pid):
     """Number of perf_event fds a process holds (liveprof opens them when it
     starts sampling, after loading its BPF programs)."""
-    n = 0
-    try:
-        for fd in os.listdir(f"/proc/{pid}/fd"):
-            try:
-                if os.readlink(f"/proc/{pid}/fd/{fd}") == "anon_inode:[perf_event]":
-                    n += 1
-            except OSError:
-                pass
-    except OSError:
-        return 0
-    return n
+    return _count_fds(pid, lambda fd, target: target == "anon_inode:[perf_event]")
 
 
 def wait_sampling(proc, timeout=60):
