@@ -61,3 +61,21 @@ def test_lines_as_candidates(procs, liveprof, wl, tmp_path, h):
     assert big["impact"] > small["impact"], (big, small)
     assert cold["verdict"] == "skipped" and "too little" in cold["skipped"], cold
     assert (tmp_path / "causal.svg").read_text().rstrip().endswith("</svg>")
+
+
+def test_auto_picks_the_hot_line(procs, liveprof, wl, tmp_path, h):
+    """`auto` adds the lines where most samples land, after the functions:
+    LINE_BIG (3/5 of the samples) must be one, measured, and help."""
+    lines = source_lines(os.path.join(h.WORKLOADS, "causal_lines.c"))
+    target = procs.start(["nice", "-n", "-10", wl("causal_lines"), "120"], settle=0.5)
+    js = tmp_path / "causal.json"
+    r = subprocess.run(["nice", "-n", "-10", str(liveprof), "causal", "-p", str(target.pid),
+                        "--progress", "item_done", "-d", "14", "--json", str(js)],
+                       capture_output=True, text=True, timeout=240)
+    assert r.returncode == 0, r.stdout + r.stderr
+    print("\n" + r.stdout)
+    by = {c["function"]: c for c in json.loads(js.read_text())["causal"]}
+    big = by.get(f"causal_lines.c:{lines['LINE_BIG']}")
+    assert big, f"auto did not pick LINE_BIG: {sorted(by)}"
+    assert big["kind"] == "line" and big["verdict"] != "skipped", big
+    assert big["ci_low"] > 0, big

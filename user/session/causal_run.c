@@ -12,6 +12,7 @@
 #include "bpf/liveprof.h"
 #include "dwarf/probe_resolve.h"
 #include "user/profile/profile.h"
+#include "user/profile/stack_symbols.h"
 #include "user/session/bpf_session.h"
 #include "user/session/causal.h"
 #include "user/session/causal_internal.h"
@@ -107,6 +108,83 @@ static void add_cand(struct causal_run *r, const char *name, double share)
 	c->is_line = is_line_spec(name);
 }
 
+#define AUTO_LINES    2	  /* lines auto adds after the functions */
+#define AUTO_LINE_PCT 5.0 /* the least share of the samples such a line holds */
+
+struct line_share {
+	char spec[CAUSAL_NAME_MAX]; /* FILE:LINE, the file by its base name */
+	uint64_t self;
+};
+
+static int line_share_cmp(const void *a, const void *b)
+{
+	const struct line_share *x = a, *y = b;
+
+	if (x->self != y->self)
+		return x->self > y->self ? -1 : 1;
+	return strcmp(x->spec, y->spec);
+}
+
+/* Self samples per FILE:LINE of @p (a per-line profile), most first. */
+static int line_shares(const struct profile *p, struct line_share **out, uint64_t *total)
+{
+	struct line_share *v = calloc(p->n_frames + 1, sizeof(*v));
+	int n = 0;
+
+	*total = 0;
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->n_samples; i++) {
+		const struct profile_sample *s = &p->samples[i];
+		const struct frame *f = s->depth ? &p->frames[s->frames[s->depth - 1]] : NULL;
+		char spec[CAUSAL_NAME_MAX];
+		const char *base;
+		int k;
+
+		*total += s->count;
+		if (!f || f->kind != FRAME_USER || !f->file || f->line <= 0)
+			continue;
+		base = strrchr(f->file, '/');
+		snprintf(spec, sizeof(spec), "%s:%d", base ? base + 1 : f->file, f->line);
+		for (k = 0; k < n && strcmp(v[k].spec, spec); k++)
+			;
+		if (k == n)
+			memcpy(v[n++].spec, spec, sizeof(spec));
+		v[k].self += s->count;
+	}
+	qsort(v, n, sizeof(*v), line_share_cmp);
+	*out = v;
+	return n;
+}
+
+/*
+ * auto's lines, after its functions: the source lines where most samples
+ * landed (the sampled address's own line, inlined code's included), at
+ * most AUTO_LINES, each with AUTO_LINE_PCT of the samples. The daemon's
+ * profile has one frame per function, so the samples are symbolized once
+ * more, by line.
+ */
+static void add_auto_lines(struct daemon *d, struct causal_run *r)
+{
+	struct stack_symbols_opts so = {.lines = true, .inline_frames = true};
+	struct stack_symbols *ss = stack_symbols__new(&so);
+	struct profile *p = NULL;
+	struct line_share *v = NULL;
+	uint64_t total;
+	int n = -1;
+
+	if (ss && !stack_symbols__update(ss, d->stacks, d->sym, daemon__process_name, d))
+		p = stack_symbols__new_profile(ss, "lines");
+	if (p && !stack_symbols__add_counts(ss, p, &d->total, NULL, 0))
+		n = line_shares(p, &v, &total);
+	for (int k = 0; k < n && k < AUTO_LINES; k++)
+		if (100.0 * (double)v[k].self / (double)total >= AUTO_LINE_PCT)
+			add_cand(r, v[k].spec, 100.0 * (double)v[k].self / (double)total);
+	free(v);
+	profile__free(p);
+	stack_symbols__free(ss);
+}
+
 /* The candidates and their CPU shares, from the samples taken so far. */
 static int pick_candidates(struct daemon *d, const struct causal_opts *o, struct causal_run *r)
 {
@@ -138,6 +216,7 @@ static int pick_candidates(struct daemon *d, const struct causal_opts *o, struct
 		for (int k = 0; k < n && r->n_cand < o->auto_n; k++)
 			if (100.0 * (double)v[k].self / (double)total >= 1.0)
 				add_cand(r, v[k].name, 100.0 * (double)v[k].self / (double)total);
+		add_auto_lines(d, r);
 	}
 	free(v);
 	profile__free(p);
