@@ -21,7 +21,6 @@
 #include "user/session/bpf_session_internal.h"
 #include "user/session/min_btf.h"
 #include "user/session/unwind_tables.h"
-#include "user/session/uprobe_multi.h"
 #include "liveprof.skel.h"
 
 static bool g_verbose;
@@ -139,25 +138,6 @@ static void size_maps(struct bpf_session *s, const struct bpf_session_opts *o)
 }
 
 /*
- * Load the function and line programs for uprobe_multi links where the
- * kernel has them (uprobe_multi.h: cheaper per call). The programs of USDT
- * pairs and of py: stay classic uprobes.
- */
-static void choose_uprobe_kind(struct bpf_session *s, const struct bpf_session_opts *o)
-{
-	struct bpf_program *progs[] = {s->skel->progs.lp_func_entry, s->skel->progs.lp_func_return,
-				       s->skel->progs.lp_func_ret_insn, s->skel->progs.lp_line_hit};
-	/* LIVEPROF_UPROBES=classic: the old kind, for side-by-side benches */
-	const char *kind = getenv("LIVEPROF_UPROBES");
-
-	s->multi = o->tracing && !(kind && !strcmp(kind, "classic")) && uprobe_multi_supported();
-	if (!s->multi)
-		return;
-	for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++)
-		bpf_program__set_expected_attach_type(progs[i], LP_ATTACH_UPROBE_MULTI);
-}
-
-/*
  * A memfd holding the embedded kernel-type subset (min_btf.h), if this is
  * the kernel it was cut from; else -1, and libbpf reads the whole BTF.
  */
@@ -245,7 +225,7 @@ int bpf_session__open(struct bpf_session **out, const struct bpf_session_opts *o
 	if (err)
 		goto fail;
 	size_maps(s, o);
-	choose_uprobe_kind(s, o);
+	bpf_session_choose_uprobe_kind(s, o);
 	err = liveprof_bpf__load(s->skel);
 	if (btf_fd >= 0)
 		close(btf_fd);
@@ -385,129 +365,6 @@ int bpf_session__set_ruby(struct bpf_session *s, uint32_t pid, const struct lp_r
 {
 	return bpf_map__update_elem(s->skel->maps.rb_procs, &pid, sizeof(pid), cfg, sizeof(*cfg),
 				    BPF_ANY);
-}
-
-/* A slot holds a link of either kind. */
-static bool slot_busy(const struct bpf_session *s, int slot)
-{
-	return s->uprobe_links[slot] || s->multi_fds[slot] >= 0;
-}
-
-int bpf_session__attach_uprobe(struct bpf_session *s, enum bpf_probe_prog which, int pid,
-			       const char *path, uint64_t offset, uint32_t cookie)
-{
-	return bpf_session__attach_uprobe_sema(s, which, pid, path, offset, 0, cookie);
-}
-
-int bpf_session__attach_uprobe_sema(struct bpf_session *s, enum bpf_probe_prog which, int pid,
-				    const char *path, uint64_t offset, uint64_t sema_offset,
-				    uint32_t cookie)
-{
-	/* The kernel raises the semaphore (a u16 in the file's writable
-	 * data) in every process that maps it while the probe lives, and
-	 * lowers it when the probe goes: nothing of ours writes there. */
-	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookie, .ref_ctr_offset = sema_offset);
-	struct bpf_program *prog;
-	int slot;
-
-	switch (which) {
-	case PROBE_PROG_ENTRY:
-		prog = s->skel->progs.lp_func_entry;
-		break;
-	case PROBE_PROG_RETURN:
-		prog = s->skel->progs.lp_func_return;
-		opts.retprobe = true;
-		break;
-	case PROBE_PROG_RET_INSN:
-		prog = s->skel->progs.lp_func_ret_insn;
-		break;
-	case PROBE_PROG_LINE:
-		prog = s->skel->progs.lp_line_hit;
-		break;
-	case PROBE_PROG_USDT_ENTRY:
-		prog = s->skel->progs.lp_usdt_entry;
-		break;
-	case PROBE_PROG_USDT_RETURN:
-		prog = s->skel->progs.lp_usdt_return;
-		break;
-	case PROBE_PROG_PY_START:
-		prog = s->skel->progs.lp_py_start;
-		break;
-	case PROBE_PROG_PY_RETURN:
-		prog = s->skel->progs.lp_py_return;
-		break;
-	default:
-		return -EINVAL;
-	}
-	for (slot = 0; slot < MAX_UPROBE_LINKS && slot_busy(s, slot); slot++)
-		;
-	if (slot == MAX_UPROBE_LINKS)
-		return -ENOSPC;
-	if (s->multi && which <= PROBE_PROG_LINE) {
-		int fd = uprobe_multi_attach(bpf_program__fd(prog), pid, path, offset, sema_offset,
-					     cookie, opts.retprobe);
-
-		if (fd < 0)
-			return fd;
-		s->multi_fds[slot] = fd;
-	} else {
-		s->uprobe_links[slot] =
-			bpf_program__attach_uprobe_opts(prog, pid, path, offset, &opts);
-		if (!s->uprobe_links[slot])
-			return errno ? -errno : -EINVAL;
-	}
-	s->sites[slot].ino = 0;
-	if (which != PROBE_PROG_RETURN) {
-		struct stat st;
-
-		if (!stat(path, &st)) {
-			s->sites[slot].dev = st.st_dev;
-			s->sites[slot].ino = st.st_ino;
-			s->sites[slot].offset = offset;
-			s->sites[slot].cookie = cookie;
-			s->sites[slot].entry = which == PROBE_PROG_ENTRY;
-			if (slot >= s->sites_hw)
-				s->sites_hw = slot + 1;
-		}
-	}
-	return slot;
-}
-
-int bpf_session__entry_sites(struct bpf_session *s, uint32_t cookie, struct bpf_probe_site *out,
-			     int max)
-{
-	int n = 0;
-
-	for (int i = 0; i < s->sites_hw && n < max; i++) {
-		if (!slot_busy(s, i) || !s->sites[i].ino || !s->sites[i].entry ||
-		    s->sites[i].cookie != cookie)
-			continue;
-		out[n].dev = s->sites[i].dev;
-		out[n].ino = s->sites[i].ino;
-		out[n].offset = s->sites[i].offset;
-		n++;
-	}
-	return n;
-}
-
-bool bpf_session__probe_site(struct bpf_session *s, uint64_t dev, uint64_t ino, uint64_t offset)
-{
-	for (int i = 0; i < s->sites_hw; i++)
-		if (slot_busy(s, i) && s->sites[i].ino == ino && s->sites[i].offset == offset &&
-		    s->sites[i].dev == dev)
-			return true;
-	return false;
-}
-
-void bpf_session__detach(struct bpf_session *s, int handle)
-{
-	if (handle < 0 || handle >= MAX_UPROBE_LINKS)
-		return;
-	bpf_link__destroy(s->uprobe_links[handle]);
-	s->uprobe_links[handle] = NULL;
-	if (s->multi_fds[handle] >= 0)
-		close(s->multi_fds[handle]);
-	s->multi_fds[handle] = -1;
 }
 
 int bpf_session__counters(struct bpf_session *s, uint64_t *out)

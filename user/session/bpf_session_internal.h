@@ -40,4 +40,10 @@ struct bpf_session {
 	bool verbose;
 };
 
+struct bpf_session_opts;
+
+/* bpf_session_uprobes.c: before the load, the kind of link the function
+ * and line programs are loaded for (uprobe_multi where the kernel has it). */
+void bpf_session_choose_uprobe_kind(struct bpf_session *s, const struct bpf_session_opts *o);
+
 #endif /* LP_SESSION_BPF_SESSION_INTERNAL_H */

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * stack_symbols_internal.h - the state of struct stack_symbols, shared by
+ * stack_symbols.c (symbolizing stacks) and stack_symbols_read.c (reading
+ * them back: paths, frames, profiles); not an API.
+ */
+#ifndef LP_PROFILE_STACK_SYMBOLS_INTERNAL_H
+#define LP_PROFILE_STACK_SYMBOLS_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "user/profile/stack_symbols.h"
+
+#define MAX_FRAMES 512 /* frames of one symbolized stack */
+
+/*
+ * The frame ids one user address of one process interned to (its inline
+ * chain, outermost first). A new stack is mostly addresses seen before in
+ * other stacks; looking them up here instead of symbolizing and interning
+ * each frame again is what keeps the daemon's cost per new stack low.
+ * Valid while the symbolizer's generation stays the same.
+ */
+struct addr_frames {
+	uint64_t addr; /* as looked up (a return address already minus 1) */
+	uint32_t pid;  /* 0: empty slot */
+	uint32_t n;
+	uint32_t ids[SYM_MAX_INLINE];
+};
+
+struct sym_stack {
+	uint32_t *ids; /* ids in the frame table, root first; NULL: not yet */
+	uint32_t depth;
+};
+
+struct stack_symbols {
+	struct stack_symbols_opts opts;
+	struct profile *table; /* frame table */
+	struct sym_stack *stacks;
+	size_t n, cap;	/* stacks below n were symbolized once */
+	uint32_t *redo; /* ids below n released since: symbolize again when reused */
+	size_t n_redo, cap_redo;
+	struct frame *frame_buf;
+	struct addr_frames *addr_cache; /* open addressing by (pid, addr) */
+	size_t addr_cap, addr_n;
+	uint64_t addr_gen; /* the symbolizer's generation the cache is of */
+	/* The frame every new stack starts with, its process's root, by
+	 * name: interning it hashed and compared its strings once per stack
+	 * (frame ids never change) */
+	struct {
+		uint32_t pid, id;
+		char name[72]; /* "": empty */
+	} root;
+	/* frame table id -> id in the profile being built, +1 (0 = unmapped) */
+	uint32_t *remap;
+	size_t remap_cap;
+	struct profile *remap_for;
+};
+
+#endif /* LP_PROFILE_STACK_SYMBOLS_INTERNAL_H */

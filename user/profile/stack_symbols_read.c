@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * stack_symbols_read.c - reading symbolized stacks back: a stack's path
+ * hash and equality (split's grouping), its frames, and profiles built by
+ * copying frame ids through a remap table.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "user/profile/stack_symbols.h"
+#include "user/profile/stack_symbols_internal.h"
+#include "user/util/util.h"
+
+/* The frame as it shows in a profile's name-level views: all but its address. */
+static uint64_t frame_path_hash(uint64_t h, const struct frame *f)
+{
+	h = lp_mix64(h ^ (uintptr_t)f->name);
+	h = lp_mix64(h ^ (uintptr_t)f->module ^ ((uint64_t)(uintptr_t)f->file << 1));
+	h = lp_mix64(h ^ ((uint64_t)(uint32_t)f->line << 8) ^ ((uint64_t)f->kind << 1) ^
+		     f->inlined);
+	/* the root's address is the pid: processes stay apart */
+	return f->kind == FRAME_ROOT ? lp_mix64(h ^ f->addr) : h;
+}
+
+static bool frame_same_path(const struct frame *a, const struct frame *b)
+{
+	return a->name == b->name && a->module == b->module && a->path == b->path &&
+	       a->build_id == b->build_id && a->file == b->file && a->line == b->line &&
+	       a->kind == b->kind && a->inlined == b->inlined &&
+	       (a->kind != FRAME_ROOT || a->addr == b->addr);
+}
+
+int stack_symbols__path_hash(const struct stack_symbols *ss, uint32_t id, uint64_t *hash)
+{
+	const struct sym_stack *st;
+	uint64_t h;
+
+	if (id >= ss->n || !ss->stacks[id].ids)
+		return -ENOENT;
+	st = &ss->stacks[id];
+	h = st->depth;
+	for (uint32_t i = 0; i < st->depth; i++)
+		h = frame_path_hash(h, &ss->table->frames[st->ids[i]]);
+	*hash = h;
+	return 0;
+}
+
+bool stack_symbols__same_path(const struct stack_symbols *ss, uint32_t a, uint32_t b)
+{
+	const struct sym_stack *x, *y;
+
+	if (a >= ss->n || b >= ss->n || !ss->stacks[a].ids || !ss->stacks[b].ids)
+		return false;
+	x = &ss->stacks[a];
+	y = &ss->stacks[b];
+	if (x->depth != y->depth)
+		return false;
+	for (uint32_t i = 0; i < x->depth; i++)
+		if (x->ids[i] != y->ids[i] &&
+		    !frame_same_path(&ss->table->frames[x->ids[i]], &ss->table->frames[y->ids[i]]))
+			return false;
+	return true;
+}
+
+int stack_symbols__frames(struct stack_symbols *ss, uint32_t id, const struct frame **frames,
+			  uint32_t *depth)
+{
+	static __thread struct frame buf[MAX_FRAMES];
+
+	if (id >= ss->n || !ss->stacks[id].ids)
+		return -ENOENT;
+	for (uint32_t i = 0; i < ss->stacks[id].depth; i++)
+		buf[i] = ss->table->frames[ss->stacks[id].ids[i]];
+	*frames = buf;
+	*depth = ss->stacks[id].depth;
+	return 0;
+}
+
+struct profile *stack_symbols__new_profile(struct stack_symbols *ss, const char *name)
+{
+	struct profile *p = profile__new(name);
+
+	ss->remap_for = NULL; /* a new profile may reuse a freed one's address */
+	return p;
+}
+
+int stack_symbols__add_counts(struct stack_symbols *ss, struct profile *out, const struct counts *c,
+			      const struct label *labels, uint32_t n_labels)
+{
+	uint32_t ids[MAX_FRAMES];
+
+	if (ss->remap_for != out || ss->remap_cap < ss->table->n_frames) {
+		size_t cap = ss->table->n_frames + 1024;
+		uint32_t *r = calloc(cap, sizeof(*r));
+
+		if (!r)
+			return -ENOMEM;
+		/* Keep the ids already mapped for this profile. */
+		if (ss->remap_for == out && ss->remap)
+			memcpy(r, ss->remap, ss->remap_cap * sizeof(*r));
+		free(ss->remap);
+		ss->remap = r;
+		ss->remap_cap = cap;
+		ss->remap_for = out;
+	}
+	counts_for_each(c, sc)
+	{
+		uint32_t id = stack_count__id(sc);
+		struct sym_stack *st;
+		int err;
+
+		if (id >= ss->n || !ss->stacks[id].ids)
+			continue; /* not symbolized yet: next build has it */
+		st = &ss->stacks[id];
+		for (uint32_t i = 0; i < st->depth; i++) {
+			uint32_t fid = st->ids[i];
+
+			if (!ss->remap[fid]) {
+				int64_t nid = profile__intern_frame(out, &ss->table->frames[fid]);
+
+				if (nid < 0)
+					return (int)nid;
+				ss->remap[fid] = (uint32_t)nid + 1;
+			}
+			ids[i] = ss->remap[fid] - 1;
+		}
+		err = profile__add(out, ids, st->depth, sc->count, sc->weight_ns, labels, n_labels);
+		if (err)
+			return err;
+	}
+	return 0;
+}
