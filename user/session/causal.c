@@ -91,18 +91,19 @@ static double point_cost(struct causal_ctx *x, const struct trace_totals *a,
 	return causal_period((double)(b->calls - a->calls), span_ns);
 }
 
-/* The candidate's running totals: a function's trace, or a line's ticks. */
+/*
+ * The candidate's running totals: a function's trace; or a line's ticks,
+ * in @line (its hits also as @t's calls).
+ */
 static int read_cand(struct causal_ctx *x, const struct causal_cand *c, struct trace_totals *t,
-		     double line[3])
+		     struct causal_win *line)
 {
-	double hits;
-
-	line[0] = line[1] = line[2] = 0;
+	memset(line, 0, sizeof(*line));
 	if (!c->is_line)
 		return causal_read_totals(x, c->function, t);
 	memset(t, 0, sizeof(*t));
-	causal_line_read(x, &line[0], &line[1], &line[2], &hits);
-	t->calls = (uint64_t)hits;
+	causal_line_read(x, line);
+	t->calls = (uint64_t)line->cand_calls;
 	return 0;
 }
 
@@ -112,7 +113,7 @@ static int run_window(struct causal_ctx *x, const struct causal_cand *c, uint64_
 {
 	struct trace_totals p0, p1, c0, c1;
 	uint64_t win = (uint64_t)(x->o->window_s * 1e9), t0, t1, w0;
-	double l0[3], l1[3];
+	struct causal_win l0, l1;
 	int i = daemon__find_trace(x->d, c->function), err;
 
 	if (c->is_line)
@@ -125,23 +126,23 @@ static int run_window(struct causal_ctx *x, const struct causal_cand *c, uint64_
 		return err;
 	t0 = lp_now_ns();
 	w0 = bpf_session__causal_waited_ns(x->d->core.bpf);
-	if (causal_read_totals(x, point_spec(x->o), &p0) || read_cand(x, c, &c0, l0))
+	if (causal_read_totals(x, point_spec(x->o), &p0) || read_cand(x, c, &c0, &l0))
 		return -ENOENT;
 	err = causal_wait(x, win);
 	if (err)
 		return err;
 	t1 = lp_now_ns();
 	w->waited_ns = (double)(bpf_session__causal_waited_ns(x->d->core.bpf) - w0);
-	if (causal_read_totals(x, point_spec(x->o), &p1) || read_cand(x, c, &c1, l1))
+	if (causal_read_totals(x, point_spec(x->o), &p1) || read_cand(x, c, &c1, &l1))
 		return -ENOENT;
 	w->span_ns = (double)(t1 - t0);
 	w->cost = point_cost(x, &p0, &p1, w->span_ns);
 	w->cand_calls = (double)(c1.calls - c0.calls);
 	w->cand_timed = (double)(c1.timed - c0.timed);
 	w->cand_sum_ns = c1.sum_ns - c0.sum_ns;
-	w->line_cpu_ns = l1[0] - l0[0];
-	w->line_ticks = l1[1] - l0[1];
-	w->line_user = l1[2] - l0[2];
+	w->line_cpu_ns = l1.line_cpu_ns - l0.line_cpu_ns;
+	w->line_ticks = l1.line_ticks - l0.line_ticks;
+	w->line_user = l1.line_user - l0.line_user;
 	return 0;
 }
 
@@ -242,7 +243,7 @@ static int run_pair(struct causal_ctx *x, struct causal_cand *c, struct cand_acc
 	 * under a load that changes with time, the candidate's calls and the
 	 * progress point stretch together. */
 	if (c->is_line) /* what the ticks really waited, of the line's own time */
-		frac = causal_line_frac(x, &del);
+		frac = causal_line_frac(&del);
 	else
 		frac = c->delay_ns / (ctl.cand_timed >= MIN_CALLS ? ctl.cand_sum_ns / ctl.cand_timed
 								  : c->mean_ns);

@@ -48,11 +48,11 @@ struct causal_win {
 int causal_line_begin(struct causal_ctx *x, struct causal_cand *c);
 void causal_line_end(struct causal_ctx *x);
 int causal_line_set_delay(struct causal_ctx *x, uint64_t delay_ns);
-void causal_line_read(struct causal_ctx *x, double *cpu_ns, double *ticks, double *user,
-		      double *hits);
+/* The line's running totals now: hits (as cand_calls), ticks, CPU time. */
+void causal_line_read(struct causal_ctx *x, struct causal_win *at);
 uint64_t causal_line_delay(struct causal_ctx *x, struct causal_cand *c,
 			   const struct causal_win *calib);
-double causal_line_frac(struct causal_ctx *x, const struct causal_win *w);
+double causal_line_frac(const struct causal_win *w);
 
 /* Let the daemon run @ns; 0, -EINTR (stop), -ESRCH (targets gone). */
 int causal_wait(struct causal_ctx *x, uint64_t ns);

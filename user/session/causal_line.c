@@ -108,16 +108,15 @@ static double process_cpu_ns(uint32_t pid)
 	return sum;
 }
 
-void causal_line_read(struct causal_ctx *x, double *cpu_ns, double *ticks, double *user,
-		      double *hits)
+void causal_line_read(struct causal_ctx *x, struct causal_win *at)
 {
-	uint64_t t, u, h;
+	uint64_t ticks, user, hits;
 
-	bpf_session__causal_line_counts(x->d->core.bpf, &t, &u, &h);
-	*ticks = (double)t;
-	*user = (double)u;
-	*hits = (double)h;
-	*cpu_ns = process_cpu_ns(x->line_pid);
+	bpf_session__causal_line_counts(x->d->core.bpf, &ticks, &user, &hits);
+	at->line_ticks = (double)ticks;
+	at->line_user = (double)user;
+	at->cand_calls = (double)hits;
+	at->line_cpu_ns = process_cpu_ns(x->line_pid);
 }
 
 /*
@@ -167,10 +166,9 @@ uint64_t causal_line_delay(struct causal_ctx *x, struct causal_cand *c,
 	return (uint64_t)(period * (r < 0.5 ? r : 0.5));
 }
 
-double causal_line_frac(struct causal_ctx *x, const struct causal_win *w)
+double causal_line_frac(const struct causal_win *w)
 {
 	double own = w->cand_calls * tick_period(w);
 
-	(void)x;
 	return own > 0 && w->waited_ns > 0 ? w->waited_ns / own : NAN;
 }
