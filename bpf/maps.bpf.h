@@ -164,6 +164,22 @@ static __always_inline bool is_target(__u32 tgid)
 	return bpf_map_lookup_elem(&targets, &tgid) != NULL;
 }
 
+/* The calling thread's id, read only where a record needs it. */
+static __always_inline __u32 current_tid(void)
+{
+	return (__u32)bpf_get_current_pid_tgid();
+}
+
+/*
+ * True in liveprof itself under -a, where probes fire in every process.
+ * Otherwise uprobes are attached per target pid and the (read-only) flag
+ * lets the verifier drop the check, helper call and all.
+ */
+static __always_inline bool in_self(void)
+{
+	return filter_all && (bpf_get_current_pid_tgid() >> 32) == self_tgid;
+}
+
 static __always_inline bool is_paused(void)
 {
 	__u32 zero = 0;

@@ -352,7 +352,7 @@ int BPF_KPROBE(lp_py_start)
 		count_event(LP_CNT_CALLS_DROPPED);
 		return 0;
 	}
-	push_call(ctx, tc, d, pcfg, id1, id, f, LP_FS_USDT | LP_FS_PY, id1);
+	push_call(ctx, tc, d, pcfg, id1, f, LP_FS_USDT | LP_FS_PY, id1);
 	return 0;
 }
 
@@ -386,7 +386,7 @@ int BPF_KPROBE(lp_py_return)
 	fs = &tc->f[call_idx(d - 1)];
 	if (fs->probe_id != id1)
 		return 0;
-	finish_call(ctx, tc, fs, pcfg, id, now);
+	finish_call(ctx, tc, fs, pcfg, now);
 	tc->depth = d - 1;
 	return 0;
 }

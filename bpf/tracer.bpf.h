@@ -152,8 +152,8 @@ __noinline __u64 lp_fetch_value(struct pt_regs *ctx, __u32 idx, __u64 bias)
  * the programs of @site_id (@probe_id but for USDT sites).
  */
 static __always_inline void push_call(struct pt_regs *ctx, struct lp_thread_calls *tc, __u32 d,
-				      const struct lp_probe_cfg *cfg, __u32 probe_id, __u64 id,
-				      __u64 sp, __u32 flags, __u32 site_id)
+				      const struct lp_probe_cfg *cfg, __u32 probe_id, __u64 sp,
+				      __u32 flags, __u32 site_id)
 {
 	struct lp_frame_state *fs;
 
@@ -165,7 +165,7 @@ static __always_inline void push_call(struct pt_regs *ctx, struct lp_thread_call
 	if (cfg->n_values) {
 		if (cfg->flags & LP_PCF_EMIT_VALUES)
 			lp_emit_values(ctx, site_id, VALUES_RANGE(0, cfg->n_values, 0),
-				       probe_bias(ctx, cfg), call_id_of((__u32)id, fs));
+				       probe_bias(ctx, cfg), call_id_of(current_tid(), fs));
 		if (cfg->by_index >= 0 && cfg->by_index < LP_MAX_VALUES) {
 			fs->by_value = lp_fetch_value(ctx, site_id * LP_MAX_VALUES + cfg->by_index,
 						      probe_bias(ctx, cfg));
@@ -183,8 +183,6 @@ static __always_inline void push_call(struct pt_regs *ctx, struct lp_thread_call
 SEC("uprobe")
 int BPF_KPROBE(lp_func_entry)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32;
 	__u32 probe_id = (__u32)bpf_get_attach_cookie(ctx);
 	struct lp_thread_calls *tc;
 	struct lp_probe_cfg *cfg;
@@ -194,7 +192,7 @@ int BPF_KPROBE(lp_func_entry)
 	/* No target lookup: uprobes are attached per target pid, so they fire
 	 * only where they should. With -a they fire everywhere but in us.
 	 * (liveprof probes itself on purpose once, to measure probe cost.) */
-	if ((filter_all && tgid == self_tgid) || is_paused())
+	if (in_self() || is_paused())
 		return 0;
 	cfg = bpf_map_lookup_elem(&probes, &probe_id);
 	if (!cfg)
@@ -217,15 +215,15 @@ int BPF_KPROBE(lp_func_entry)
 		count_event(LP_CNT_CALLS_DROPPED);
 		return 0;
 	}
-	push_call(ctx, tc, d, cfg, probe_id, id, sp, 0, probe_id);
+	push_call(ctx, tc, d, cfg, probe_id, sp, 0, probe_id);
 	return 0;
 }
 
 /* Send the end of a sampled call, so the daemon can class its samples. */
-static __always_inline void send_call_end(const struct lp_frame_state *fs, __u64 id, __u64 lat,
-					  __u64 charged)
+static __always_inline void send_call_end(const struct lp_frame_state *fs, __u64 lat, __u64 charged)
 {
 	struct lp_call_end *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	__u64 id = bpf_get_current_pid_tgid();
 
 	if (!e) {
 		count_event(LP_CNT_LOST);
@@ -257,7 +255,7 @@ static __always_inline void send_call_end(const struct lp_frame_state *fs, __u64
  */
 static __always_inline void finish_call(struct pt_regs *ctx, struct lp_thread_calls *tc,
 					const struct lp_frame_state *fs,
-					const struct lp_probe_cfg *cfg, __u64 id, __u64 now)
+					const struct lp_probe_cfg *cfg, __u64 now)
 {
 	__u32 probe_id = fs->probe_id, idx;
 	struct lp_probe_stats *st;
@@ -293,22 +291,21 @@ static __always_inline void finish_call(struct pt_regs *ctx, struct lp_thread_ca
 	}
 	if (cfg->n_ret_values)
 		lp_emit_values(ctx, probe_id, VALUES_RANGE(cfg->n_values, cfg->n_ret_values, 1),
-			       cfg->module_bias, call_id_of((__u32)id, fs));
+			       cfg->module_bias, call_id_of(current_tid(), fs));
 	if (fs->flags & LP_FS_SAMPLED)
-		send_call_end(fs, id, lat, charged);
+		send_call_end(fs, lat, charged);
 }
 
 static __always_inline int on_return(struct pt_regs *ctx, __u64 entry_sp)
 {
 	__u64 now = bpf_ktime_get_ns();
-	__u64 id = bpf_get_current_pid_tgid();
 	__u32 probe_id = (__u32)bpf_get_attach_cookie(ctx);
 	struct lp_thread_calls *tc;
 	struct lp_frame_state *fs;
 	struct lp_probe_cfg *cfg;
 	__u32 d, k;
 
-	if (filter_all && (id >> 32) == self_tgid)
+	if (in_self())
 		return 0;
 	tc = thread_calls_of(bpf_get_current_task_btf(), false);
 	cfg = bpf_map_lookup_elem(&probes, &probe_id);
@@ -335,7 +332,7 @@ static __always_inline int on_return(struct pt_regs *ctx, __u64 entry_sp)
 		tc->depth = d;
 		return 0;
 	}
-	finish_call(ctx, tc, fs, cfg, id, now);
+	finish_call(ctx, tc, fs, cfg, now);
 	tc->depth = d - 1;
 	return 0;
 }

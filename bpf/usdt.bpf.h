@@ -91,7 +91,7 @@ int BPF_KPROBE(lp_usdt_entry)
 		count_event(LP_CNT_CALLS_DROPPED);
 		return 0;
 	}
-	push_call(ctx, tc, d, cfg, probe_id, id, 0, LP_FS_USDT, site_id);
+	push_call(ctx, tc, d, cfg, probe_id, 0, LP_FS_USDT, site_id);
 	return 0;
 }
 
@@ -135,7 +135,7 @@ int BPF_KPROBE(lp_usdt_return)
 	if (!cfg)
 		return 0;
 	fs = &tc->f[call_idx(d - 1)];
-	finish_call(ctx, tc, fs, cfg, id, now);
+	finish_call(ctx, tc, fs, cfg, now);
 	tc->depth = d - 1;
 	return 0;
 }
