@@ -16,8 +16,9 @@
 #define LP_COST_BPF_H
 
 /* Written by the daemon (skeleton .bss). */
-__u64 sample_irq_ns = 0;    /* per sample, outside what BPF can time of it */
-__u64 sample_irq_scale = 0; /* per timed interrupt, its length x this / 1024 more */
+__u64 sample_irq_ns = 0; /* per sample, outside what BPF can time of it */
+/* per timed interrupt, its length less the sampler's own time, x this / 1024 more */
+__u64 sample_irq_scale = 0;
 __u64 calib_samples = 0;    /* samples of calib_tid */
 __u32 calib_tid = 0;	    /* the daemon's calibration thread, while it runs */
 bool timer_bracket = false; /* lp_timer_entry/exit are attached */
@@ -30,13 +31,20 @@ bool timer_bracket = false; /* lp_timer_entry/exit are attached */
  * in a VM is an exit to the host, the sampler): measured per sample, it
  * follows the machine's load. What lies outside the bracket (entry and
  * exit of the interrupt, the caches it leaves cold) is charged in
- * proportion to it, sample_irq_scale / 1024 of it: both grow together
- * when samples are rarer (a sample in a call of constant work measured
- * 18 us at 10 kHz and 36-40 us at 100 Hz here, bracket and rest alike),
- * which a constant calibrated at one rate does not follow.
+ * proportion to the kernel's part of it, sample_irq_scale / 1024 of the
+ * bracket less the sampler program's own time: both grow together when
+ * samples are rarer (a sample in a call of constant work measured 18 us
+ * at 10 kHz and 36-40 us at 100 Hz here, bracket and rest alike), which
+ * a constant calibrated at one rate does not follow. The sampler's own
+ * time is left out of that share because it varies with the target, not
+ * with the machine: walking a CPython stack adds 3-4 us to it here,
+ * all of it reads of the target's own memory, and the calibration's
+ * native stack has no such part (charged in proportion, it over-charged
+ * every sampled Python call by a further 3-4 us).
  */
 struct lp_timer_irq {
 	__u64 entry_ns;	 /* 0: not inside a timer interrupt */
+	__u64 bpf_ns;	 /* the sampler's own time in this one */
 	__u32 sampled;	 /* a sample of a traced thread ran in this one */
 	__u32 calib;	 /* the calibration sampler ran in this one: */
 	__u64 calib_idx; /* its number (calib_samples before it) */
@@ -49,9 +57,9 @@ struct {
 	__type(value, struct lp_timer_irq);
 } timer_irq SEC(".maps");
 
-/* Bracket length of calibration sample i at [i % LP_CALIB_SLOTS], for the
+/* The bracket of calibration sample i at [i % LP_CALIB_SLOTS], for the
  * daemon to pair with the piece of work that sample landed in. */
-__u64 calib_bracket_ns[LP_CALIB_SLOTS];
+struct lp_calib_slot calib_slots[LP_CALIB_SLOTS];
 
 static __always_inline struct lp_timer_irq *timer_irq_here(void)
 {
@@ -79,11 +87,14 @@ static __always_inline void charge_sample(__u64 t0)
 {
 	struct lp_timer_irq *ti = timer_bracket ? timer_irq_here() : NULL;
 
+	__u64 own = bpf_ktime_get_ns() - t0;
+
 	if (ti && ti->entry_ns) {
 		ti->sampled = 1;
+		ti->bpf_ns += own;
 		return;
 	}
-	charge_current(bpf_ktime_get_ns() - t0 + sample_irq_ns);
+	charge_current(own + sample_irq_ns);
 }
 
 SEC("tp_btf/local_timer_entry")
@@ -93,6 +104,7 @@ int BPF_PROG(lp_timer_entry, int vector)
 
 	if (ti) {
 		ti->entry_ns = bpf_ktime_get_ns();
+		ti->bpf_ns = 0;
 		ti->sampled = 0;
 		ti->calib = 0;
 	}
@@ -103,16 +115,21 @@ SEC("tp_btf/local_timer_exit")
 int BPF_PROG(lp_timer_exit, int vector)
 {
 	struct lp_timer_irq *ti = timer_irq_here();
-	__u64 d;
+	__u64 d, kernel;
 
 	if (!ti || !ti->entry_ns)
 		return 0;
 	d = bpf_ktime_get_ns() - ti->entry_ns;
+	kernel = d > ti->bpf_ns ? d - ti->bpf_ns : 0;
 	ti->entry_ns = 0;
 	if (ti->sampled)
-		charge_current(d + (d * sample_irq_scale >> 10));
-	if (ti->calib)
-		calib_bracket_ns[ti->calib_idx & (LP_CALIB_SLOTS - 1)] = d;
+		charge_current(d + (kernel * sample_irq_scale >> 10));
+	if (ti->calib) {
+		struct lp_calib_slot *c = &calib_slots[ti->calib_idx & (LP_CALIB_SLOTS - 1)];
+
+		c->bracket_ns = d;
+		c->kernel_ns = kernel;
+	}
 	return 0;
 }
 

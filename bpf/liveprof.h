@@ -35,6 +35,12 @@
 #define LP_CAUSAL_MAX_RANGES 64 /* causal: address ranges of a line candidate */
 #define LP_CAUSAL_MAX_LOOPS    (1u << 20)  /* its wait loop's bound (clock reads) */
 
+/* One calibration sample's timed timer interrupt (cost.bpf.h). */
+struct lp_calib_slot {
+	__u64 bracket_ns; /* the whole bracket; 0: none recorded */
+	__u64 kernel_ns;  /* of it, all but the sampler program's own time */
+};
+
 enum lp_event_type {
 	LP_EV_SAMPLE = 1,   /* struct lp_sample: on-CPU tick or off-CPU block */
 	LP_EV_CALL_END = 2, /* struct lp_call_end: a sampled traced call returned */

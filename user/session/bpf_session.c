@@ -419,14 +419,17 @@ const volatile uint64_t *bpf_session__calib_samples(struct bpf_session *s)
 	return (const volatile uint64_t *)&s->skel->bss->calib_samples;
 }
 
-const volatile uint64_t *bpf_session__calib_brackets(struct bpf_session *s, bool reset)
+const volatile struct lp_calib_slot *bpf_session__calib_slots(struct bpf_session *s, bool reset)
 {
-	volatile uint64_t *v = (volatile uint64_t *)s->skel->bss->calib_bracket_ns;
+	volatile struct lp_calib_slot *v =
+		(volatile struct lp_calib_slot *)s->skel->bss->calib_slots;
 
 	if (!s->skel->bss->timer_bracket)
 		return NULL;
-	for (size_t i = 0; reset && i < LP_CALIB_SLOTS; i++)
-		v[i] = 0;
+	for (size_t i = 0; reset && i < LP_CALIB_SLOTS; i++) {
+		v[i].bracket_ns = 0;
+		v[i].kernel_ns = 0;
+	}
 	return v;
 }
 

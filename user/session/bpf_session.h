@@ -213,11 +213,11 @@ void bpf_session__detach_calib(struct bpf_session *s);
 /** bpf_session__calib_samples - the count of calibration samples, live */
 const volatile uint64_t *bpf_session__calib_samples(struct bpf_session *s);
 /**
- * bpf_session__calib_brackets - the timer-interrupt length of calibration
- * sample i at [i % LP_CALIB_SLOTS] (0: none recorded), zeroed first with
- * @reset; NULL when the timer interrupt is not timed
+ * bpf_session__calib_slots - the timed timer interrupt of calibration
+ * sample i at [i % LP_CALIB_SLOTS] (bracket_ns 0: none recorded), zeroed
+ * first with @reset; NULL when the timer interrupt is not timed
  */
-const volatile uint64_t *bpf_session__calib_brackets(struct bpf_session *s, bool reset);
+const volatile struct lp_calib_slot *bpf_session__calib_slots(struct bpf_session *s, bool reset);
 /**
  * bpf_session__set_sample_charge - what a sample costs beyond what BPF times
  * @s: the session

@@ -97,49 +97,63 @@ static uint64_t median_sorted(uint64_t *v, size_t n)
 }
 
 /*
- * From the piece timings to @out. What a sample adds to a piece, beyond
- * the timer interrupt BPF timed for that very sample (when it does), is
- * the residual that is charged per sample as its median; how far one
- * sample's residual strays from it, net of the spread the work itself
- * has (the pieces without a sample), is the correction's uncertainty.
+ * From the piece timings to @out. What a sample adds to a piece beyond the
+ * timer interrupt BPF timed for that very sample (when it does), per ns
+ * of the kernel's part of that interrupt (all but the sampler program's
+ * own time, cost.bpf.h), is the share charged beyond it; what is left
+ * after that charge is the residual, charged per sample as its median;
+ * how far one sample's residual strays from it, net of the spread the
+ * work itself has (the pieces without a sample), is the correction's
+ * uncertainty.
  */
 static void derive(struct bpf_session *bpf, uint64_t *with, const uint64_t *idx, size_t nw,
 		   uint64_t *without, size_t nwo, struct sample_cost_round *out)
 {
-	const volatile uint64_t *br = bpf_session__calib_brackets(bpf, false);
-	uint64_t base = median_sorted(without, nwo), *brs = calloc(nw, sizeof(uint64_t));
+	const volatile struct lp_calib_slot *slots = bpf_session__calib_slots(bpf, false);
+	uint64_t base = median_sorted(without, nwo), bracket = 0, kernel = 0, resid;
+	uint64_t *brs = calloc(nw, sizeof(uint64_t)), *ks = calloc(nw, sizeof(uint64_t));
 	uint64_t *ratio = calloc(nw, sizeof(uint64_t));
 	size_t nb = 0;
 	double s_res, s_work = (double)half_range(without, nwo);
 
-	for (size_t i = 0; br && brs && ratio && i < nw; i++) {
-		uint64_t b = idx[i] < LP_CALIB_SLOTS ? br[idx[i]] : 0;
+	for (size_t i = 0; slots && brs && ks && ratio && i < nw; i++) {
+		uint64_t b = idx[i] < LP_CALIB_SLOTS ? slots[idx[i]].bracket_ns : 0;
+		uint64_t k = idx[i] < LP_CALIB_SLOTS ? slots[idx[i]].kernel_ns : 0;
 
-		/* what the sample added, per ns of its timed interrupt, in 1/1024 */
-		if (b) {
-			ratio[nb] = with[i] > base ? ((with[i] - base) << 10) / b : 0;
-			brs[nb++] = b;
+		/* what the sample added beyond its bracket, per ns of the
+		 * kernel's part of it, in 1/1024 */
+		if (b && k) {
+			ratio[nb] = with[i] > base + b ? ((with[i] - base - b) << 10) / k : 0;
+			brs[nb] = b;
+			ks[nb++] = k;
 		}
 	}
-	if (!br || !brs || !ratio || nb < nw * 9 / 10)
+	if (!slots || !brs || !ks || !ratio || nb < nw * 9 / 10)
 		nb = 0; /* not timed per sample: the whole cost is calibrated */
-	out->bracket_ns = nb ? median_sorted(brs, nb) : 0;
+	if (nb) {
+		bracket = median_sorted(brs, nb);
+		kernel = median_sorted(ks, nb);
+	}
+	out->bracket_ns = bracket;
 	out->scale_1024 = nb ? median_sorted(ratio, nb) : 0;
-	out->scale_1024 = out->scale_1024 > 1024 ? out->scale_1024 - 1024 : 0;
 	for (size_t i = 0; i < nw; i++) {
-		uint64_t b = nb && idx[i] < LP_CALIB_SLOTS ? br[idx[i]] : 0;
-		uint64_t charged = base + b + (b * out->scale_1024 >> 10);
+		uint64_t b = nb && idx[i] < LP_CALIB_SLOTS ? slots[idx[i]].bracket_ns : 0;
+		uint64_t k = nb && idx[i] < LP_CALIB_SLOTS ? slots[idx[i]].kernel_ns : 0;
+		uint64_t charged = base + b + (k * out->scale_1024 >> 10);
 
 		/* what is left after the charge; below zero is kept at 0 (a
 		 * sample that slowed its piece less than it is charged) */
 		with[i] = with[i] > charged ? with[i] - charged : 0;
 	}
-	/* outside a timed interrupt (none seen here): the median rest */
-	out->irq_ns = (out->bracket_ns * out->scale_1024 >> 10) + median_sorted(with, nw);
-	out->gap_ns = out->irq_ns + out->bracket_ns;
+	resid = median_sorted(with, nw);
+	out->gap_ns = bracket + (kernel * out->scale_1024 >> 10) + resid;
+	/* outside a timed interrupt (none seen here): all but what BPF times
+	 * of the sample, its own time */
+	out->irq_ns = out->gap_ns - (bracket > kernel ? bracket - kernel : 0);
 	s_res = (double)half_range(with, nw);
 	out->spread_ns = s_res > s_work ? (uint64_t)sqrt(s_res * s_res - s_work * s_work) : 0;
 	free(brs);
+	free(ks);
 	free(ratio);
 }
 
@@ -194,7 +208,8 @@ static void combine(struct bpf_session *bpf, struct sample_cost *c)
 	c->gap_ns = r[n / 2].gap_ns;
 	bpf_session__set_sample_charge(bpf, c->irq_ns, c->scale_1024);
 	lp_debug("sample cost: %lu ns per sample (+- %lu; rounds %lu..%lu ns), %lu of it timed "
-		 "per sample in BPF, %.2f times that charged beyond (%u rounds, %lu pieces with "
+		 "per sample in BPF, %.2f times its kernel part charged beyond (%u rounds, %lu "
+		 "pieces with "
 		 "a sample, %lu without)",
 		 (unsigned long)c->gap_ns, (unsigned long)c->spread_ns, (unsigned long)r[0].gap_ns,
 		 (unsigned long)r[n - 1].gap_ns, (unsigned long)c->bracket_ns,
@@ -207,8 +222,7 @@ static void combine(struct bpf_session *bpf, struct sample_cost *c)
  * time pieces, and derive the cost into @out. -EAGAIN when the thread got
  * too little CPU to tell (fewer than half the sampled pieces wanted).
  */
-static int one_round(struct bpf_session *bpf, struct sample_cost *c,
-		     struct sample_cost_round *out)
+static int one_round(struct bpf_session *bpf, struct sample_cost *c, struct sample_cost_round *out)
 {
 	struct perf_event_attr attr = {
 		.type = PERF_TYPE_SOFTWARE,
@@ -236,7 +250,7 @@ static int one_round(struct bpf_session *bpf, struct sample_cost *c,
 	err = bpf_session__attach_calib(bpf, fd, (uint32_t)syscall(SYS_gettid));
 	if (err)
 		goto out;
-	bpf_session__calib_brackets(bpf, true);
+	bpf_session__calib_slots(bpf, true);
 	piece(); /* warm */
 	ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
 	run_pieces(count, with, idx, &nw, without, &nwo);

@@ -20,7 +20,7 @@ struct sample_cost_round {
 	uint64_t spread_ns;  /* its uncertainty per sample (p10..p90 half-ranges) */
 	uint64_t bracket_ns; /* median timed timer interrupt (0: not timed) */
 	uint64_t irq_ns;     /* charged per sample beyond what BPF times of it */
-	uint64_t scale_1024; /* per timed interrupt, its length x this / 1024 more */
+	uint64_t scale_1024; /* per timed interrupt, its kernel part x this / 1024 more */
 };
 
 /* The charge in force: the median of the rounds kept. */
@@ -31,7 +31,7 @@ struct sample_cost {
 	uint64_t spread_ns;  /* its uncertainty per sample (p10..p90 half-ranges) */
 	uint64_t bracket_ns; /* median timed timer interrupt (0: not timed) */
 	uint64_t irq_ns;     /* charged per sample beyond what BPF times of it */
-	uint64_t scale_1024; /* per timed interrupt, its length x this / 1024 more */
+	uint64_t scale_1024; /* per timed interrupt, its kernel part x this / 1024 more */
 	uint64_t samples;    /* pieces with one sample inside */
 	uint64_t gaps;	     /* pieces without */
 	uint32_t n_rounds;   /* rounds in @rounds, a ring of the latest */
