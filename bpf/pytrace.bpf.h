@@ -361,22 +361,30 @@ int BPF_KPROBE(lp_py_return)
 {
 	__u64 now = bpf_ktime_get_ns();
 	__u64 id = bpf_get_current_pid_tgid(), code = 0, f = 0;
-	__u32 id1 = 0, d;
+	__u32 id1 = 0, d, mine = (__u32)bpf_get_attach_cookie(ctx);
 	struct lp_thread_calls *tc;
 	struct lp_probe_cfg *pcfg;
 	struct lp_frame_state *fs;
 	struct lp_py_cfg *cfg = NULL;
 
-	if (!py_hit_frame(id, (__u32)bpf_get_attach_cookie(ctx), &cfg, &f, &code, &id1))
+	/* No call in flight on this thread: no call can end here and none is
+	 * there to charge, so most returns outside traced calls end now,
+	 * before the frame reads and the code lookup (about 500 of the 600 ns
+	 * the program took per return here). */
+	if (mine != py_owner_id)
+		return 0;
+	tc = thread_calls_of(bpf_get_current_task_btf(), false);
+	if (!tc || !tc->depth)
+		return 0;
+	if (!py_hit_frame(id, mine, &cfg, &f, &code, &id1))
 		return 0;
 	if (!id1) {
 		py_charge_hit(py_return_hit_ns);
 		return 0;
 	}
 	id1--;
-	tc = thread_calls_of(bpf_get_current_task_btf(), false);
 	pcfg = bpf_map_lookup_elem(&probes, &id1);
-	if (!tc || !pcfg)
+	if (!pcfg)
 		return 0;
 	/* none: it started before we attached */
 	d = py_find_frame(tc, f);
