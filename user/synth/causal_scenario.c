@@ -258,9 +258,9 @@ int causal_scenario_write_c(FILE *f, const struct causal_scenario *sc, const cha
 	} else {
 		fprintf(f,
 			"#define PREPARE_UNITS %s\n#define CRITICAL_UNITS %s\n"
-			"#define IO_US 100\n#define LOCK_THREADS 6\n",
-			units(a, sizeof(a), "prepare", 20, func, pct),
-			units(b, sizeof(b), "critical", 300, func, pct));
+			"#define IO_US 100\n#define LOCK_THREADS 4\n",
+			units(a, sizeof(a), "prepare", 10, func, pct),
+			units(b, sizeof(b), "critical", 600, func, pct));
 	}
 	fputs(common_head, f);
 	fputs(body, f);
