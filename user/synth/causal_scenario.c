@@ -13,8 +13,8 @@
  * spin:     a poller thread runs spin_poll (200 units) back to back, forever,
  *           and gates nothing; the worker runs compute (150 units), waits
  *           50 us, then item_done.
- * lock:     LOCK_THREADS threads each run prepare (20 units), wait 100 us,
- *           then take one mutex to run critical (300 units), then item_done.
+ * lock:     LOCK_THREADS (4) threads each run prepare (10 units), wait 100 us,
+ *           then take one mutex to run critical (600 units), then item_done.
  *           See lock_body for the arithmetic of its truth.
  */
 #include <errno.h>
@@ -148,32 +148,34 @@ static const char spin_body[] = "FUNC(compute, COMPUTE_UNITS)\n\n"
 				"\tpthread_create(&t, NULL, worker, NULL);\n}\n";
 
 /*
- * lock: the truth, from the source. Let u be the time of one unit (0.45-0.5
- * us on the 2-core VM it was tuned on; "about 1 us" elsewhere), C = 300u the
- * critical section, P = 20u prepare, W = 100 us the wait (113 us measured:
+ * lock: the truth, from the source. Let u be the time of one unit (0.44-0.48
+ * us on the 2-core VM it was tuned on; "about 1 us" elsewhere), C = 600u the
+ * critical section, P = 10u prepare, W = 100 us the wait (113 us measured:
  * a timer's wake-up), H the mutex's hand-over (the next holder's wake-up).
  *
  * - Saturation: a thread spends P + W (+ its wake-up) outside the lock and
- *   then queues; the other N - 1 threads hold the lock for (N - 1)(C + H)
- *   meanwhile. With N = 6 and critical made 30% faster (0.7C = 210u), that
- *   is 5 x 210u = 1050u (470-1050 us) against P + W = 110-135 us: 3.5x or
- *   more slack, so a waiter is always queued, sped up or slowed down, and
- *   the program's time per item is C + H, linear in C on both sides.
+ *   then queues; the other N - 1 = 3 threads hold the lock for 3 (C + H)
+ *   meanwhile. With critical 30% faster (0.7C = 420u), that is 3 x 420u =
+ *   1260u (550-1260 us) against P + W = 118-123 us: 4.5x slack or more, so
+ *   a waiter is always queued, critical sped up or slowed down, and the
+ *   time per item is C + H on both sides of the model: linear in C.
  * - CPUs: only the holder (C) and the thread that just left it (P < C) are
  *   ever on a CPU; the waits and the queue are off-CPU. Items are
  *   serialized, so one prepare at a time runs beside the holder: two CPUs
- *   hold both, and more threads add waiters, not CPU demand. The program
- *   checks what it may use (sched_getaffinity): with one CPU, prepare's
- *   time is the holder's too (impact about P / (C + P) = 0.06) and it
- *   says so on stderr.
- * - So on two CPUs or more: time per item T = C + H. Critical's impact is
- *   C / (C + H): 0.8-1.0 for H of 0-35 us (measured: hand-overs often find
- *   the next thread barging in, H near 0), and 30% less critical work
- *   saves 0.3 C / T = 24-30% of the time per item; prepare's impact is 0,
- *   and 30% less prepare work saves nothing (its thread only queues
- *   longer). With 4 threads and C = 100u (the old design) the slack was
- *   3 x 70u = 100-210 us against 110-135 us: at 0.45 us a unit, the fast
- *   variant's lock ran idle between holders and the truth sat on a kink.
+ *   hold both, and more threads would add waiters, not CPU demand. Under
+ *   other load, prepare's CPU time can still delay a hand-over (the next
+ *   holder woken onto the CPU that runs it): P = C/60 keeps that small.
+ *   The program checks the CPUs it may use (sched_getaffinity): with one,
+ *   prepare's time is the holder's too (impact P / (C + P) = 0.016).
+ * - So on two CPUs or more: time per item T = C + H = 290 us measured
+ *   (C = 270 us, H = 20 us). critical's impact is C / T = 0.93, and 30%
+ *   less critical work saves 0.3 C / T = 28% of the time per item (27.2%
+ *   and 27.4% measured); prepare's impact is 0, and 30% less prepare work
+ *   saves nothing (its thread only queues longer).
+ * The old design (critical 100u, prepare 20u, 4 threads) had 3 x 70u =
+ * 95-210 us of slack against 123-133 us: at 0.45 us a unit the fast
+ * variant's lock ran idle between holders, and prepare's 20u was a fifth
+ * of C: the truth sat on a kink.
  */
 static const char lock_body[] =
 	"FUNC(prepare, PREPARE_UNITS)\nFUNC(critical, CRITICAL_UNITS)\n\n"
