@@ -17,8 +17,8 @@ nice -10; each test waits for its own.
   slack or more, see user/synth/causal_scenario.c) predicts with liveprof
   causal, then measures the real speedups of emitted variants (critical,
   then prepare, with 30% less work) in paired quarter seconds. Both checks
-  must hold: critical's prediction agrees with its real ~27% (PASS), and
-  prepare's interval is near zero.
+  must PASS: critical's prediction agrees with its real ~27%, prepare's
+  with its real ~0, and prepare ranks below critical.
 - test_partial_report_and_skips: three candidates, the first not in the
   program; the target is killed 4 s into the experiments on compute (-d is
   120 s). The run must end at once with a report of what it measured:
@@ -44,7 +44,7 @@ EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_NO_TARGET = 0, 1, 2, 3
 EXIT_INCONCLUSIVE, EXIT_NO_PROGRESS = 10, 11
 # Other test files and jobs may keep this 2-core machine loaded: at nice 0,
 # loading liveprof's BPF object took up to 60 s there. Targets and liveprof
-# run at nice -10 (validate raises its own to -15), as root may.
+# run at nice -10 (validate raises its own to -20), as root may.
 NICE = ["nice", "-n", "-10"]
 
 
@@ -199,8 +199,9 @@ def test_validate_lock(runs):
     truth is derived from its source (causal_scenario.c): the time per item
     is critical plus the lock's hand-over, so 30% less critical work saves
     24-30% of it, and prepare gates nothing (its thread only queues
-    longer). critical's check must PASS: agree within 3 combined standard
-    errors and be far from 0 (a prediction of 0 would fail it). prepare's
+    longer). critical's check must PASS: agree by Welch's test at 0.3%
+    (3 to 4 combined standard errors) and be far from 0 (a prediction of 0
+    would fail it). prepare's
     must PASS too, against its real speedup near 0, and rank below
     critical: its interval wholly under critical's. Not asserted: that
     prepare's 95% interval holds 0 (near_zero, printed), which a true 0
