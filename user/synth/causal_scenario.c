@@ -30,7 +30,7 @@ static const struct causal_scenario scenarios[] = {
 	{"spin", "a spinning poller that burns the most CPU and gates nothing", "compute",
 	 "spin_poll", "item_done", 0.7},
 	{"lock", "a lock-serialized section (critical) among parallel work (prepare)", "critical",
-	 "prepare", "item_done", 0.9},
+	 "prepare", "item_done", 0.93},
 };
 
 #define N_SCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
