@@ -289,12 +289,12 @@ static double t_agree(double df)
 /*
  * Predicted (impact x PCT) against real: Welch's test. Both standard errors
  * are estimates, the prediction's from its n pairs (the sign-test interval's
- * half-width / 1.96), the real one's from its pairs' spread, and with 6 to
- * 20 pairs a side, Z_AGREE normal standard errors would be too narrow a
- * tolerance: 6 pairs that happen to agree closely give an interval (their
- * range) a third as wide as the spread of the prediction's median. So the
- * tolerance is t_agree(df) combined standard errors, df from
- * Welch-Satterthwaite: 3.9 of them at 6 and 8 pairs, 3.0 with many. For
+ * half-width / 1.96), the real one's from its pairs' spread. With 6 to 20
+ * pairs a side they are uncertain themselves: at 6 pairs the interval is
+ * their range, under half its mean width in 1 run of 20 (normal pairs,
+ * simulated), and Z_AGREE such standard errors are then too narrow a
+ * tolerance. So the tolerance is t_agree(df) combined standard errors, df
+ * from Welch-Satterthwaite: 3.85 of them at df 11, 3.0 with many. For
  * the gating function, a check that a prediction of 0 would pass as well
  * has no power: INCONCLUSIVE.
  */
