@@ -59,6 +59,7 @@ enum lp_event_type {
 #define LP_SF_UNKNOWN_MAP  (1u << 6) /* a pc was in no mapping the unwinder knows: rescan maps */
 #define LP_SF_INTERP_FAULT (1u << 7) /* a read of the interpreter's frames failed */
 #define LP_SF_INTERP_TRUNC (1u << 8) /* more interpreter frames than LP_MAX_PYFRAMES */
+#define LP_SF_KMODE	   (1u << 9) /* the tick interrupted kernel code (sampler.bpf.h) */
 
 /* Indices into the per-CPU counter array (map "counters"). */
 enum lp_counter {

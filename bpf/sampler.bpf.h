@@ -214,6 +214,18 @@ static __always_inline struct lp_sample_buf *this_cpu_buf(void)
 	return bpf_map_lookup_elem(&sample_buf, &cpu);
 }
 
+/*
+ * LP_SF_KMODE when the tick interrupted the kernel (a system call, a page
+ * fault, a probe's handler): the user frames then say where the thread
+ * entered the kernel, not user code that ran, and a ranking of user code
+ * (causal --candidates auto) leaves such samples out. Kernel addresses
+ * have the top bit set.
+ */
+static __always_inline __u32 kernel_mode_flag(const struct bpf_perf_event_data *ctx)
+{
+	return (__s64)ctx->regs.ip < 0 ? LP_SF_KMODE : 0;
+}
+
 /* --call-graph copy: every sample carries --stack-size bytes of stack. */
 static __always_inline void send_with_stack(struct bpf_perf_event_data *ctx, __u32 tgid, __u32 tid)
 {
@@ -225,6 +237,7 @@ static __always_inline void send_with_stack(struct bpf_perf_event_data *ctx, __u
 	}
 	fill_sample(ctx, &b->s, tgid, tid);
 	b->s.weight_ns = ctx->sample_period;
+	b->s.flags |= kernel_mode_flag(ctx);
 	send_buf_with_stack(b, stack_copy_bytes);
 }
 
@@ -281,6 +294,7 @@ int lp_sample_cpu(struct bpf_perf_event_data *ctx)
 	}
 	fill_sample(ctx, s, tgid, tid);
 	s->weight_ns = ctx->sample_period;
+	s->flags |= kernel_mode_flag(ctx);
 	if (walk_cut_at_unknown_map(s))
 		rescue_cut_walk(s);
 	else

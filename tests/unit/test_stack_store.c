@@ -422,3 +422,45 @@ UNIT_TEST(counts_remap)
 }
 
 UNIT_MAIN()
+
+/*
+ * Only the stacks without the flags asked: causal --candidates auto ranks
+ * lines by user-mode samples (STACK_F_KMODE left out), whose user frames
+ * would otherwise charge kernel time to the line a thread entered it from.
+ */
+UNIT_TEST(counts_merge_unflagged)
+{
+	struct stack_store *ss = stack_store__new(false);
+	uint64_t u[] = {0x401000, 0x401100};
+	struct raw_stack a = mk(42, u, 2, NULL, 0), k = a, off = a;
+	struct counts src, dst;
+	int64_t ia, ik, io;
+	uint64_t n, w;
+
+	CHECK(ss != NULL);
+	k.flags = STACK_F_KMODE;
+	off.flags = STACK_F_OFFCPU;
+	ia = stack_store__intern(ss, &a);
+	ik = stack_store__intern(ss, &k);
+	io = stack_store__intern(ss, &off);
+	CHECK(ia >= 0 && ik >= 0 && io >= 0 && ia != ik);
+	counts__init(&src);
+	counts__init(&dst);
+	CHECK_EQ_INT(counts__add(&src, (uint32_t)ia, 3, 30), 0);
+	CHECK_EQ_INT(counts__add(&src, (uint32_t)ik, 5, 50), 0);
+	CHECK_EQ_INT(counts__add(&src, (uint32_t)io, 7, 70), 0);
+	CHECK_EQ_INT(counts__add(&src, 999, 11, 110), 0); /* unknown to the store */
+	CHECK_EQ_INT(counts__merge_unflagged(&dst, &src, ss, STACK_F_KMODE | STACK_F_OFFCPU), 0);
+	CHECK_EQ_INT(dst.total_count, 3);
+	counts__get(&dst, (uint32_t)ia, &n, &w);
+	CHECK_EQ_INT(n, 3);
+	CHECK_EQ_INT(w, 30);
+	counts__get(&dst, (uint32_t)ik, &n, &w);
+	CHECK_EQ_INT(n, 0);
+	counts__clear(&dst);
+	CHECK_EQ_INT(counts__merge_unflagged(&dst, &src, ss, 0), 0);
+	CHECK_EQ_INT(dst.total_count, 15);
+	counts__free(&src);
+	counts__free(&dst);
+	stack_store__free(ss);
+}

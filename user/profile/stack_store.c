@@ -418,6 +418,20 @@ int counts__merge(struct counts *dst, const struct counts *src)
 	return 0;
 }
 
+int counts__merge_unflagged(struct counts *dst, const struct counts *src,
+			    const struct stack_store *ss, uint32_t flags)
+{
+	counts_for_each(src, sc)
+	{
+		const struct raw_stack *st = stack_store__get(ss, stack_count__id(sc));
+
+		if (st && !(st->flags & flags) &&
+		    counts__add(dst, stack_count__id(sc), sc->count, sc->weight_ns))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 void counts__get(const struct counts *c, uint32_t id, uint64_t *count, uint64_t *weight_ns)
 {
 	uint32_t key = id + 1;

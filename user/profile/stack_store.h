@@ -18,6 +18,7 @@
 #define STACK_F_TRUNCATED    (1u << 1) /* the unwind did not reach the outermost frame */
 #define STACK_F_UNWIND_ERROR (1u << 2) /* cut where a caller's address was not code */
 #define STACK_F_WAKER	     (1u << 3) /* a waker's stack (user/session/holders.h), never sampled */
+#define STACK_F_KMODE	     (1u << 4) /* sampled in the kernel: the user frames are where it entered */
 
 struct raw_stack {
 	uint32_t pid;
@@ -123,6 +124,16 @@ int counts__add(struct counts *c, uint32_t id, uint64_t count, uint64_t weight_n
 void counts__prefetch(const struct counts *c, uint32_t id);
 /** counts__merge - add everything of @src into @dst; returns 0 or -ENOMEM */
 int counts__merge(struct counts *dst, const struct counts *src);
+
+/**
+ * counts__merge_unflagged - add to @dst the stacks of @src that have none
+ * of @flags (STACK_F_*), e.g. only the samples taken in user code
+ * @ss: the store @src's ids belong to; an id it does not know is left out
+ *
+ * Return: 0, or -ENOMEM (@dst then holds part of them).
+ */
+int counts__merge_unflagged(struct counts *dst, const struct counts *src,
+			    const struct stack_store *ss, uint32_t flags);
 
 /* Iterate: for (i = 0; i < c->cap; i++) if (c->slots[i].id) ...id - 1... */
 #define counts_for_each(c, sc)                                                                     \

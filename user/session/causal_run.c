@@ -170,13 +170,24 @@ static void add_auto_lines(struct daemon *d, struct causal_run *r)
 	struct stack_symbols *ss = stack_symbols__new(&so);
 	struct profile *p = NULL;
 	struct line_share *v = NULL;
+	struct counts user;
 	uint64_t total;
 	int n = -1;
 
-	if (ss && !stack_symbols__update(ss, d->stacks, d->sym, daemon__process_name, d))
+	/*
+	 * User-mode samples only: a tick in the kernel (a system call, a
+	 * traced call's probe) is charged by its user frames to the line
+	 * where the thread entered the kernel, whose code did not run, and
+	 * a line's delay only ever hits the line's user code. Its share is
+	 * then of the same ticks its experiments count (causal_line.c).
+	 */
+	counts__init(&user);
+	if (ss && !stack_symbols__update(ss, d->stacks, d->sym, daemon__process_name, d) &&
+	    !counts__merge_unflagged(&user, &d->total, d->stacks, STACK_F_KMODE | STACK_F_OFFCPU))
 		p = stack_symbols__new_profile(ss, "lines");
-	if (p && !stack_symbols__add_counts(ss, p, &d->total, NULL, 0))
+	if (p && !stack_symbols__add_counts(ss, p, &user, NULL, 0))
 		n = line_shares(p, &v, &total);
+	counts__free(&user);
 	for (int k = 0; k < n && k < AUTO_LINES; k++)
 		if (100.0 * (double)v[k].self / (double)total >= AUTO_LINE_PCT)
 			add_cand(r, v[k].spec, 100.0 * (double)v[k].self / (double)total);

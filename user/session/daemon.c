@@ -51,6 +51,8 @@ static int on_sample(struct daemon *d, const struct lp_sample *s, size_t size)
 	if (s->pid == d->self_pid)
 		return 0;
 	flags = (s->flags & LP_SF_OFFCPU) ? STACK_F_OFFCPU : 0;
+	if (s->flags & LP_SF_KMODE)
+		flags |= STACK_F_KMODE;
 	nu = sample_stack__user(d, s, s + 1, us, &flags);
 	/* whatever the unwinder said, a caller must be code */
 	cut = stack_fixup__cut(d->sym, s->pid, us, nu);
