@@ -17,7 +17,7 @@ struct lp_frame_state {
 	__u32 probe_id;
 	__u32 flags; /* LP_FS_* */
 	__u32 seq;   /* call id: (tid << 32) | seq */
-	__u32 pad;
+	__u32 ip_lo; /* low half of the probed address (tracer.bpf.h, siblings) */
 	__u64 start_ns;
 	__u64 ovh0; /* the thread's overhead_ns at entry */
 	__u64 sp;   /* user sp at entry: the address of the return-address slot */

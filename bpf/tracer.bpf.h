@@ -7,7 +7,11 @@
  * returns with entries by stack pointer, which makes it recursion-safe and
  * lets it drop frames that longjmp or an exception skipped: a frame whose
  * return-address slot is at or below the current stack pointer is gone.
- * Calls deeper than LP_MAX_DEPTH are counted (probe_stats.untimed) but
+ * Two traces of one function (a causal candidate that is also the
+ * progress point, --trace f beside a causal run on f) push two frames at
+ * the same stack pointer in the same hit: siblings, both live, told apart
+ * from a stale frame of the same slot by their other probe id at the same
+ * address. Calls deeper than LP_MAX_DEPTH are counted (probe_stats.untimed) but
  * not timed. Latencies are net of what samples and nested traced calls'
  * probes cost the call (cost.bpf.h), unless raw_latency is set.
  */
@@ -68,15 +72,26 @@ static __always_inline void charge_entry_only(struct lp_thread_calls *tc, __u32 
 }
 
 /*
- * A frame whose return we never saw: longjmp or an exception skipped it,
- * or the kernel did not hijack its return (it keeps at most 64 pending
- * uretprobes per thread). The call happened: count it, untimed.
+ * What a frame whose return we never saw leaves: longjmp or an exception
+ * skipped it, or the kernel did not hijack its return (it keeps at most 64
+ * pending uretprobes per thread). The call happened: it is counted,
+ * untimed, and half its probes' cost is returned, for the calls around
+ * it. A global function, verified once on its own: inlined into the
+ * loops that drop such frames, it was verified once per iteration and
+ * state, and the return programs came near the verifier's limit.
  */
+__noinline __u64 lp_stale_frame(__u32 probe_id)
+{
+	struct lp_probe_cfg *cfg = bpf_map_lookup_elem(&probes, &probe_id);
+
+	count_untimed(probe_id);
+	count_event(LP_CNT_CALLS_UNWOUND);
+	return cfg ? cfg->cost_ns / 2 : 0;
+}
+
 static __always_inline void drop_stale(struct lp_thread_calls *tc, __u32 probe_id)
 {
-	count_untimed(probe_id);
-	charge_entry_only(tc, probe_id);
-	count_event(LP_CNT_CALLS_UNWOUND);
+	tc->overhead_ns += lp_stale_frame(probe_id);
 }
 
 /*
@@ -145,6 +160,19 @@ __noinline __u64 lp_fetch_value(struct pt_regs *ctx, __u32 idx, __u64 bias)
 }
 
 /*
+ * Is @fs another trace's frame of this very hit: the same function entered
+ * at the same stack pointer, pushed by another probe id just before us?
+ * A stale frame of the same slot (its return missed) has our probe id, or
+ * another function's address.
+ */
+static __always_inline bool is_sibling(const struct lp_frame_state *fs, __u32 probe_id, __u64 sp,
+				       __u32 ip_lo)
+{
+	return fs->sp == sp && fs->probe_id != probe_id && fs->ip_lo == ip_lo &&
+	       !(fs->flags & LP_FS_USDT);
+}
+
+/*
  * Push a call of @probe_id at depth @d (< LP_MAX_DEPTH) of @tc: its
  * entry values, its --by value, and its start, taken last so that the
  * latency excludes our own work. @sp is its return-address slot (0 for
@@ -162,6 +190,7 @@ static __always_inline void push_call(struct pt_regs *ctx, struct lp_thread_call
 	fs->flags = flags;
 	fs->seq = next_seq(tc);
 	fs->sp = sp;
+	fs->ip_lo = (__u32)ctx->ip;
 	if (cfg->n_values) {
 		if (cfg->flags & LP_PCF_EMIT_VALUES)
 			lp_emit_values(ctx, site_id, VALUES_RANGE(0, cfg->n_values, 0),
@@ -203,7 +232,8 @@ int BPF_KPROBE(lp_func_entry)
 	d = tc->depth;
 	for (k = 0; k < LP_MAX_DEPTH; k++) {
 		if (d == 0 || tc->f[call_idx(d - 1)].sp > sp ||
-		    (tc->f[call_idx(d - 1)].flags & LP_FS_USDT))
+		    (tc->f[call_idx(d - 1)].flags & LP_FS_USDT) ||
+		    is_sibling(&tc->f[call_idx(d - 1)], probe_id, sp, (__u32)ctx->ip))
 			break;
 		d--;
 		drop_stale(tc, tc->f[call_idx(d)].probe_id);
@@ -296,13 +326,27 @@ static __always_inline void finish_call(struct pt_regs *ctx, struct lp_thread_ca
 		send_call_end(fs, lat, charged);
 }
 
+/*
+ * Whether @probe_id's frame returning at @entry_sp is the second of the top
+ * @d of @tc, under a sibling (is_sibling) that entered after it.
+ */
+static __always_inline bool under_sibling(const struct lp_thread_calls *tc, __u32 d, __u32 probe_id,
+					  __u64 entry_sp)
+{
+	const struct lp_frame_state *top = &tc->f[call_idx(d - 1)];
+	const struct lp_frame_state *below = &tc->f[call_idx(d - 2)];
+
+	return d >= 2 && top->sp == entry_sp && top->probe_id != probe_id &&
+	       below->sp == entry_sp && below->probe_id == probe_id;
+}
+
 static __always_inline int on_return(struct pt_regs *ctx, __u64 entry_sp)
 {
 	__u64 now = bpf_ktime_get_ns();
 	__u32 probe_id = (__u32)bpf_get_attach_cookie(ctx);
 	struct lp_thread_calls *tc;
-	struct lp_frame_state *fs;
 	struct lp_probe_cfg *cfg;
+	struct lp_frame_state *fs;
 	__u32 d, k;
 
 	if (in_self())
@@ -325,6 +369,15 @@ static __always_inline int on_return(struct pt_regs *ctx, __u64 entry_sp)
 	if (d == 0) {
 		tc->depth = 0;
 		return 0;
+	}
+	/* Ours may be under a sibling that returns after us (return probes
+	 * run in the order the entry probes did): swap them, and ours is on
+	 * top like any other. */
+	if (under_sibling(tc, d, probe_id, entry_sp)) {
+		struct lp_frame_state t = tc->f[call_idx(d - 1)];
+
+		tc->f[call_idx(d - 1)] = tc->f[call_idx(d - 2)];
+		tc->f[call_idx(d - 2)] = t;
 	}
 	fs = &tc->f[call_idx(d - 1)];
 	if (fs->sp != entry_sp || fs->probe_id != probe_id) {
