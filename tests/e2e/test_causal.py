@@ -96,7 +96,11 @@ def run_partial(prog, d):
     js, svg = os.path.join(d, "partial.json"), os.path.join(d, "partial.svg")
     lp = subprocess.Popen(NICE + [LIVEPROF, "causal", "-p", str(target.pid), "--progress",
                            "item_done", "--candidates", "no_such_function,compute,spin_poll",
-                           "-d", "120", "--json", js, "-o", svg],
+                           # --ci so narrow that compute never ends early:
+                           # the target must die during its experiments (at
+                           # +-0.1, 6 tight pairs ended it in 2 s once, and
+                           # spin_poll ran 8 pairs before the kill)
+                           "-d", "120", "--ci", "0.001", "--json", js, "-o", svg],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     err_lines, killed_at = [], None
     for line in lp.stderr:
