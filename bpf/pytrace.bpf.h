@@ -347,9 +347,7 @@ int BPF_KPROBE(lp_py_start)
 		py_drop_above(tc, d - 1);
 	d = tc->depth;
 	if (d >= LP_MAX_DEPTH) {
-		count_untimed(id1);
-		charge_entry_only(tc, id1);
-		count_event(LP_CNT_CALLS_DROPPED);
+		tc->overhead_ns += lp_untimed_call(id1, LP_CNT_CALLS_DROPPED);
 		return 0;
 	}
 	push_call(ctx, tc, d, pcfg, id1, f, LP_FS_USDT | LP_FS_PY, id1);
@@ -360,7 +358,7 @@ SEC("uprobe")
 int BPF_KPROBE(lp_py_return)
 {
 	__u64 now = bpf_ktime_get_ns();
-	__u64 id = bpf_get_current_pid_tgid(), code = 0, f = 0;
+	__u64 code = 0, f = 0;
 	__u32 id1 = 0, d, mine = (__u32)bpf_get_attach_cookie(ctx);
 	struct lp_thread_calls *tc;
 	struct lp_probe_cfg *pcfg;
@@ -376,10 +374,11 @@ int BPF_KPROBE(lp_py_return)
 	tc = thread_calls_of(bpf_get_current_task_btf(), false);
 	if (!tc || !tc->depth)
 		return 0;
-	if (!py_hit_frame(id, mine, &cfg, &f, &code, &id1))
+	if (!py_hit_frame(bpf_get_current_pid_tgid(), mine, &cfg, &f, &code, &id1))
 		return 0;
 	if (!id1) {
-		py_charge_hit(py_return_hit_ns);
+		/* an untraced frame's return inside traced calls: theirs */
+		tc->overhead_ns += py_return_hit_ns;
 		return 0;
 	}
 	id1--;

@@ -60,38 +60,28 @@ static __always_inline void count_untimed(__u32 probe_id)
 }
 
 /*
- * An untimed call ran its entry probe only (no return probe fired): half
- * of its site's entry+return cost, charged to the calls around it.
+ * A call counted but not timed: deeper than LP_MAX_DEPTH (@event
+ * LP_CNT_CALLS_DROPPED), or a frame whose return we never saw
+ * (LP_CNT_CALLS_UNWOUND: longjmp or an exception skipped it, or the kernel
+ * did not hijack its return; it keeps at most 64 pending uretprobes per
+ * thread). It ran its entry probe only: half of its site's entry+return
+ * cost is returned, for the calls around it. A global function, verified
+ * once on its own: inlined into the loops that drop stale frames, it was
+ * verified once per iteration and state, and the return programs came
+ * near the verifier's limit.
  */
-static __always_inline void charge_entry_only(struct lp_thread_calls *tc, __u32 probe_id)
-{
-	struct lp_probe_cfg *cfg = bpf_map_lookup_elem(&probes, &probe_id);
-
-	if (cfg)
-		tc->overhead_ns += cfg->cost_ns / 2;
-}
-
-/*
- * What a frame whose return we never saw leaves: longjmp or an exception
- * skipped it, or the kernel did not hijack its return (it keeps at most 64
- * pending uretprobes per thread). The call happened: it is counted,
- * untimed, and half its probes' cost is returned, for the calls around
- * it. A global function, verified once on its own: inlined into the
- * loops that drop such frames, it was verified once per iteration and
- * state, and the return programs came near the verifier's limit.
- */
-__noinline __u64 lp_stale_frame(__u32 probe_id)
+__noinline __u64 lp_untimed_call(__u32 probe_id, __u32 event)
 {
 	struct lp_probe_cfg *cfg = bpf_map_lookup_elem(&probes, &probe_id);
 
 	count_untimed(probe_id);
-	count_event(LP_CNT_CALLS_UNWOUND);
+	count_event(event);
 	return cfg ? cfg->cost_ns / 2 : 0;
 }
 
 static __always_inline void drop_stale(struct lp_thread_calls *tc, __u32 probe_id)
 {
-	tc->overhead_ns += lp_stale_frame(probe_id);
+	tc->overhead_ns += lp_untimed_call(probe_id, LP_CNT_CALLS_UNWOUND);
 }
 
 /*
@@ -240,9 +230,7 @@ int BPF_KPROBE(lp_func_entry)
 	}
 	if (d >= LP_MAX_DEPTH) {
 		tc->depth = d;
-		count_untimed(probe_id);
-		charge_entry_only(tc, probe_id);
-		count_event(LP_CNT_CALLS_DROPPED);
+		tc->overhead_ns += lp_untimed_call(probe_id, LP_CNT_CALLS_DROPPED);
 		return 0;
 	}
 	push_call(ctx, tc, d, cfg, probe_id, sp, 0, probe_id);
@@ -336,8 +324,8 @@ static __always_inline bool under_sibling(const struct lp_thread_calls *tc, __u3
 	const struct lp_frame_state *top = &tc->f[call_idx(d - 1)];
 	const struct lp_frame_state *below = &tc->f[call_idx(d - 2)];
 
-	return d >= 2 && top->sp == entry_sp && top->probe_id != probe_id &&
-	       below->sp == entry_sp && below->probe_id == probe_id;
+	return d >= 2 && below->sp == entry_sp && below->probe_id == probe_id &&
+	       is_sibling(top, probe_id, entry_sp, below->ip_lo);
 }
 
 static __always_inline int on_return(struct pt_regs *ctx, __u64 entry_sp)

@@ -86,9 +86,7 @@ int BPF_KPROBE(lp_usdt_entry)
 	probe_id = cfg->pair_id;
 	d = tc->depth;
 	if (d >= LP_MAX_DEPTH) {
-		count_untimed(probe_id);
-		charge_entry_only(tc, probe_id);
-		count_event(LP_CNT_CALLS_DROPPED);
+		tc->overhead_ns += lp_untimed_call(probe_id, LP_CNT_CALLS_DROPPED);
 		return 0;
 	}
 	push_call(ctx, tc, d, cfg, probe_id, 0, LP_FS_USDT, site_id);

@@ -302,6 +302,7 @@ def test_lines_as_candidates(runs, procs, liveprof, wl, tmp_path, h):
 def test_auto_picks_the_hot_line(runs, procs, liveprof, wl, tmp_path, h):
     """`auto` adds the lines where most samples land, after the functions:
     LINE_BIG (3/5 of the samples) must be one, measured, and help."""
+    after_the_runs(runs)
     lines = source_lines(os.path.join(h.WORKLOADS, "causal_lines.c"))
     target = procs.start(["nice", "-n", "-10", wl("causal_lines"), "120"], settle=0.5)
     js = tmp_path / "causal.json"

@@ -106,6 +106,18 @@ static uint64_t median_sorted(uint64_t *v, size_t n)
  * work itself has (the pieces without a sample), is the correction's
  * uncertainty.
  */
+/* Calibration sample @idx's timed interrupt; zeros when not recorded. */
+static struct lp_calib_slot slot_at(const volatile struct lp_calib_slot *slots, uint64_t idx)
+{
+	struct lp_calib_slot c = {0};
+
+	if (slots && idx < LP_CALIB_SLOTS) {
+		c.bracket_ns = slots[idx].bracket_ns;
+		c.kernel_ns = slots[idx].kernel_ns;
+	}
+	return c;
+}
+
 static void derive(struct bpf_session *bpf, uint64_t *with, const uint64_t *idx, size_t nw,
 		   uint64_t *without, size_t nwo, struct sample_cost_round *out)
 {
@@ -117,8 +129,8 @@ static void derive(struct bpf_session *bpf, uint64_t *with, const uint64_t *idx,
 	double s_res, s_work = (double)half_range(without, nwo);
 
 	for (size_t i = 0; slots && brs && ks && ratio && i < nw; i++) {
-		uint64_t b = idx[i] < LP_CALIB_SLOTS ? slots[idx[i]].bracket_ns : 0;
-		uint64_t k = idx[i] < LP_CALIB_SLOTS ? slots[idx[i]].kernel_ns : 0;
+		struct lp_calib_slot c = slot_at(slots, idx[i]);
+		uint64_t b = c.bracket_ns, k = c.kernel_ns;
 
 		/* what the sample added beyond its bracket, per ns of the
 		 * kernel's part of it, in 1/1024 */
@@ -137,9 +149,8 @@ static void derive(struct bpf_session *bpf, uint64_t *with, const uint64_t *idx,
 	out->bracket_ns = bracket;
 	out->scale_1024 = nb ? median_sorted(ratio, nb) : 0;
 	for (size_t i = 0; i < nw; i++) {
-		uint64_t b = nb && idx[i] < LP_CALIB_SLOTS ? slots[idx[i]].bracket_ns : 0;
-		uint64_t k = nb && idx[i] < LP_CALIB_SLOTS ? slots[idx[i]].kernel_ns : 0;
-		uint64_t charged = base + b + (k * out->scale_1024 >> 10);
+		struct lp_calib_slot c = nb ? slot_at(slots, idx[i]) : (struct lp_calib_slot){0};
+		uint64_t charged = base + c.bracket_ns + (c.kernel_ns * out->scale_1024 >> 10);
 
 		/* what is left after the charge; below zero is kept at 0 (a
 		 * sample that slowed its piece less than it is charged) */
@@ -209,8 +220,7 @@ static void combine(struct bpf_session *bpf, struct sample_cost *c)
 	bpf_session__set_sample_charge(bpf, c->irq_ns, c->scale_1024);
 	lp_debug("sample cost: %lu ns per sample (+- %lu; rounds %lu..%lu ns), %lu of it timed "
 		 "per sample in BPF, %.2f times its kernel part charged beyond (%u rounds, %lu "
-		 "pieces with "
-		 "a sample, %lu without)",
+		 "pieces with a sample, %lu without)",
 		 (unsigned long)c->gap_ns, (unsigned long)c->spread_ns, (unsigned long)r[0].gap_ns,
 		 (unsigned long)r[n - 1].gap_ns, (unsigned long)c->bracket_ns,
 		 (double)c->scale_1024 / 1024, n, (unsigned long)c->samples,
