@@ -20,6 +20,9 @@ nice -10; each test waits for its own.
   ~27%; spin: compute, ~14%; pipeline: encode, ~14%) and is far from 0,
   the other's (prepare, spin_poll, parse: the top CPU user of two of
   them) with its real ~0, and it ranks below the gating one.
+- test_validate_kink_fails: `validate --causal kink`, the pipeline with
+  parse near the bottleneck: a delay of parse gates, a speedup does not.
+  parse's check must FAIL, over-predicted (the method's stated limit).
 - test_partial_report_and_skips: three candidates, the first not in the
   program; the target is killed 4 s into the experiments on compute (-d is
   120 s). The run must end at once with a report of what it measured:
@@ -152,9 +155,9 @@ def runs(tmp_path_factory):
     # threads take both CPUs (causal-spin's poller would take one from the
     # lock scenario's four threads for the whole run). The two causal-spin
     # runs start together once they are done.
-    pool = concurrent.futures.ThreadPoolExecutor(max_workers=2 + len(SCENARIOS))
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=3 + len(SCENARIOS))
     futs, last = {}, None
-    for name in SCENARIOS:
+    for name in list(SCENARIOS) + ["kink"]:
         last = futs["validate-" + name] = pool.submit(run_validate, name, last)
 
     def after_validate(fn, *args):
@@ -271,6 +274,32 @@ def test_validate_scenario(runs, name):
     # the ranking that causal profiling is for
     assert ci[idle][1] < ci[gating][0], checks
     assert r.returncode == EXIT_OK, r.stdout + r.stderr
+
+
+def test_validate_kink_fails(runs):
+    """Where a delay is not a speedup, shown: causal-kink is the pipeline
+    with parse at 470 units (about 212 us an item) against the consumer's
+    235 us, 1.1x slack, and a queue of 2 items (64 would absorb a slower
+    parse for a whole 0.1 s window). Delayed by a quarter of its duration,
+    parse (265 us) becomes the bottleneck: the delay measures an impact of
+    about (265 - 235) / 235 / 0.25 = 0.5 (0.61-0.68 measured: 18-20% for
+    30%); 30% faster, it still waits for the consumer: a real 0 (-2 to
+    -1%). liveprof must see the slope (parse's interval above 0.1: the
+    delay worked) and validate must FAIL parse's check on the side of
+    over-prediction, and exit 1. encode's check is printed, not asserted:
+    30% faster, it leaves the consumer at 203 us, near parse (real 8-11%
+    against 14-16% predicted), a gap near its tolerance."""
+    r, secs = runs["validate-kink"].result()
+    checks = [l for l in r.stdout.splitlines() if l.startswith("causal-check")]
+    assert len(checks) == 2, r.stdout + r.stderr
+    print("\n" + "\n".join(checks) + "\nvalidate took %.1f s" % secs)
+    parse = check_fields(checks[1])
+    assert parse["function"] == "parse", checks
+    lo = float(parse["ci"].strip("[]").split(",")[0])
+    assert lo > 0.1, parse
+    assert parse["verdict"] == "FAIL", r.stdout
+    assert float(parse["predicted"]) - float(parse["real"]) > float(parse["tolerance"]), parse
+    assert r.returncode == EXIT_FAIL, r.stdout + r.stderr
 
 
 def after_the_runs(runs):

@@ -20,6 +20,12 @@
  * lock:     LOCK_THREADS (4) threads each run prepare (10 units), wait 100 us,
  *           then take one mutex to run critical (600 units), then item_done.
  *           See lock_body for the arithmetic of its truth.
+ * kink:     the pipeline with parse at 470 units (about 212 us), 1.1x
+ *           slack, and a queue of 2 items: the method's limit, on purpose.
+ *           Delayed by 25%, parse (265 us) becomes the bottleneck: impact
+ *           (265 - 235) / 235 / 0.25 = 0.5 measured by the delay; 30%
+ *           faster, it changes nothing (real 0). encode 30% faster leaves
+ *           the consumer at 203 us, near parse: a real 10-13%.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -35,6 +41,9 @@ static const struct causal_scenario scenarios[] = {
 	 "spin_poll", "item_done", 0.47},
 	{"lock", "a lock-serialized section (critical) among parallel work (prepare)", "critical",
 	 "prepare", "item_done", 0.93},
+	/* Where a delay and a speedup differ, on purpose: validate FAILs it. */
+	{"kink", "the pipeline with parse at 1.1x slack: slowed it gates, sped up it does not",
+	 "encode", "parse", "item_done", 0.46},
 };
 
 #define N_SCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
@@ -49,7 +58,7 @@ const struct causal_scenario *causal_scenario_find(const char *name)
 
 const char *causal_scenario_list(void)
 {
-	return "pipeline, spin, lock";
+	return "pipeline, spin, lock, kink";
 }
 
 int causal_scenario_parse(const char *spec, const struct causal_scenario **sc, char *func,
@@ -124,7 +133,6 @@ static const char common_head[] =
 
 static const char pipeline_body[] =
 	"FUNC(parse, PARSE_UNITS)\nFUNC(encode, ENCODE_UNITS)\n\n"
-	"#define QCAP 64\n"
 	"static pthread_mutex_t qlock = PTHREAD_MUTEX_INITIALIZER;\n"
 	"static pthread_cond_t qfull = PTHREAD_COND_INITIALIZER, qempty = "
 	"PTHREAD_COND_INITIALIZER;\n"
@@ -270,10 +278,16 @@ int causal_scenario_write_c(FILE *f, const struct causal_scenario *sc, const cha
 		   " *        4 times a second; with 'alternate', the variant's speedup is on\n"
 		   " *        in every other quarter second (FAST says which)\n */\n");
 	fprintf(f, "#define DEFAULT_SECONDS %g\n", seconds);
-	if (!strcmp(sc->name, "pipeline")) {
-		fprintf(f, "#define PARSE_UNITS %s\n#define ENCODE_UNITS %s\n#define IO_US 100\n",
-			units(a, sizeof(a), "parse", 290, func, pct),
-			units(b, sizeof(b), "encode", 240, func, pct));
+	if (!strcmp(sc->name, "pipeline") || !strcmp(sc->name, "kink")) {
+		bool kink = !strcmp(sc->name, "kink");
+
+		/* kink's queue holds 2 items: 64 would hide a slower parse for
+		 * about 100 ms, a whole experiment window. */
+		fprintf(f,
+			"#define PARSE_UNITS %s\n#define ENCODE_UNITS %s\n#define IO_US 100\n"
+			"#define QCAP %d\n",
+			units(a, sizeof(a), "parse", kink ? 470 : 290, func, pct),
+			units(b, sizeof(b), "encode", 240, func, pct), kink ? 2 : 64);
 		body = pipeline_body;
 	} else if (!strcmp(sc->name, "spin")) {
 		fprintf(f, "#define SPIN_UNITS %s\n#define COMPUTE_UNITS %s\n#define IO_US 50\n",

@@ -15,7 +15,7 @@
 #define CAUSAL_SCENARIO_PREFIX "causal-"
 
 struct causal_scenario {
-	const char *name;     /* "pipeline", "spin", "lock" */
+	const char *name;     /* "pipeline", "spin", "lock", "kink" */
 	const char *what;     /* one line for the header and --help */
 	const char *gating;   /* the function whose speedup speeds the program up */
 	const char *idle;     /* the function whose speedup does nothing */
