@@ -494,6 +494,51 @@ def go_env(tmp_path):
                 GOCACHE=str(home / "cache"), GOPATH=str(home / "go"))
 
 
+def test_go_function_traced(liveprof, tmp_path):
+    """A Go function's returns are probed on its `ret` instructions (a
+    uretprobe would crash a Go target, whose runtime moves stacks), by a
+    program liveprof loads only for Go targets (target_kind.c: 0.4 s of a
+    tracing session's load); it must find this target Go. Every call of
+    main.alpha is then timed: counted, none untimed, latencies positive.
+    A C target loads neither that program nor the py: pair (-v says so)."""
+    if not shutil.which("go"):
+        pytest.skip("go is not installed")
+    prof = tmp_path / "ab.folded"
+    prof.write_text("main;alpha 60\nmain;beta 40\n")
+    progs = {}
+    for lang in ("go", "c"):
+        d = tmp_path / lang
+        d.mkdir()
+        src = emit(liveprof, d, str(prof), lang)
+        if lang == "c":
+            progs[lang] = build_c(src)
+        else:
+            progs[lang] = src[:-3]
+            r = run(["go", "build", "-o", progs[lang], src], env=go_env(tmp_path))
+            assert r.returncode == 0, r.stderr
+    for lang, func in (("go", "main.alpha"), ("c", "alpha")):
+        p = subprocess.Popen([progs[lang], "20"], stdout=subprocess.DEVNULL)
+        js = str(tmp_path / (lang + ".json"))
+        try:
+            time.sleep(0.3)
+            r = run([liveprof, "-p", str(p.pid), "--trace", func, "-d", "1.5", "--no-tui", "-v",
+                     "--json", js])
+        finally:
+            p.kill()
+            p.wait()
+        assert r.returncode == 0, r.stderr[-2000:]
+        loads = re.search(r"loading the Go return program: (\w+)[^;]*; the py: programs: (\w+)",
+                          r.stderr)
+        assert loads, r.stderr[-2000:]
+        assert loads.groups() == (("yes", "no") if lang == "go" else ("no", "no")), loads.group(0)
+        if lang == "go":
+            assert re.search(r"probe 'main.alpha': ret-insn at", r.stderr), r.stderr[-2000:]
+        with open(js) as f:
+            t = next(t for t in json.load(f)["traces"] if t["spec"] == func)
+        assert t["calls"] > 100 and not t.get("untimed"), t
+        assert 0 < t["p50_ns"] <= t["p99_ns"], t
+
+
 def validate_tvd(stdout):
     g = re.search(r"total variation distance: ([\d.]+)", stdout)
     assert g, stdout

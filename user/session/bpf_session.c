@@ -133,6 +133,13 @@ static void size_maps(struct bpf_session *s, const struct bpf_session_opts *o)
 		 * create, for traces this session cannot have */
 		bpf_map__set_max_entries(k->maps.by_hist, 1);
 	}
+	/* Targets that cannot use them (target_kind.h): 0.4 s and 0.2 s */
+	if (!o->go_returns)
+		bpf_program__set_autoload(k->progs.lp_func_ret_insn, false);
+	if (!o->py_probes) {
+		bpf_program__set_autoload(k->progs.lp_py_start, false);
+		bpf_program__set_autoload(k->progs.lp_py_return, false);
+	}
 	/* The stack map of an unused program still costs memory. */
 	bpf_map__set_max_entries(k->maps.offcpu_start, 1);
 }

@@ -23,6 +23,9 @@ struct bpf_session_opts {
 	bool kernel_stacks;
 	bool offcpu;
 	bool tracing; /* load the uprobe programs (verifying them takes ~1 s) */
+	/* with tracing: also the Go `ret`-instruction program, the py: pair */
+	bool go_returns;
+	bool py_probes;
 	uint64_t offcpu_min_ns;
 	unsigned int ringbuf_mb; /* 0: 8 MiB, 32 MiB with a stack copy */
 	/* user stack bytes copied after each on-CPU sample, for unwinding in
@@ -112,6 +115,14 @@ void bpf_session__stop_sampling(struct bpf_session *s);
 int bpf_session__attach_uprobe(struct bpf_session *s, enum bpf_probe_prog prog, int pid,
 			       const char *path, uint64_t offset, uint32_t cookie);
 void bpf_session__detach(struct bpf_session *s, int handle);
+
+/**
+ * bpf_session__has_prog - whether the program behind @prog was loaded (the
+ * Go and py: programs are loaded only for targets that can use them:
+ * bpf_session_opts.go_returns, .py_probes); attaching one that was not
+ * fails with -ENOEXEC
+ */
+bool bpf_session__has_prog(const struct bpf_session *s, enum bpf_probe_prog prog);
 
 /**
  * bpf_session__attach_uprobe_sema - bpf_session__attach_uprobe, with the

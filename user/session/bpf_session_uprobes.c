@@ -42,6 +42,30 @@ static bool slot_busy(const struct bpf_session *s, int slot)
 	return s->uprobe_links[slot] || s->multi_fds[slot] >= 0;
 }
 
+/* The program behind @which; NULL for a value out of the enum. */
+static struct bpf_program *prog_of(const struct bpf_session *s, enum bpf_probe_prog which)
+{
+	switch (which) {
+	case PROBE_PROG_ENTRY:
+		return s->skel->progs.lp_func_entry;
+	case PROBE_PROG_RETURN:
+		return s->skel->progs.lp_func_return;
+	case PROBE_PROG_RET_INSN:
+		return s->skel->progs.lp_func_ret_insn;
+	case PROBE_PROG_LINE:
+		return s->skel->progs.lp_line_hit;
+	case PROBE_PROG_USDT_ENTRY:
+		return s->skel->progs.lp_usdt_entry;
+	case PROBE_PROG_USDT_RETURN:
+		return s->skel->progs.lp_usdt_return;
+	case PROBE_PROG_PY_START:
+		return s->skel->progs.lp_py_start;
+	case PROBE_PROG_PY_RETURN:
+		return s->skel->progs.lp_py_return;
+	}
+	return NULL;
+}
+
 int bpf_session__attach_uprobe(struct bpf_session *s, enum bpf_probe_prog which, int pid,
 			       const char *path, uint64_t offset, uint32_t cookie)
 {
@@ -59,35 +83,12 @@ int bpf_session__attach_uprobe_sema(struct bpf_session *s, enum bpf_probe_prog w
 	struct bpf_program *prog;
 	int slot;
 
-	switch (which) {
-	case PROBE_PROG_ENTRY:
-		prog = s->skel->progs.lp_func_entry;
-		break;
-	case PROBE_PROG_RETURN:
-		prog = s->skel->progs.lp_func_return;
-		opts.retprobe = true;
-		break;
-	case PROBE_PROG_RET_INSN:
-		prog = s->skel->progs.lp_func_ret_insn;
-		break;
-	case PROBE_PROG_LINE:
-		prog = s->skel->progs.lp_line_hit;
-		break;
-	case PROBE_PROG_USDT_ENTRY:
-		prog = s->skel->progs.lp_usdt_entry;
-		break;
-	case PROBE_PROG_USDT_RETURN:
-		prog = s->skel->progs.lp_usdt_return;
-		break;
-	case PROBE_PROG_PY_START:
-		prog = s->skel->progs.lp_py_start;
-		break;
-	case PROBE_PROG_PY_RETURN:
-		prog = s->skel->progs.lp_py_return;
-		break;
-	default:
+	prog = prog_of(s, which);
+	if (!prog)
 		return -EINVAL;
-	}
+	if (bpf_program__fd(prog) < 0)
+		return -ENOEXEC; /* not loaded: see bpf_session__has_prog */
+	opts.retprobe = which == PROBE_PROG_RETURN;
 	for (slot = 0; slot < MAX_UPROBE_LINKS && slot_busy(s, slot); slot++)
 		;
 	if (slot == MAX_UPROBE_LINKS)
@@ -157,4 +158,11 @@ void bpf_session__detach(struct bpf_session *s, int handle)
 	if (s->multi_fds[handle] >= 0)
 		close(s->multi_fds[handle]);
 	s->multi_fds[handle] = -1;
+}
+
+bool bpf_session__has_prog(const struct bpf_session *s, enum bpf_probe_prog which)
+{
+	struct bpf_program *prog = prog_of(s, which);
+
+	return prog && bpf_program__fd(prog) >= 0;
 }

@@ -14,6 +14,7 @@
 #include "user/session/daemon.h"
 #include "user/session/sample_cost.h"
 #include "user/session/split.h"
+#include "user/session/target_kind.h"
 #include "user/session/traces.h"
 #include "user/util/exit_codes.h"
 #include "user/util/log.h"
@@ -69,6 +70,12 @@ int daemon__open(struct daemon *d, struct options *o, bool tracing)
 	int err;
 
 	memset(d, 0, sizeof(*d));
+	if (bo.tracing) {
+		target_kind__needs(o, &bo.go_returns, &bo.py_probes);
+		lp_debug("loading the Go return program: %s; the py: programs: %s",
+			 bo.go_returns ? "yes" : "no (no Go target)",
+			 bo.py_probes ? "yes" : "no (no CPython target)");
+	}
 	err = bpf_session__open(&bpf, &bo);
 	if (err)
 		return bpf_open_error(err, o->verbose);

@@ -181,6 +181,14 @@ static int attach_func(struct traces *t, struct trace *tr, struct probe_target *
 				 tr->spec_text);
 			return -EOPNOTSUPP;
 		}
+		if (!bpf_session__has_prog(t->c->bpf, PROBE_PROG_RET_INSN)) {
+			snprintf(err, errlen,
+				 "'%s' is in a Go binary, but the target was not Go when liveprof "
+				 "started, so its return program was not loaded; start liveprof "
+				 "with --trace %s",
+				 tr->spec_text, tr->spec_text);
+			return -ENOEXEC;
+		}
 	}
 	h = attach_one(t, tr, PROBE_PROG_ENTRY, pid, loc, &pt->sites[0], id);
 	if (h < 0)

@@ -221,6 +221,13 @@ static int attach_all(struct traces *t, struct trace *tr, int pid, const struct 
 {
 	int r = 0;
 
+	if (!bpf_session__has_prog(t->c->bpf, PROBE_PROG_PY_START)) {
+		lp_errf(err, errlen,
+			"'%s': the target did not look like CPython when liveprof started, so "
+			"the py: programs were not loaded; start liveprof with --trace %s",
+			tr->spec_text, tr->spec_text);
+		return -ENOEXEC;
+	}
 	for (int i = 0; !r && i < pts->n_start; i++)
 		r = attach_one(t, tr, PROBE_PROG_PY_START, pid, loc, pts->start[i].offset, 0,
 			       tr->ids[0], pts->start[i].vaddr, err, errlen);
