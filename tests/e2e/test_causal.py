@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0
 """End-to-end tests of `liveprof causal` (issue 17), on real BPF and emitted
-programs (`liveprof emit --scenario causal-spin`, `causal-lock`).
+programs (`liveprof emit --scenario causal-spin`; `validate --causal` emits the rest).
 
 causal-spin: a worker thread runs compute() (150 work units), waits 50 us
 and calls item_done() (the progress point); a poller thread runs
