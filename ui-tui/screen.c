@@ -90,7 +90,7 @@ static void draw_help(struct tui *t)
 		"1 2 3 4 / Tab   Top, Tree, Latency, Split views",
 		"5               Source of the selected function: Enter probes a line, w splits",
 		"                on the calls that ran it, d disassembly (L loop B branch I inline)",
-		"6               Causal: :causal [-l] SPEC [F1,F2,...] [-d SEC] runs experiments",
+		"6               Causal: :causal [-l] SPEC[@pNN] [F1,..] [-d SEC] runs experiments",
 		"                on the live process (Esc stops them), ranked by impact",
 		"Up Down PgUp PgDn Home End   move",
 		"/ n Esc         search (Top filters, Tree highlights), next, clear",

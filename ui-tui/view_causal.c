@@ -129,7 +129,7 @@ int tui_causal_command(struct tui *t, char *arg)
 		return 0;
 	}
 	if (parse_args(cv, arg, &latency)) {
-		set_msg(t, true, "usage: :causal [-l] SPEC [F1,F2,...] [-d SEC (5-3600)]");
+		set_msg(t, true, "usage: :causal [-l] SPEC[@pNN] [F1,F2,...] [-d SEC (5-3600)]");
 		return 0;
 	}
 	o.progress = latency ? NULL : cv->spec;

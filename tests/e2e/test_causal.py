@@ -53,6 +53,11 @@ LINE_SMALL; LINE_COLD is skipped with its reason. The impacts themselves
 are not compared with 0.6 and 0.2: under the load of the other tests the
 thread waits for a CPU, and the README shows how that biases a prediction
 (0.45 for 0.6 was measured at load 3.6).
+
+A latency point's percentile (`--latency handle@p95`) runs after them too,
+on tests/workloads/causal_tail.c, whose p95 and mean have different
+causes: the ranking of its two functions must come out the tail's, the
+mean's upside down (test_latency_percentile_point).
 """
 import concurrent.futures
 import json
@@ -374,3 +379,42 @@ def test_auto_picks_the_hot_line(runs, procs, liveprof, wl, tmp_path, h):
     assert big, f"auto did not pick LINE_BIG: {sorted(by)}"
     assert big["kind"] == "line" and big["verdict"] != "skipped", big
     assert big["ci_low"] > 0, big
+
+
+def test_latency_percentile_point(runs, procs, liveprof, wl, tmp_path):
+    """A latency point's percentile: `--latency handle@p95`. In
+    tests/workloads/causal_tail.c every call of handle() runs common()
+    (110 units on average) and one in ten, at random, also extra() (300):
+    p95 lies among the slow tenth, where common is 110 of 410 units and
+    extra 300 (impacts 0.27 and 0.73), while the mean (140 units) is mostly
+    common's (0.79 against 0.21). So the tail's ranking is the mean's
+    upside down: extra's interval must lie wholly above common's, which a
+    mean (or anything but the tail) would rank the other way. Both help
+    (their intervals above 0)."""
+    after_the_runs(runs)
+    target = procs.start(["nice", "-n", "-10", wl("causal_tail"), "120"], settle=0.5)
+    js = tmp_path / "tail.json"
+    r = subprocess.run(["nice", "-n", "-10", str(liveprof), "causal", "-p", str(target.pid),
+                        "--latency", "handle@p95", "--candidates", "common,extra", "-d", "10",
+                        "--sample", "1", "--json", str(js)],
+                       capture_output=True, text=True, timeout=240)
+    assert r.returncode == 0, r.stdout + r.stderr
+    print("\n" + r.stdout)
+    assert "p95 latency" in r.stdout, r.stdout
+    doc = json.loads(js.read_text())
+    assert doc["metric"] == "latency" and doc["latency_percentile"] == 95, doc
+    by = {c["function"]: c for c in doc["causal"]}
+    common, extra = by["common"], by["extra"]
+    for c in (common, extra):
+        assert c["verdict"] != "skipped" and c["ci_low"] is not None, c
+        assert c["ci_low"] > 0, c
+    assert extra["ci_low"] > common["ci_high"], (common, extra)
+
+
+def test_latency_percentile_usage(liveprof):
+    """A bad percentile is a usage error before anything is loaded."""
+    for bad in ("handle@p100", "handle@p", "@p95"):
+        r = subprocess.run([str(liveprof), "causal", "-p", "1", "--latency", bad],
+                           capture_output=True, text=True)
+        assert r.returncode == EXIT_USAGE, (bad, r.stderr)
+        assert len(r.stderr.strip().splitlines()) == 1, r.stderr

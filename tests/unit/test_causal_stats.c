@@ -2,14 +2,73 @@
 /*
  * test_causal_stats.c - the statistics of `liveprof causal`: per-pair
  * impacts, the t quantiles, the interval's coverage on simulated pairs, and
- * the verdicts; plus the causal scenarios' spec parser.
+ * the verdicts; the percentile of a latency point between two readings of
+ * its histogram; plus the causal scenarios' spec parser and the point's.
  */
+#include <errno.h>
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "unit.h"
+#include "bpf/liveprof.h"
 #include "user/session/causal_stats.h"
+#include "user/session/causal.h"
+#include "user/session/traces.h"
 #include "user/synth/causal_scenario.h"
+
+static uint64_t h0[LP_HIST_BUCKETS], h1[LP_HIST_BUCKETS];
+
+/* A latency point's percentile counts only the calls between the readings,
+ * and lands inside the bucket of the call it ranks, in proportion to its
+ * rank among that bucket's calls. */
+UNIT_TEST(quantile_between_readings)
+{
+	uint32_t fast = lp_hist_bucket(1000), slow = lp_hist_bucket(4000);
+	double lo = (double)traces__bucket_lower(slow), hi = (double)traces__bucket_lower(slow + 1);
+	double p95, p50;
+
+	CHECK(isnan(traces__hist_quantile_between(h0, h1, 95)));
+	h0[fast] = 50; /* before the window: not counted */
+	h1[fast] = 140;
+	h1[slow] = 10;
+	/* 90 fast and 10 slow calls: the 95th is the 5th of the 10 slow */
+	p95 = traces__hist_quantile_between(h0, h1, 95);
+	CHECK(fabs(p95 - (lo + (hi - lo) * 0.5)) < 1e-9);
+	p50 = traces__hist_quantile_between(h0, h1, 50);
+	CHECK(p50 >= (double)traces__bucket_lower(fast) &&
+	      p50 < (double)traces__bucket_lower(fast + 1));
+	/* one more slow call (the 95th of 101 is the 5.95th of 11) moves it up
+	 * within the bucket, not by a bucket */
+	h1[slow] = 11;
+	CHECK(fabs(traces__hist_quantile_between(h0, h1, 95) - (lo + (hi - lo) * 5.95 / 11)) <
+	      1e-9);
+	CHECK(traces__hist_quantile_between(h0, h1, 95) > p95);
+	/* a counter read lower than before (never, but never negative) */
+	h0[slow] = 20;
+	CHECK(traces__hist_quantile_between(h0, h1, 99.9) < hi);
+}
+
+/* "SPEC@pNN" splits; a bad percentile is refused, no suffix is the mean. */
+UNIT_TEST(point_specs)
+{
+	char spec[64], err[128];
+	double pct = -1;
+
+	CHECK(!causal__point_parse("handle@p95", spec, sizeof(spec), &pct, err, sizeof(err)));
+	CHECK(!strcmp(spec, "handle") && pct == 95);
+	CHECK(!causal__point_parse("handle", spec, sizeof(spec), &pct, err, sizeof(err)));
+	CHECK(!strcmp(spec, "handle") && pct == 0);
+	CHECK(!causal__point_parse("py:app.handle@P99.9", spec, sizeof(spec), &pct, err,
+				   sizeof(err)));
+	CHECK(!strcmp(spec, "py:app.handle") && pct == 99.9);
+	CHECK(causal__point_parse("handle@p100", spec, sizeof(spec), &pct, err, sizeof(err)) ==
+	      -EINVAL);
+	CHECK(strstr(err, "p100") != NULL);
+	CHECK(causal__point_parse("handle@px", spec, sizeof(spec), &pct, err, sizeof(err)) ==
+	      -EINVAL);
+	CHECK(causal__point_parse("@p95", spec, sizeof(spec), &pct, err, sizeof(err)) == -EINVAL);
+}
 
 /* Exact arithmetic: 10% longer cost at a 25% delay is an impact of 0.4. */
 UNIT_TEST(pair_impact)

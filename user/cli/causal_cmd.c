@@ -55,8 +55,8 @@ static void causal_usage(FILE *f)
 		"\n"
 		"  -p, --pid PID          the process\n"
 		"  --progress SPEC        throughput point: calls per second of a --trace spec\n"
-		"  --latency SPEC         latency point: the mean latency of a traced function\n"
-		"                         (the metric when given)\n"
+		"  --latency SPEC[@pNN]   latency point: the mean latency of a traced function,\n"
+		"                         or its NN-th percentile (the metric when given)\n"
 		"  --candidates LIST      auto (default: the top functions by CPU share, then "
 		"the top lines)\n"
 		"                         or F1,F2,... (functions, or source lines as FILE:LINE)\n"
@@ -82,7 +82,7 @@ static void causal_usage(FILE *f)
 		"Exit status: 0 done (also partial, after the target exited or Ctrl-C), 2 bad "
 		"usage,\n"
 		"3 no such process, 4 privileges, 6 BPF, 7 output, 8 a spec cannot be traced,\n"
-		"11 the progress point never fired.\n");
+		"11 the progress point never fired (or too rarely for its percentile).\n");
 }
 
 static bool parse_num(const char *s, const char *what, double lo, double hi, double *out)
@@ -137,6 +137,18 @@ enum {
 };
 
 /* One case per option; returns -1 to go on, else the exit status. */
+/* A bad percentile is a usage error, found before anything is loaded. */
+static bool latency_point_ok(const char *arg)
+{
+	char spec[256], err[256];
+	double pct;
+
+	if (!causal__point_parse(arg, spec, sizeof(spec), &pct, err, sizeof(err)))
+		return true;
+	lp_err("causal: %s", err);
+	return false;
+}
+
 static int parse_opt(struct causal_args *a, int c, const char *arg)
 {
 	double v;
@@ -152,6 +164,7 @@ static int parse_opt(struct causal_args *a, int c, const char *arg)
 		break;
 	case OPT_LATENCY:
 		a->o.latency = arg;
+		ok = latency_point_ok(arg);
 		break;
 	case OPT_CANDS:
 		ok = split_candidates(a, arg);

@@ -67,28 +67,11 @@ int causal_wait(struct causal_ctx *x, uint64_t ns)
 	}
 }
 
-static const char *point_spec(const struct causal_opts *o)
-{
-	return o->latency ? o->latency : o->progress;
-}
-
 int causal_read_totals(struct causal_ctx *x, const char *spec, struct trace_totals *t)
 {
 	int i = daemon__find_trace(x->d, spec);
 
 	return i < 0 ? -ENOENT : traces__totals(x->d->traces, i, t);
-}
-
-/* The progress cost between two readings of the point. */
-static double point_cost(struct causal_ctx *x, const struct trace_totals *a,
-			 const struct trace_totals *b, double span_ns)
-{
-	if (x->o->latency) {
-		double n = (double)(b->timed - a->timed);
-
-		return n > 0 ? (b->sum_ns - a->sum_ns) / n : NAN;
-	}
-	return causal_period((double)(b->calls - a->calls), span_ns);
 }
 
 /*
@@ -111,8 +94,9 @@ static int read_cand(struct causal_ctx *x, const struct causal_cand *c, struct t
 static int run_window(struct causal_ctx *x, const struct causal_cand *c, uint64_t delay_ns,
 		      struct causal_win *w)
 {
-	struct trace_totals p0, p1, c0, c1;
-	uint64_t win = (uint64_t)(x->o->window_s * 1e9), t0, t1, w0;
+	struct trace_totals c0, c1;
+	struct causal_reading p0, p1;
+	uint64_t win = (uint64_t)(x->window_s * 1e9), t0, t1, w0;
 	struct causal_win l0, l1;
 	int i = daemon__find_trace(x->d, c->function), err;
 
@@ -126,17 +110,17 @@ static int run_window(struct causal_ctx *x, const struct causal_cand *c, uint64_
 		return err;
 	t0 = lp_now_ns();
 	w0 = bpf_session__causal_waited_ns(x->d->core.bpf);
-	if (causal_read_totals(x, point_spec(x->o), &p0) || read_cand(x, c, &c0, &l0))
+	if (causal_point_read(x, 0, &p0) || read_cand(x, c, &c0, &l0))
 		return -ENOENT;
 	err = causal_wait(x, win);
 	if (err)
 		return err;
 	t1 = lp_now_ns();
 	w->waited_ns = (double)(bpf_session__causal_waited_ns(x->d->core.bpf) - w0);
-	if (causal_read_totals(x, point_spec(x->o), &p1) || read_cand(x, c, &c1, &l1))
+	if (causal_point_read(x, 1, &p1) || read_cand(x, c, &c1, &l1))
 		return -ENOENT;
 	w->span_ns = (double)(t1 - t0);
-	w->cost = point_cost(x, &p0, &p1, w->span_ns);
+	w->cost = causal_point_cost(x, &p0, &p1, w->span_ns);
 	w->cand_calls = (double)(c1.calls - c0.calls);
 	w->cand_timed = (double)(c1.timed - c0.timed);
 	w->cand_sum_ns = c1.sum_ns - c0.sum_ns;
@@ -267,7 +251,7 @@ static bool cand_done(struct causal_ctx *x, struct causal_cand *c, uint64_t unti
 	if (c->n_pairs >= CAUSAL_MAX_PAIRS)
 		return true;
 	/* A pair is two windows and their settling: start one only if it fits. */
-	if (lp_now_ns() + (uint64_t)(2 * (1 + SETTLE_SHARE) * x->o->window_s * 1e9) > until)
+	if (lp_now_ns() + (uint64_t)(2 * (1 + SETTLE_SHARE) * x->window_s * 1e9) > until)
 		return true;
 	if (c->n_pairs < MIN_PAIRS)
 		return false;

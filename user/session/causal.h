@@ -5,7 +5,7 @@
  * program faster? One candidate at a time, windows where each call of the
  * candidate is delayed alternate, in a random order, with control windows;
  * the change in a progress point (calls per second of a traced function, or
- * the mean latency of one) per unit of delay predicts the effect of a
+ * the mean or a percentile of the latency of one) per unit of delay predicts the effect of a
  * speedup. See the README, "Causal profiling", for the method's assumptions.
  */
 #ifndef LP_SESSION_CAUSAL_H
@@ -26,8 +26,8 @@ struct daemon;
 #define CAUSAL_NAME_MAX	 128
 
 struct causal_opts {
-	const char *progress;	       /* throughput point: a --trace spec, or NULL */
-	const char *latency;	       /* latency point (the metric when given), or NULL */
+	const char *progress; /* throughput point: a --trace spec, or NULL */
+	const char *latency;  /* latency point, SPEC or SPEC@pNN (the metric when given), or NULL */
 	const char *const *candidates; /* functions or FILE:LINE; NULL: auto */
 	int n_candidates;
 	int auto_n;		 /* auto: this many top functions by CPU share */
@@ -59,18 +59,19 @@ struct causal_cand {
 	double frac_sum, rel_sum; /* sums over pairs: delay fraction, cost change */
 	struct causal_est est;
 	enum causal_verdict verdict;
-	double seconds; /* spent on it */
-	bool is_line;	/* a FILE:LINE: delays triggered by ticks in it (causal_line.c) */
+	double seconds;	    /* spent on it */
+	bool is_line;	    /* a FILE:LINE: delays triggered by ticks in it (causal_line.c) */
 	double share_ticks; /* a line: the target's user-mode ticks its cpu_share is of */
 };
 
 struct causal_run {
 	struct causal_cand cand[CAUSAL_MAX_CAND];
 	int n_cand;
-	bool latency;	     /* the metric: mean latency (true) or throughput */
+	bool latency;	     /* the metric: latency (true) or throughput */
+	double latency_pct;  /* a latency point's percentile (SPEC@pNN); 0: its mean */
 	char point[256];     /* the progress point's spec */
 	double base_rate;    /* progress points per second while sampling */
-	double base_latency; /* ns, with a latency point */
+	double base_latency; /* ns, with a latency point (its mean or percentile) */
 	double small;	     /* impacts within +-small count as no effect */
 	bool target_exited;  /* the target ended the run */
 	bool interrupted;    /* a signal ended it */
@@ -92,6 +93,18 @@ struct causal_run {
  */
 int causal__run(struct daemon *d, const struct causal_opts *o, struct causal_run *r,
 		volatile sig_atomic_t *stop, char *err, size_t errlen);
+
+/**
+ * causal__point_parse - split a progress point "SPEC" or "SPEC@pNN"
+ * @text: what the user gave
+ * @spec: out, the --trace spec (@len bytes)
+ * @pct: out, NN (0 < NN < 100), or 0 without a percentile (the mean)
+ * @err: a one-line message on failure
+ *
+ * Return: 0, or -EINVAL for a bad percentile or an empty or too long spec.
+ */
+int causal__point_parse(const char *text, char *spec, size_t len, double *pct, char *err,
+			size_t errlen);
 
 /** causal__print - the ranked table, to @f */
 void causal__print(const struct causal_run *r, FILE *f);

@@ -25,6 +25,19 @@ struct causal_ctx {
 	uint64_t line_lo[LP_CAUSAL_MAX_RANGES], line_hi[LP_CAUSAL_MAX_RANGES];
 	int line_n;
 	uint32_t line_pid;
+	/* the progress point (causal_point.c): its trace spec, the percentile
+	 * of a latency point (0: the mean), histogram buffers for readings */
+	char point[256];
+	double point_pct;
+	uint64_t *point_hist[2];
+	double window_s; /* one window: --window, or longer for a percentile */
+};
+
+/* One reading of the progress point: its totals, and with a percentile its
+ * cumulative histogram (one of the context's buffers). */
+struct causal_reading {
+	struct trace_totals t;
+	uint64_t *hist;
 };
 
 /* A window's readings, as differences of running totals. */
@@ -38,6 +51,17 @@ struct causal_win {
 	double line_user;   /* a line: of those, in its user code */
 	double line_cpu_ns; /* a line: the target's CPU time (its waits included) */
 };
+
+/* causal_point.c: parse the point (SPEC or SPEC@pNN), read it into buffer
+ * @slot (0 or 1), its cost between two readings (ns per point, or its mean
+ * or percentile latency), and lengthen the windows for a percentile at
+ * @calls_per_s (-ENODATA with @err when even the longest is too short). */
+int causal_point_init(struct causal_ctx *x, char *err, size_t errlen);
+void causal_point_free(struct causal_ctx *x);
+int causal_point_read(struct causal_ctx *x, int slot, struct causal_reading *rd);
+double causal_point_cost(struct causal_ctx *x, const struct causal_reading *a,
+			 const struct causal_reading *b, double span_ns);
+int causal_point_fit_window(struct causal_ctx *x, double calls_per_s, char *err, size_t errlen);
 
 /* The period of the ticks that delay a line candidate (causal_line.c). */
 #define CAUSAL_LINE_TICK_NS 200000ull

@@ -60,10 +60,23 @@ static void print_share(FILE *f, double share)
 		fprintf(f, " %5.1f%%", share);
 }
 
+/* "throughput", "mean latency" or "p95 latency", into @buf. */
+static const char *metric_name(const struct causal_run *r, char *buf, size_t len)
+{
+	if (!r->latency)
+		return "throughput";
+	if (!(r->latency_pct > 0))
+		return "mean latency";
+	snprintf(buf, len, "p%g latency", r->latency_pct);
+	return buf;
+}
+
 void causal__print(const struct causal_run *r, FILE *f)
 {
-	fprintf(f, "causal profile: progress point '%s' (%s", r->point,
-		r->latency ? "mean latency" : "throughput");
+	char buf[32];
+	const char *metric = metric_name(r, buf, sizeof(buf));
+
+	fprintf(f, "causal profile: progress point '%s' (%s", r->point, metric);
 	if (r->latency)
 		fprintf(f, " %.1f us", r->base_latency / 1e3);
 	else
@@ -90,9 +103,10 @@ void causal__print(const struct causal_run *r, FILE *f)
 			fprintf(f, " %8s %20s %6d %9s  inconclusive\n", "-", "-", c->n_pairs, "-");
 	}
 	fprintf(f,
-		"impact: %% the program speeds up (%s) per 1%% the function speeds up\n"
+		"impact: %% the program speeds up (%s%s) per 1%% the function speeds up\n"
 		"(median of the pairs, 95%% sign-test interval; 'no effect' within +-%.2f)\n",
-		r->latency ? "lower mean latency" : "less time per progress point", r->small);
+		r->latency ? "lower " : "", r->latency ? metric : "less time per progress point",
+		r->small);
 }
 
 /* A number, or null when it is not one (a candidate measured too little). */
@@ -151,8 +165,12 @@ json_t *causal__json(const struct causal_run *r)
 	json_object_set_new(root, "progress_point", json_string(r->point));
 	json_object_set_new(root, "metric", json_string(r->latency ? "latency" : "throughput"));
 	json_object_set_new(root, "baseline_rate", json_real(r->base_rate));
-	if (r->latency)
+	if (r->latency) {
 		json_object_set_new(root, "baseline_latency_us", json_real(r->base_latency / 1e3));
+		/* the statistic of the latency point: its mean, or a percentile */
+		json_object_set_new(root, "latency_percentile",
+				    r->latency_pct > 0 ? json_real(r->latency_pct) : json_null());
+	}
 	json_object_set_new(root, "small_impact", json_real(r->small));
 	json_object_set_new(root, "elapsed_s", json_real(r->elapsed_s));
 	json_object_set_new(root, "target_exited", json_boolean(r->target_exited));
@@ -287,6 +305,7 @@ static void write_panels(FILE *f, const struct causal_run *r, int n, double ymax
 
 static void write_svg(FILE *f, const struct causal_run *r)
 {
+	char metric[32];
 	double ymax = 5;
 	int n = 0, cols, rows;
 
@@ -312,7 +331,7 @@ static void write_svg(FILE *f, const struct causal_run *r)
 	fprintf(f,
 		"' (%s)</text>\n<text x='10' y='38' font-size='11'>predicted program "
 		"speedup (%%) against function speedup; band: 95%% interval</text>\n",
-		r->latency ? "mean latency" : "throughput");
+		metric_name(r, metric, sizeof(metric)));
 	write_panels(f, r, n, ymax);
 	fputs("</svg>\n", f);
 }

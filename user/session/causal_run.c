@@ -235,9 +235,10 @@ static int pick_candidates(struct daemon *d, const struct causal_opts *o, struct
 }
 
 /* Trace the point(s); a spec that does not resolve is the user's error. */
-static int trace_points(struct daemon *d, const struct causal_opts *o, char *err, size_t errlen)
+static int trace_points(struct causal_ctx *x, char *err, size_t errlen)
 {
-	const char *specs[2] = {o->progress, o->latency};
+	struct daemon *d = x->d;
+	const char *specs[2] = {x->o->progress, x->o->latency ? x->point : NULL};
 
 	for (int i = 0; i < 2; i++) {
 		int id;
@@ -258,21 +259,21 @@ static int trace_points(struct daemon *d, const struct causal_opts *o, char *err
  */
 static int baseline(struct causal_ctx *x, char *err, size_t errlen)
 {
-	const char *spec = x->o->latency ? x->o->latency : x->o->progress;
-	struct trace_totals a, b;
+	const char *spec = x->point;
+	struct causal_reading a, b;
 	uint64_t t0 = lp_now_ns(), waited;
 	int r;
 
-	if (causal_read_totals(x, spec, &a))
+	if (causal_point_read(x, 0, &a))
 		return -ENOENT;
 	r = causal_wait(x, (uint64_t)(x->o->sample_s * 1e9));
 	for (;;) {
 		if (r)
 			return r;
-		if (causal_read_totals(x, spec, &b))
+		if (causal_point_read(x, 1, &b))
 			return -ENOENT;
 		waited = lp_now_ns() - t0;
-		if (b.calls > a.calls)
+		if (b.t.calls > a.t.calls)
 			break;
 		if (waited >= (uint64_t)(x->o->no_progress_s * 1e9)) {
 			snprintf(err, errlen,
@@ -283,10 +284,47 @@ static int baseline(struct causal_ctx *x, char *err, size_t errlen)
 		}
 		r = causal_wait(x, 100 * 1000000ull);
 	}
-	x->r->base_rate = (double)(b.calls - a.calls) / ((double)waited / 1e9);
-	if (b.timed > a.timed)
-		x->r->base_latency = (b.sum_ns - a.sum_ns) / (double)(b.timed - a.timed);
-	return 0;
+	x->r->base_rate = (double)(b.t.calls - a.t.calls) / ((double)waited / 1e9);
+	if (x->o->latency && b.t.timed > a.t.timed)
+		x->r->base_latency = causal_point_cost(x, &a, &b, (double)waited);
+	return x->o->latency ? causal_point_fit_window(x, x->r->base_rate, err, errlen) : 0;
+}
+
+/* From the traced point to the last experiment; @x's point is parsed. */
+static int run_with_point(struct causal_ctx *x, uint64_t t0, char *err, size_t errlen)
+{
+	struct daemon *d = x->d;
+	struct causal_run *r = x->r;
+	int ret = trace_points(x, err, errlen);
+
+	if (!ret)
+		ret = baseline(x, err, errlen);
+	if (ret == -ESRCH)
+		snprintf(err, errlen, "the target exited before anything was measured");
+	if (ret == -EINTR)
+		snprintf(err, errlen, "interrupted before anything was measured");
+	if (ret)
+		return ret;
+	/* The profile is taken: from here on only the candidate's own probes
+	 * run in the target, and sampling would only add noise. */
+	bpf_session__stop_sampling(d->core.bpf);
+	ret = pick_candidates(d, x->o, r);
+	if (ret) {
+		snprintf(err, errlen, "cannot rank the candidates: %s", strerror(-ret));
+		return ret;
+	}
+	if (!r->n_cand) {
+		snprintf(err, errlen, "no candidate: no function holds 1%% of the samples");
+		return -ENOENT;
+	}
+	ret = causal_run_candidates(x);
+	if (ret)
+		snprintf(err, errlen, "causal experiments: %s", strerror(-ret));
+	r->elapsed_s = (double)(lp_now_ns() - t0) / 1e9;
+	r->delayed_hits = bpf_session__causal_hits(d->core.bpf);
+	r->yielded_hits = bpf_session__causal_yields(d->core.bpf);
+	causal__sort(r);
+	return ret;
 }
 
 int causal__run(struct daemon *d, const struct causal_opts *o, struct causal_run *r,
@@ -302,33 +340,11 @@ int causal__run(struct daemon *d, const struct causal_opts *o, struct causal_run
 	snprintf(r->point, sizeof(r->point), "%s", o->latency ? o->latency : o->progress);
 	x.deadline = t0 + (uint64_t)(o->duration_s * 1e9);
 	x.rng = o->seed ? o->seed : (t0 | 1);
-	ret = trace_points(d, o, err, errlen);
-	if (!ret)
-		ret = baseline(&x, err, errlen);
-	if (ret == -ESRCH)
-		snprintf(err, errlen, "the target exited before anything was measured");
-	if (ret == -EINTR)
-		snprintf(err, errlen, "interrupted before anything was measured");
-	if (ret)
-		return ret;
-	/* The profile is taken: from here on only the candidate's own probes
-	 * run in the target, and sampling would only add noise. */
-	bpf_session__stop_sampling(d->core.bpf);
-	ret = pick_candidates(d, o, r);
-	if (ret) {
-		snprintf(err, errlen, "cannot rank the candidates: %s", strerror(-ret));
-		return ret;
+	ret = causal_point_init(&x, err, errlen);
+	if (!ret) {
+		r->latency_pct = x.point_pct;
+		ret = run_with_point(&x, t0, err, errlen);
 	}
-	if (!r->n_cand) {
-		snprintf(err, errlen, "no candidate: no function holds 1%% of the samples");
-		return -ENOENT;
-	}
-	ret = causal_run_candidates(&x);
-	if (ret)
-		snprintf(err, errlen, "causal experiments: %s", strerror(-ret));
-	r->elapsed_s = (double)(lp_now_ns() - t0) / 1e9;
-	r->delayed_hits = bpf_session__causal_hits(d->core.bpf);
-	r->yielded_hits = bpf_session__causal_yields(d->core.bpf);
-	causal__sort(r);
+	causal_point_free(&x);
 	return ret;
 }

@@ -131,6 +131,14 @@ int traces__histogram(struct traces *t, int i, bool window, uint64_t *out);
 uint64_t traces__bucket_value(uint32_t b);
 /** traces__bucket_lower - lower bound (ns) of histogram bucket @b */
 uint64_t traces__bucket_lower(uint32_t b);
+/**
+ * traces__hist_quantile_between - the @pct percentile (0 < @pct < 100) of the
+ * calls counted between two readings of a histogram (@h0 then @h1, each
+ * LP_HIST_BUCKETS cumulative counts), interpolated within its bucket
+ *
+ * Return: the latency in ns, or NAN when no call ended in between.
+ */
+double traces__hist_quantile_between(const uint64_t *h0, const uint64_t *h1, double pct);
 
 /** traces__print - percentile tables, histograms, values, to @f */
 void traces__print(struct traces *t, FILE *f, bool histograms);

@@ -105,6 +105,34 @@ uint64_t traces_hist_percentile(const uint64_t *h, uint64_t total, double pct)
 	return 0;
 }
 
+double traces__hist_quantile_between(const uint64_t *h0, const uint64_t *h1, double pct)
+{
+	double total = 0, want, cum = 0;
+
+	for (int b = 0; b < LP_HIST_BUCKETS; b++)
+		total += h1[b] > h0[b] ? (double)(h1[b] - h0[b]) : 0;
+	if (!(total > 0))
+		return NAN;
+	want = total * pct / 100.0;
+	for (uint32_t b = 0; b < LP_HIST_BUCKETS; b++) {
+		double n = h1[b] > h0[b] ? (double)(h1[b] - h0[b]) : 0;
+		double lo, hi;
+
+		if (!n || cum + n < want) {
+			cum += n;
+			continue;
+		}
+		/* Spread the bucket's calls evenly over its width: a shift of
+		 * the distribution smaller than a bucket still moves the result. */
+		lo = (double)traces__bucket_lower(b);
+		hi = (double)traces__bucket_lower(b + 1);
+		if (!(hi > lo))
+			return lo;
+		return lo + (hi - lo) * (want - cum) / n;
+	}
+	return (double)traces__bucket_lower(LP_HIST_BUCKETS - 1);
+}
+
 uint64_t traces__percentile(struct traces *t, int i, double pct, bool window)
 {
 	uint64_t *h = calloc(LP_HIST_BUCKETS, sizeof(uint64_t)), total = 0, r;
