@@ -72,17 +72,17 @@ int main(int argc, char **argv)
 	unsigned long items = 0, i, jitter, acc = 0;
 	unsigned int seed = 1;
 
+	/* Each loop on one line, its control and its body: the line's
+	 * instructions are the whole loop. */
+	/* clang-format off */
 	while (now_s() < end) {
-		for (i = 0; i < 3 * UNITS; i++)
-			acc = paced(acc * MUL + i); /* LINE_BIG */
-		for (i = 0; i < UNITS; i++)
-			acc = paced(acc * MUL + i); /* LINE_SMALL */
+		for (i = 0; i < 3 * UNITS; i++) acc = paced(acc * MUL + i); /* LINE_BIG */
+		for (i = 0; i < UNITS; i++) acc = paced(acc * MUL + i); /* LINE_SMALL */
 		jitter = (unsigned long)rand_r(&seed) % (2 * UNITS);
-		for (i = 0; i < jitter; i++)
-			acc = paced(acc * MUL + i); /* LINE_JITTER */
-		if (++items % 1000 == 0)
-			sink += items + acc; /* LINE_COLD */
+		for (i = 0; i < jitter; i++) acc = paced(acc * MUL + i); /* LINE_JITTER */
+		if (++items % 1000 == 0) sink += items + acc; /* LINE_COLD */
 		item_done();
 	}
+	/* clang-format on */
 	return 0;
 }
