@@ -214,3 +214,28 @@ def test_tui_completes_and_traces_py(tmp_path, monkeypatch):
         assert tui.alive()
     finally:
         tui.close()
+
+
+def test_python_function_as_causal_progress_point(procs, tmp_path):
+    """`liveprof causal --progress py:leaf` (issue 17): a Python function is
+    a progress point, counted through the same py: probes as --trace (the
+    causal run keeps the interpreter's programs for it, which it leaves out
+    otherwise). py_rate.py calls leaf() once per iteration and prints its
+    iterations per CPU-second of the process: the point's calls per wall
+    second cannot exceed the rate before liveprof attached (one thread; the
+    probes only slow it), and must be above 0. A named candidate that is
+    not in the program is skipped with its reason."""
+    wl = HERE.parent / "workloads" / "python" / "py_rate.py"
+    target = procs.start([PY, wl, "60"], settle=0.5, stdout=subprocess.PIPE, text=True)
+    js = tmp_path / "causal.json"
+    r = subprocess.run([str(LIVEPROF), "causal", "-p", str(target.pid), "--progress", "py:leaf",
+                        "--candidates", "no_such_function", "-d", "6", "--sample", "1",
+                        "--json", str(js)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rates = [float(target.stdout.readline().split()[1]) for _ in range(2)]
+    import json
+    doc = json.loads(js.read_text())
+    assert doc["progress_point"] == "py:leaf" and doc["metric"] == "throughput", doc
+    assert 0 < doc["baseline_rate"] <= 1.05 * max(rates), (doc, rates)
+    (cand,) = doc["causal"]
+    assert cand["verdict"] == "skipped" and "no_such_function" in cand["skipped"], cand

@@ -308,21 +308,30 @@ static int write_outputs(const struct causal_args *a, const struct causal_run *r
 	return err ? EXIT_OUTPUT : EXIT_OK;
 }
 
+/* A Python or Ruby function's spec. */
+static bool interp_spec(const char *spec)
+{
+	return spec && (!strncmp(spec, "py:", 3) || !strncmp(spec, "rb:", 3));
+}
+
 /* The daemon's own options, through its parser, so its defaults hold. */
 static int open_daemon(struct daemon *d, struct options *po, const struct causal_args *a)
 {
 	char pid[16], ovh[32];
 	/* Frame-pointer stacks and no interpreter frames: the CPU shares need
 	 * only the leaf functions, and the BPF unwinder's programs take
-	 * seconds to verify on a busy machine. */
+	 * seconds to verify on a busy machine. A py: or rb: point needs the
+	 * interpreter's programs (its frames name the function to count). */
 	char *argv[] = {"liveprof",	  "-p", pid,	 "--no-tui", "-F",	     "199",
 			"--max-overhead", ovh,	"--top", "0",	     "--call-graph", "fp",
 			"--no-interp",	  NULL};
-	int rc;
+	int argc = (int)(sizeof(argv) / sizeof(argv[0])) - 1, rc;
 
+	if (interp_spec(a->o.progress) || interp_spec(a->o.latency))
+		argv[--argc] = NULL;
 	snprintf(pid, sizeof(pid), "%d", a->pid);
 	snprintf(ovh, sizeof(ovh), "%g", a->o.max_overhead_pct);
-	if (options_parse((int)(sizeof(argv) / sizeof(argv[0])) - 1, argv, po))
+	if (options_parse(argc, argv, po))
 		return EXIT_USAGE;
 	po->verbose = a->o.verbose;
 	/* What a sample costs a traced call matters to latencies measured while
