@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * causal_scenario.c - the C programs of the causal scenarios (see
- * causal_scenario.h). Work is counted in units of a fixed loop (0.45 us
- * here), never timed, so a delay or a speedup changes how long it takes and
- * nothing else; waits that stand for I/O are sleeps, which use no CPU.
- * Truths below in units of u = 0.45 us, measured on the 2-core VM.
+ * causal_scenario.h). Work is counted in units of a loop, each program
+ * timing its own at start so that a unit is 0.45 us of CPU wherever it runs
+ * (calibrate_unit); units are never timed during the run, so a delay or a
+ * speedup changes how long they take and nothing else; waits that stand for
+ * I/O are sleeps, which use no CPU. Truths below in units of u = 0.45 us.
  *
  * pipeline: parse (290 units, 130 us) feeds a queue; the consumer runs
  *           encode (240 units, 108 us), waits 100 us for "I/O", then
@@ -20,12 +21,17 @@
  * lock:     LOCK_THREADS (4) threads each run prepare (10 units), wait 100 us,
  *           then take one mutex to run critical (600 units), then item_done.
  *           See lock_body for the arithmetic of its truth.
- * kink:     the pipeline with parse at 470 units (about 212 us), 1.1x
- *           slack, and a queue of 2 items: the method's limit, on purpose.
- *           Delayed by 25%, parse (265 us) becomes the bottleneck: impact
- *           (265 - 235) / 235 / 0.25 = 0.5 measured by the delay; 30%
+ * tail:     handle() runs common (110 units) and, one call in 10, extra
+ *           (300): its p95 is extra's (0.73) more than common's (0.27).
+ *           See tail_body.
+ * kink:     the pipeline with parse at 470 units, a consumer of encode (240)
+ *           and flush (280 on the CPU, no wait): 1.1x slack in units
+ *           alone, and a queue of 2 items: the method's limit, on purpose.
+ *           Delayed by 25%, parse (588) becomes the bottleneck: impact
+ *           (588 - 520) / 520 / 0.25 = 0.52 measured by the delay; 30%
  *           faster, it changes nothing (real 0). encode 30% faster leaves
- *           the consumer at 203 us, near parse: a real 10-13%.
+ *           the consumer at 448, under parse: a real 1 - 470/520 = 9.6%
+ *           where the slope says 13.8%.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -36,14 +42,17 @@
 
 static const struct causal_scenario scenarios[] = {
 	{"pipeline", "a two-stage pipeline whose bottleneck (encode) is not the top CPU user",
-	 "encode", "parse", "item_done", 0.46},
+	 "encode", "parse", "item_done", 0.46, NULL},
 	{"spin", "a spinning poller that burns the most CPU and gates nothing", "compute",
-	 "spin_poll", "item_done", 0.47},
+	 "spin_poll", "item_done", 0.47, NULL},
 	{"lock", "a lock-serialized section (critical) among parallel work (prepare)", "critical",
-	 "prepare", "item_done", 0.93},
+	 "prepare", "item_done", 0.93, NULL},
 	/* Where a delay and a speedup differ, on purpose: validate FAILs it. */
 	{"kink", "the pipeline with parse at 1.1x slack: slowed it gates, sped up it does not",
-	 "encode", "parse", "item_done", 0.46},
+	 "encode", "parse", "item_done", 0.46, NULL},
+	/* The metric is handle()'s p95: see tail_body for the arithmetic. */
+	{"tail", "a tail latency (p95 of handle) that a rare extra() decides, not common()",
+	 "extra", "common", "item_done", 0.73, "handle@p95"},
 };
 
 #define N_SCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
@@ -58,7 +67,7 @@ const struct causal_scenario *causal_scenario_find(const char *name)
 
 const char *causal_scenario_list(void)
 {
-	return "pipeline, spin, lock, kink";
+	return "pipeline, spin, lock, kink, tail";
 }
 
 int causal_scenario_parse(const char *spec, const struct causal_scenario **sc, char *func,
@@ -106,7 +115,8 @@ static const char common_head[] =
 	"#define _GNU_SOURCE\n"
 	"#include <pthread.h>\n#include <sched.h>\n#include <stdatomic.h>\n"
 	"#include <stdio.h>\n#include <stdlib.h>\n#include <sys/prctl.h>\n#include <time.h>\n\n"
-	"#define ITERS_PER_UNIT 2000 /* 0.45 us on the VM it was tuned on */\n"
+	"#define UNIT_NS 450 /* a unit of work: 0.45 us of CPU, as designed */\n"
+	"static long iters_per_unit = 500; /* set by calibrate_unit() */\n"
 	"/* Written once per burn, and per thread: a shared sink written at every\n"
 	" * step made all threads' units contend for one cache line, so delaying\n"
 	" * one thread sped up the others, which a faster thread does not. */\n"
@@ -114,12 +124,32 @@ static const char common_head[] =
 	"/* 1: the variant's work (see the header); './prog SECONDS alternate' flips\n"
 	" * it at every progress line, for paired comparisons in one process. */\n"
 	"static volatile int fast_mode = 1;\n"
+	"#ifndef MODE_BY_CALL /* 1: the program's own threads set fast_mode */\n"
+	"#define MODE_BY_CALL 0\n#endif\n"
 	"static atomic_ulong items;\n\n"
-	"/* One add a step, in a register: the empty asm keeps the compiler from\n"
-	" * folding the loop, and no memory is touched until the end. */\n"
+	"/* One multiply-add a step, in a register: each step waits for the last\n"
+	" * (the imul's latency), so every copy of the loop (it is inlined in each\n"
+	" * function, whose own samples are its units) runs at one pace in every\n"
+	" * variant's binary; a chain of plain adds ran at different paces per\n"
+	" * copy on an AMD EPYC host. The empty asm keeps the compiler from\n"
+	" * folding the loop; no memory is touched until the end. */\n"
 	"static void burn(long units)\n{\n\tunsigned long acc = 0;\n\n"
-	"\tfor (long i = 0; i < units * ITERS_PER_UNIT; i++) {\n\t\tacc += i;\n"
+	"\tfor (long i = 0; i < units * iters_per_unit; i++) {\n"
+	"\t\tacc = acc * 0x9e3779b97f4a7c15ul + (unsigned long)i;\n"
 	"\t\t__asm__ volatile(\"\" : \"+r\"(acc));\n\t}\n\tsink = acc;\n}\n\n"
+	"static double thread_ns(void)\n{\n\tstruct timespec t;\n\n"
+	"\tclock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);\n\treturn t.tv_sec * 1e9 + t.tv_nsec;\n}\n\n"
+	"/* A unit is UNIT_NS of CPU on the machine that runs the program: the\n"
+	" * truths weigh work against waits in microseconds (a fixed count of\n"
+	" * steps took 0.45 us on one host and 0.94 on another, where the kink\n"
+	" * was no longer one). The fastest of 20 timings of 100,000 steps on the\n"
+	" * thread's CPU clock: the least disturbed by other load. */\n"
+	"static void calibrate_unit(void)\n{\n\tdouble best = 1e18;\n\n"
+	"\titers_per_unit = 100000;\n\tfor (int k = 0; k < 20; k++) {\n"
+	"\t\tdouble t = thread_ns();\n\n\t\tburn(1);\n\t\tt = thread_ns() - t;\n"
+	"\t\tif (t < best)\n\t\t\tbest = t;\n\t}\n"
+	"\titers_per_unit = (long)(UNIT_NS * 100000.0 / best + 0.5);\n"
+	"\tif (iters_per_unit < 1)\n\t\titers_per_unit = 1;\n}\n\n"
 	"/* Stands for I/O: no CPU. */\n"
 	"static void io_wait(long us)\n{\n"
 	"\tstruct timespec ts = {0, us * 1000};\n\n\tnanosleep(&ts, NULL);\n}\n\n"
@@ -132,7 +162,8 @@ static const char common_head[] =
 	"\t{ volatile int frame = 0; (void)frame; burn(units); }\n\n";
 
 static const char pipeline_body[] =
-	"FUNC(parse, PARSE_UNITS)\nFUNC(encode, ENCODE_UNITS)\n\n"
+	"FUNC(parse, PARSE_UNITS)\nFUNC(encode, ENCODE_UNITS)\n"
+	"#ifdef FLUSH_UNITS\nFUNC(flush, FLUSH_UNITS)\n#endif\n\n"
 	"static pthread_mutex_t qlock = PTHREAD_MUTEX_INITIALIZER;\n"
 	"static pthread_cond_t qfull = PTHREAD_COND_INITIALIZER, qempty = "
 	"PTHREAD_COND_INITIALIZER;\n"
@@ -146,7 +177,8 @@ static const char pipeline_body[] =
 	"\t\tpthread_mutex_lock(&qlock);\n\t\twhile (qlen == 0)\n"
 	"\t\t\tpthread_cond_wait(&qempty, &qlock);\n\t\tqlen--;\n"
 	"\t\tpthread_cond_signal(&qfull);\n\t\tpthread_mutex_unlock(&qlock);\n"
-	"\t\tencode();\n\t\tio_wait(IO_US);\n\t\titem_done();\n\t}\n\treturn arg;\n}\n\n"
+	"\t\tencode();\n#ifdef FLUSH_UNITS\n\t\tflush();\n#else\n\t\tio_wait(IO_US);\n#endif\n"
+	"\t\titem_done();\n\t}\n\treturn arg;\n}\n\n"
 	"/* Each stage on a CPU of its own, as a sized pipeline runs: left to the\n"
 	" * scheduler, the stages shared a CPU part of the time, in a way that\n"
 	" * depended on their timing, and a 30% faster parse made items 11-12%\n"
@@ -222,6 +254,58 @@ static const char lock_body[] =
 	"\tfor (int i = 0; i < LOCK_THREADS; i++)\n"
 	"\t\tpthread_create(&t, NULL, locker, NULL);\n}\n";
 
+/*
+ * tail: one thread calls handle() back to back; every call runs common()
+ * for C = 100 units and up to a fifth more at random (110 on average), one
+ * call in 10, at random, also extra() for E = 300. The slowest tenth are
+ * the calls with extra (400-420 units), so handle's p95 is their middle:
+ * 110 + 300 = 410 units, of which common is 110 (impact 0.27) and extra
+ * 300 (0.73); 30% less extra work lowers p95 by 22%, 30% less common work
+ * by 8%. The mean (110 + 30 = 140 units) is mostly common's (0.79), so the
+ * metric decides the ranking. p95 lies five points from either edge of the
+ * slow tenth: a quarter second's share of slow calls (10% of ~3,000, +-0.5
+ * points) never moves it out. The program times each call itself; with
+ * 'alternate' every other call is the variant's, and each quarter second
+ * prints the p95 of either kind, measured side by side.
+ */
+static const char tail_body[] =
+	"#define SLOW_ONE_IN 10\n\n"
+	"__attribute__((noinline)) void common(long fifths)\n{\n"
+	"\tvolatile int frame = 0;\n\n\t(void)frame;\n"
+	"\tburn(COMMON_UNITS + COMMON_UNITS * fifths / 100);\n}\n\n"
+	"FUNC(extra, EXTRA_UNITS)\n\n"
+	"__attribute__((noinline)) void handle(unsigned int *seed)\n{\n"
+	"\tvolatile int frame = 0;\n\n\tcommon(rand_r(seed) % 21);\n"
+	"\tif (rand_r(seed) % SLOW_ONE_IN == 0)\n\t\textra();\n"
+	"\tframe++; /* extra() returns here: not a tail call */\n}\n\n"
+	"static double mono_s(void)\n{\n\tstruct timespec t;\n\n"
+	"\tclock_gettime(CLOCK_MONOTONIC, &t);\n\treturn t.tv_sec + t.tv_nsec / 1e9;\n}\n\n"
+	"static int cmp_ul(const void *a, const void *b)\n{\n"
+	"\tunsigned long x = *(const unsigned long *)a, y = *(const unsigned long *)b;\n\n"
+	"\treturn x < y ? -1 : x > y;\n}\n\n"
+	"static unsigned long lat[2][1 << 16];\n\n"
+	"/* The p95 of one mode's calls (the 95th of 100 calls), 0 for too few. */\n"
+	"static unsigned long p95(unsigned long *v, int n)\n{\n\tif (n < 20)\n\t\treturn 0;\n"
+	"\tqsort(v, n, sizeof(v[0]), cmp_ul);\n\treturn v[(95 * n + 99) / 100 - 1];\n}\n\n"
+	"/* In alternate mode (fast_mode starts at 0) every other call is the\n"
+	" * variant's, so both modes' p95 come from the same quarter second. */\n"
+	"static void *worker(void *arg)\n{\n\tunsigned int seed = 1;\n"
+	"\tint by_call = !fast_mode, n[2] = {0, 0};\n"
+	"\tdouble t0 = mono_s(), next = 0.25;\n\n"
+	"\tfor (unsigned long k = 0;; k++) {\n\t\tstruct timespec a, b;\n"
+	"\t\tint m;\n\n\t\tif (by_call)\n\t\t\tfast_mode = (int)(k & 1);\n\t\tm = fast_mode;\n"
+	"\t\tclock_gettime(CLOCK_MONOTONIC, &a);\n\t\thandle(&seed);\n"
+	"\t\tclock_gettime(CLOCK_MONOTONIC, &b);\n"
+	"\t\tif (n[m] < (int)(sizeof(lat[0]) / sizeof(lat[0][0])))\n"
+	"\t\t\tlat[m][n[m]++] = (b.tv_sec - a.tv_sec) * 1000000000ul + b.tv_nsec - a.tv_nsec;\n"
+	"\t\titem_done();\n"
+	"\t\tif (by_call && mono_s() - t0 >= next) {\n"
+	"\t\t\tprintf(\"latency %.6f %lu %lu %d\\n\", next, p95(lat[0], n[0]),\n"
+	"\t\t\t       p95(lat[1], n[1]), n[0] + n[1]);\n"
+	"\t\t\tn[0] = n[1] = 0;\n\t\t\tnext += 0.25;\n\t\t}\n\t}\n\treturn arg;\n}\n\n"
+	"static void start(void)\n{\n\tpthread_t t;\n\n"
+	"\tpthread_create(&t, NULL, worker, NULL);\n}\n";
+
 static const char common_main[] =
 	"\nint main(int argc, char **argv)\n{\n"
 	"\tdouble seconds = argc > 1 ? atof(argv[1]) : DEFAULT_SECONDS;\n"
@@ -231,14 +315,14 @@ static const char common_main[] =
 	"\tprctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);\n"
 	"\tsetvbuf(stdout, NULL, _IOLBF, 0);\n"
 	"\tfast_mode = !alternate;\n"
-	"\tclock_gettime(CLOCK_MONOTONIC, &t0);\n\tstart();\n"
+	"\tcalibrate_unit();\n\tclock_gettime(CLOCK_MONOTONIC, &t0);\n\tstart();\n"
 	"\tfor (;;) {\n\t\tdouble t;\n\n\t\tnanosleep(&tick, NULL);\n"
 	"\t\tclock_gettime(CLOCK_MONOTONIC, &now);\n"
 	"\t\tt = (now.tv_sec - t0.tv_sec) + (now.tv_nsec - t0.tv_nsec) / 1e9;\n"
 	"\t\t/* the items so far, and the mode of the quarter second that ended */\n"
 	"\t\tprintf(\"progress %.6f %lu %d\\n\", t, (unsigned long)atomic_load(&items),\n"
 	"\t\t       fast_mode);\n"
-	"\t\tif (alternate)\n\t\t\tfast_mode = !fast_mode;\n"
+	"\t\tif (alternate && !MODE_BY_CALL)\n\t\t\tfast_mode = !fast_mode;\n"
 	"\t\tif (seconds > 0 && t >= seconds)\n\t\t\treturn 0;\n\t}\n}\n";
 
 /*
@@ -267,10 +351,9 @@ int causal_scenario_write_c(FILE *f, const struct causal_scenario *sc, const cha
 		sc->name);
 	if (func[0] && pct > 0)
 		fprintf(f, ":%s=%g", func, pct);
-	fprintf(f,
-		"\n * %s.\n * Progress point: %s. Gating: %s (impact about %.2f); not "
-		"gating: %s.\n",
-		sc->what, sc->progress, sc->gating, sc->gating_impact, sc->idle);
+	fprintf(f, "\n * %s.\n * %s point: %s. Gating: %s (impact about %.2f); %s: %s.\n", sc->what,
+		sc->latency ? "Latency" : "Progress", sc->latency ? sc->latency : sc->progress,
+		sc->gating, sc->gating_impact, sc->latency ? "gating less" : "not gating", sc->idle);
 	if (func[0] && pct > 0)
 		fprintf(f, " * This variant: %s does %g%% less work.\n", func, pct);
 	fprintf(f, " * Build: cc -O2 -g -fno-omit-frame-pointer -pthread -o prog prog.c\n"
@@ -288,12 +371,23 @@ int causal_scenario_write_c(FILE *f, const struct causal_scenario *sc, const cha
 			"#define QCAP %d\n",
 			units(a, sizeof(a), "parse", kink ? 470 : 290, func, pct),
 			units(b, sizeof(b), "encode", 240, func, pct), kink ? 2 : 64);
+		/* kink's consumer works on the CPU instead of waiting, so that
+		 * its slack over parse is in units alone (520 against 470),
+		 * whatever a unit takes: with a 100 us wait it was 1.1x at
+		 * 0.45 us a unit and none at 0.94. */
+		if (kink)
+			fputs("#define FLUSH_UNITS 280\n", f);
 		body = pipeline_body;
 	} else if (!strcmp(sc->name, "spin")) {
 		fprintf(f, "#define SPIN_UNITS %s\n#define COMPUTE_UNITS %s\n#define IO_US 50\n",
 			units(a, sizeof(a), "spin_poll", 200, func, pct),
 			units(b, sizeof(b), "compute", 150, func, pct));
 		body = spin_body;
+	} else if (!strcmp(sc->name, "tail")) {
+		fprintf(f, "#define COMMON_UNITS %s\n#define EXTRA_UNITS %s\n#define MODE_BY_CALL 1\n",
+			units(a, sizeof(a), "common", 100, func, pct),
+			units(b, sizeof(b), "extra", 300, func, pct));
+		body = tail_body;
 	} else {
 		fprintf(f,
 			"#define PREPARE_UNITS %s\n#define CRITICAL_UNITS %s\n"

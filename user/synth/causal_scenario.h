@@ -4,7 +4,9 @@
  * `liveprof causal` (`liveprof emit --scenario causal-NAME[:FUNC=PCT]`,
  * `liveprof validate --causal NAME`). Each has a progress point
  * (item_done), one function that gates it and one that does not, although
- * the one that does not uses as much CPU or more.
+ * the one that does not uses as much CPU or more; and one (tail) whose
+ * metric is a percentile of a function's latency, where the function that
+ * holds most of the CPU matters least.
  */
 #ifndef LP_SYNTH_CAUSAL_SCENARIO_H
 #define LP_SYNTH_CAUSAL_SCENARIO_H
@@ -21,6 +23,9 @@ struct causal_scenario {
 	const char *idle;     /* the function whose speedup does nothing */
 	const char *progress; /* the progress point */
 	double gating_impact; /* expected impact of @gating, from the model (approx.) */
+	/* a latency point ("handle@p95") that is the metric instead of the
+	 * progress point's throughput, or NULL */
+	const char *latency;
 };
 
 /**
@@ -49,7 +54,9 @@ int causal_scenario_parse(const char *spec, const struct causal_scenario **sc, c
  *
  * The program prints "progress SECONDS ITEMS FAST" every 0.25 s on stdout;
  * run as "./prog SECONDS alternate" it turns the speedup on in every other
- * quarter second, for paired real measurements in one process.
+ * quarter second, for paired real measurements in one process. A latency
+ * scenario also prints "latency SECONDS FAST P95_NS CALLS" for the calls of
+ * each quarter second, once its mode has changed.
  * Return: 0, or -EIO on a write error.
  */
 int causal_scenario_write_c(FILE *f, const struct causal_scenario *sc, const char *func, double pct,

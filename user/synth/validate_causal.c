@@ -10,8 +10,11 @@
  * 3. Measure: run each variant (the gating function, then the other, made
  *    PCT% faster) with its speedup on in every other quarter second; each
  *    (off, on) pair of quarters gives a real program speedup
- *    1 - rate(off)/rate(on); their mean and its standard error (the spread
- *    over the pairs) are the real speedup.
+ *    1 - rate(off)/rate(on) (a latency scenario's: 1 - p95(on)/p95(off)
+ *    in each quarter second, of the calls the program timed itself, the
+ *    variant's and the base's alternating call by call); their mean
+ *    and its standard error (the spread over the pairs) are the real
+ *    speedup. The prediction uses the scenario's latency point then.
  * 4. Compare: the prediction is impact x PCT; its standard error is the
  *    interval's half-width / 1.96 x PCT. They agree when they differ by at
  *    most t combined standard errors: Welch's two-sided test at about 0.3%
@@ -118,10 +121,10 @@ static int write_prog(const struct causal_scenario *sc, const char *func, double
  * other quarter second) and add one real speedup per (base, fast) pair of
  * consecutive quarters: drift slower than half a second cancels in a pair.
  */
-static int measure_run(const char *prog, double seconds, struct pair_acc *acc)
+static int measure_run(const char *prog, double seconds, bool latency, struct pair_acc *acc)
 {
 	char secs[32], line[128];
-	double t0 = -1, n0 = 0, base_rate = -1;
+	double t0 = -1, n0 = 0, base_rate = -1, base_p95 = -1;
 	int fd[2];
 	pid_t pid;
 	FILE *f;
@@ -137,9 +140,17 @@ static int measure_run(const char *prog, double seconds, struct pair_acc *acc)
 	}
 	f = fdopen(fd[0], "r");
 	while (f && fgets(line, sizeof(line), f)) {
-		double t, n, rate;
+		double t, n, rate, p95;
 		int fast;
 
+		if (latency) {
+			/* a quarter second's p95 of the base calls and of the
+			 * variant's, which alternate call by call */
+			if (sscanf(line, "latency %lf %lf %lf %lf", &t, &base_p95, &p95, &n) == 4 &&
+			    t >= WARMUP_S && base_p95 > 0 && p95 > 0 && acc->n < MAX_BLOCKS)
+				acc->speedup[acc->n++] = 100 * (1 - p95 / base_p95);
+			continue;
+		}
 		if (sscanf(line, "progress %lf %lf %d", &t, &n, &fast) != 3)
 			continue;
 		rate = t0 >= 0 && t > t0 ? (n - n0) / (t - t0) : -1;
@@ -182,8 +193,8 @@ static int predict(const struct vopts *vo, const struct causal_scenario *sc, con
 				"causal",
 				"-p",
 				pidbuf,
-				"--progress",
-				(char *)sc->progress,
+				sc->latency ? "--latency" : "--progress",
+				(char *)(sc->latency ? sc->latency : sc->progress),
 				"--candidates",
 				cands,
 				"-d",
@@ -254,14 +265,14 @@ static int real_of(const struct pair_acc *a, struct real_speedup *out)
 }
 
 /* Each variant alone, in alternate mode: the gating one, then the other. */
-static int measure_real(char *const progs[2], double seconds, struct real_speedup *gating,
-			struct real_speedup *idle)
+static int measure_real(char *const progs[2], double seconds, bool latency,
+			struct real_speedup *gating, struct real_speedup *idle)
 {
 	struct pair_acc acc[2] = {0};
 	int err;
 
 	for (int i = 0; i < 2; i++) {
-		err = measure_run(progs[i], seconds, &acc[i]);
+		err = measure_run(progs[i], seconds, latency, &acc[i]);
 		if (err)
 			return err;
 	}
@@ -364,7 +375,7 @@ int validate_causal(const struct vopts *vo, const char *dir)
 	       sc->gating, sc->idle, pct);
 	ret = predict(vo, sc, base, dir, &pred);
 	if (!ret)
-		ret = measure_real(progs, vo->real_seconds, &rg, &ri);
+		ret = measure_real(progs, vo->real_seconds, sc->latency != NULL, &rg, &ri);
 	if (ret) {
 		json_decref(pred);
 		lp_err("validate: %s", strerror(-ret));
