@@ -213,7 +213,7 @@ int daemon__init(struct daemon *d, struct options *o, struct bpf_session *bpf)
 				return err;
 		}
 	}
-	counts__init(&d->total);
+	counts__init_dense(&d->total);
 	counts__init(&d->holder_total);
 	if (!(d->reclaim = reclaim__new()))
 		return -ENOMEM;
@@ -310,8 +310,15 @@ static void tick(struct daemon *d, uint64_t now)
 	sample_cost__refine(d->core.bpf, &d->core.sample_cost);
 	if (d->split)
 		split__tick(d->split, now);
-	d->cur_slot = (d->cur_slot + 1) % d->n_slots;
-	counts__clear(&d->slots[d->cur_slot]);
+	{
+		size_t last = d->slots[d->cur_slot].n;
+
+		d->cur_slot = (d->cur_slot + 1) % d->n_slots;
+		counts__clear(&d->slots[d->cur_slot]);
+		/* room for as many stacks as the second before had: while
+		 * the slots fill for the first time, no rehash per doubling */
+		counts__reserve(&d->slots[d->cur_slot], last);
+	}
 	stack_store__set_epoch(d->stacks, ++d->epoch);
 	/* The slots hold the epochs after epoch - n_slots: older stacks are
 	 * in no slot, only in whole-run counts, which the pass remaps. */
