@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "user/profile/stack_store.h"
+#include "user/util/slab.h"
 #include "user/util/util.h"
 
 /* words a record takes ahead of its addresses */
@@ -34,6 +35,7 @@ struct stack_store {
 	 * touches a stored stack (each of those is a cache miss) */
 	uint64_t *table;
 	size_t table_cap;
+	struct lp_slab *slab; /* the records */
 };
 
 static uint64_t mix(uint64_t h, uint64_t v)
@@ -88,6 +90,18 @@ static bool stack_equal(const struct stack_store *ss, const struct raw_stack *a,
 	       (!a->n_kernel || !memcmp(a->kernel, b->kernel, a->n_kernel * sizeof(uint64_t)));
 }
 
+/* Bytes of the record of @st: the struct, then its addresses (copy_stack()). */
+static size_t record_bytes(const struct raw_stack *st)
+{
+	return (RECORD_WORDS + st->n_user + st->n_kernel) * sizeof(uint64_t);
+}
+
+static void free_stack(struct stack_store *ss, struct raw_stack *st)
+{
+	if (st)
+		lp_slab__free(ss->slab, st, record_bytes(st));
+}
+
 struct stack_store *stack_store__new(bool per_thread)
 {
 	struct stack_store *ss = calloc(1, sizeof(*ss));
@@ -97,7 +111,10 @@ struct stack_store *stack_store__new(bool per_thread)
 	ss->per_thread = per_thread;
 	ss->table_cap = 1024;
 	ss->table = calloc(ss->table_cap, sizeof(*ss->table));
-	if (!ss->table) {
+	ss->slab = lp_slab__new();
+	if (!ss->table || !ss->slab) {
+		free(ss->table);
+		lp_slab__delete(ss->slab);
 		free(ss);
 		return NULL;
 	}
@@ -109,7 +126,8 @@ void stack_store__free(struct stack_store *ss)
 	if (!ss)
 		return;
 	for (size_t id = 0; id < ss->n; id++)
-		free(ss->stacks[id]);
+		free_stack(ss, ss->stacks[id]);
+	lp_slab__delete(ss->slab);
 	free(ss->stacks);
 	free(ss->hashes);
 	free(ss->seen);
@@ -168,9 +186,9 @@ static int grow_ids(struct stack_store *ss)
 	return 0;
 }
 
-static struct raw_stack *copy_stack(const struct raw_stack *st)
+static struct raw_stack *copy_stack(struct stack_store *ss, const struct raw_stack *st)
 {
-	uint64_t *words = malloc((RECORD_WORDS + st->n_user + st->n_kernel) * sizeof(uint64_t));
+	uint64_t *words = lp_slab__alloc(ss->slab, record_bytes(st));
 	struct raw_stack *copy = (struct raw_stack *)words;
 
 	if (!words)
@@ -206,7 +224,7 @@ int64_t stack_store__intern(struct stack_store *ss, const struct raw_stack *st)
 		return -E2BIG;
 	if (!ss->n_free && ss->n == ss->cap && grow_ids(ss))
 		return -ENOMEM;
-	copy = copy_stack(st);
+	copy = copy_stack(ss, st);
 	if (!copy)
 		return -ENOMEM;
 	id = ss->n_free ? ss->free_ids[--ss->n_free] : (uint32_t)ss->n++;
@@ -256,7 +274,7 @@ int stack_store__release(struct stack_store *ss, uint32_t id)
 		ss->cap_free = cap;
 	}
 	table_remove(ss, id);
-	free(ss->stacks[id]);
+	free_stack(ss, ss->stacks[id]);
 	ss->stacks[id] = NULL;
 	ss->free_ids[ss->n_free++] = id;
 	ss->live--;
@@ -289,7 +307,7 @@ void stack_store__prefetch(const struct stack_store *ss, uint32_t id)
 		return;
 	/* the record and its addresses are one block (copy_stack()) */
 	rec = (const char *)ss->stacks[id];
-	len = (RECORD_WORDS + ss->stacks[id]->n_user + ss->stacks[id]->n_kernel) * sizeof(uint64_t);
+	len = record_bytes(ss->stacks[id]);
 	for (size_t off = 0; off < len; off += 64)
 		__builtin_prefetch(rec + off);
 }

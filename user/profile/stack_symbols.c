@@ -12,6 +12,7 @@
 
 #include "bpf/liveprof.h"
 #include "user/profile/stack_symbols.h"
+#include "user/util/slab.h"
 #include "user/util/util.h"
 
 #define ADDR_CACHE_MAX (1u << 20) /* entries; past it the cache starts over */
@@ -26,7 +27,10 @@ struct stack_symbols *stack_symbols__new(const struct stack_symbols_opts *o)
 		return NULL;
 	ss->opts = *o;
 	ss->table = profile__new("frames");
-	if (!ss->table) {
+	ss->slab = lp_slab__new();
+	if (!ss->table || !ss->slab) {
+		profile__free(ss->table);
+		lp_slab__delete(ss->slab);
 		free(ss);
 		return NULL;
 	}
@@ -38,7 +42,8 @@ void stack_symbols__free(struct stack_symbols *ss)
 	if (!ss)
 		return;
 	for (size_t i = 0; i < ss->n; i++)
-		free(ss->stacks[i].ids);
+		lp_slab__free(ss->slab, ss->stacks[i].ids, ss->stacks[i].depth * sizeof(uint32_t));
+	lp_slab__delete(ss->slab);
 	free(ss->stacks);
 	free(ss->redo);
 	free(ss->addr_cache);
@@ -337,7 +342,7 @@ static int symbolize_one(struct stack_symbols *ss, const struct raw_stack *rs,
 		err = push_marker(ss, ids, &depth, "[off-cpu]");
 	if (err)
 		return err;
-	out->ids = malloc(depth * sizeof(uint32_t));
+	out->ids = lp_slab__alloc(ss->slab, depth * sizeof(uint32_t));
 	if (!out->ids)
 		return -ENOMEM;
 	memcpy(out->ids, ids, depth * sizeof(uint32_t));
@@ -446,7 +451,7 @@ int stack_symbols__forget(struct stack_symbols *ss, uint32_t id)
 	/* queued first: a stack without frames is always in the queue */
 	if (redo_push(ss, id))
 		return -ENOMEM;
-	free(ss->stacks[id].ids);
+	lp_slab__free(ss->slab, ss->stacks[id].ids, ss->stacks[id].depth * sizeof(uint32_t));
 	ss->stacks[id] = (struct sym_stack){0};
 	return 0;
 }
