@@ -66,7 +66,7 @@ static uint64_t mix_words(uint64_t h, const uint64_t *v, unsigned int n)
 	return n < 4 ? a : mix(mix(mix(a, b), c), e);
 }
 
-static uint64_t stack_hash(const struct stack_store *ss, const struct raw_stack *st)
+uint64_t stack_store__hash(const struct stack_store *ss, const struct raw_stack *st)
 {
 	uint64_t h = mix(st->pid,
 			 ((uint64_t)st->flags << 32) | ((uint64_t)st->n_user << 16) | st->n_kernel);
@@ -204,9 +204,18 @@ static struct raw_stack *copy_stack(struct stack_store *ss, const struct raw_sta
 	return copy;
 }
 
+void stack_store__prefetch_hash(const struct stack_store *ss, uint64_t h)
+{
+	__builtin_prefetch(&ss->table[h & (ss->table_cap - 1)]);
+}
+
 int64_t stack_store__intern(struct stack_store *ss, const struct raw_stack *st)
 {
-	uint64_t h = stack_hash(ss, st);
+	return stack_store__intern_hash(ss, st, stack_store__hash(ss, st));
+}
+
+int64_t stack_store__intern_hash(struct stack_store *ss, const struct raw_stack *st, uint64_t h)
+{
 	size_t i = h & (ss->table_cap - 1);
 	struct raw_stack *copy;
 	uint32_t id;

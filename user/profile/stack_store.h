@@ -49,6 +49,29 @@ void stack_store__free(struct stack_store *ss);
 int64_t stack_store__intern(struct stack_store *ss, const struct raw_stack *st);
 
 /**
+ * stack_store__hash - the hash stack_store__intern_hash() takes for @st
+ *
+ * Return: the hash; it changes with anything that is part of the stack's
+ * identity (frames, pid, flags, the thread with per_thread).
+ */
+uint64_t stack_store__hash(const struct stack_store *ss, const struct raw_stack *st);
+
+/**
+ * stack_store__prefetch_hash - start loading the table slot a stack of
+ * hash @h is looked up in (a cache miss in a large store), so that work
+ * done before stack_store__intern_hash() overlaps it
+ */
+void stack_store__prefetch_hash(const struct stack_store *ss, uint64_t h);
+
+/**
+ * stack_store__intern_hash - stack_store__intern() of @st, whose
+ * stack_store__hash() is @h (it must be: a wrong one interns @st twice)
+ *
+ * Return: the id (>= 0), or a negative errno.
+ */
+int64_t stack_store__intern_hash(struct stack_store *ss, const struct raw_stack *st, uint64_t h);
+
+/**
  * stack_store__get - the stack with id @id; pointers stay valid until free
  *
  * Return: the stack, or NULL for an unknown id.
