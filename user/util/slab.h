@@ -25,7 +25,11 @@ struct lp_slab;
  */
 struct lp_slab *lp_slab__new(void);
 
-/** lp_slab__delete - unmap every chunk: every block of @s is gone */
+/**
+ * lp_slab__delete - unmap every chunk, and with it every block carved
+ * from one; blocks that came from malloc() (the large ones, and every one
+ * under AddressSanitizer) must have been given back with lp_slab__free()
+ */
 void lp_slab__delete(struct lp_slab *s);
 
 /**
