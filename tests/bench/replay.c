@@ -217,7 +217,7 @@ int main(int argc, char **argv)
 		if (store)
 			stack_store__free(store);
 		store = stack_store__new(false);
-		counts__init(&total);
+		counts__init_dense(&total);
 		for (int s = 0; s < N_SLOTS; s++)
 			counts__init(&slots[s]);
 		c0 = ns(CLOCK_THREAD_CPUTIME_ID);
@@ -245,8 +245,11 @@ int main(int argc, char **argv)
 				return 1;
 			}
 			if ((i + 1) % SLOT_SAMPLES == 0) { /* the daemon's tick */
+				size_t last = slots[cur].n;
+
 				cur = (cur + 1) % N_SLOTS;
 				counts__clear(&slots[cur]);
+				counts__reserve(&slots[cur], last);
 			}
 		}
 		c1 = ns(CLOCK_THREAD_CPUTIME_ID);

@@ -171,17 +171,50 @@ UNIT_TEST(cut_where_not_code)
 	uint64_t pcs[4] = {code, lib, (uint64_t)(uintptr_t)&local, code};
 	uint64_t mult[3] = {code, lib, 0x5851f42d4c957f2dULL};
 	uint64_t heap[2] = {code, (uint64_t)(uintptr_t)sym};
+	struct code_spans spans = {0};
 
 	CHECK(sym != NULL);
 	if (!sym)
 		return;
 	CHECK_EQ_INT(symbolizer__add_pid(sym, getpid()), 0);
-	CHECK_EQ_INT(stack_fixup__cut(sym, getpid(), pcs, 2), 2);
-	CHECK_EQ_INT(stack_fixup__cut(sym, getpid(), pcs, 4), 2); /* a stack address */
-	CHECK_EQ_INT(stack_fixup__cut(sym, getpid(), mult, 3), 2);
-	CHECK_EQ_INT(stack_fixup__cut(sym, getpid(), heap, 2), 1);
+	CHECK_EQ_INT(stack_fixup__cut(sym, &spans, getpid(), pcs, 2), 2);
+	CHECK_EQ_INT(stack_fixup__cut(sym, &spans, getpid(), pcs, 4), 2); /* a stack address */
+	CHECK_EQ_INT(stack_fixup__cut(sym, &spans, getpid(), mult, 3), 2);
+	CHECK_EQ_INT(stack_fixup__cut(sym, &spans, getpid(), heap, 2), 1);
 	/* a process whose maps cannot be read: nothing to judge by, nothing cut */
-	CHECK_EQ_INT(stack_fixup__cut(sym, 0x3fffffff, mult, 3), 3);
+	CHECK_EQ_INT(stack_fixup__cut(sym, &spans, 0x3fffffff, mult, 3), 3);
+	symbolizer__free(sym);
+}
+
+/* The code mappings found are kept, and answer as the lookups did. */
+UNIT_TEST(cut_remembers_code_spans)
+{
+	struct symbolizer *sym = symbolizer__new(false);
+	uint64_t local = 0, code = (uint64_t)(uintptr_t)&cut_where_not_code;
+	uint64_t lib = (uint64_t)(uintptr_t)&memcpy;
+	uint64_t pcs[4] = {code, lib, (uint64_t)(uintptr_t)&local, code};
+	struct code_spans spans = {0};
+	int kept = 0;
+
+	CHECK(sym != NULL);
+	if (!sym)
+		return;
+	CHECK_EQ_INT(symbolizer__add_pid(sym, getpid()), 0);
+	CHECK_EQ_INT(stack_fixup__cut(sym, &spans, getpid(), pcs, 4), 2);
+	for (int k = 0; k < CODE_SPANS; k++)
+		kept += spans.pid[k] == (uint32_t)getpid() &&
+			code - spans.lo[k] < spans.hi[k] - spans.lo[k];
+	CHECK_EQ_INT(kept, 1);
+	CHECK_EQ_INT(spans.gen, symbolizer__generation(sym));
+	/* answered from the spans: the same cut */
+	CHECK_EQ_INT(stack_fixup__cut(sym, &spans, getpid(), pcs, 4), 2);
+	CHECK_EQ_INT(stack_fixup__cut(sym, &spans, getpid(), pcs, 2), 2);
+	/* spans of another generation of the mappings are not used */
+	spans.gen++;
+	spans.lo[0] = 0;
+	spans.hi[0] = UINT64_MAX;
+	spans.pid[0] = (uint32_t)getpid();
+	CHECK_EQ_INT(stack_fixup__cut(sym, &spans, getpid(), pcs, 4), 2);
 	symbolizer__free(sym);
 }
 

@@ -421,6 +421,95 @@ UNIT_TEST(counts_remap)
 	counts__free(&c);
 }
 
+/*
+ * The whole run's counts (counts__init_dense): slot i is id i, so the
+ * room follows the highest id, not twice the number of ids, and ids come
+ * back in order; the same answers as the hashed table otherwise.
+ */
+UNIT_TEST(counts_dense)
+{
+	struct counts c, h;
+	uint32_t map[1100] = {0};
+	uint64_t n, w, prev = 0;
+	int bad = 0, seen = 0;
+
+	counts__init_dense(&c);
+	counts__init(&h);
+	counts__get(&c, 5, &n, &w); /* never added to: no table yet */
+	CHECK_EQ_INT(n, 0);
+	for (uint32_t id = 0; id < 1000; id++) {
+		bad += counts__add(&c, id, id + 1, 2 * id) != 0;
+		bad += counts__add(&h, id, id + 1, 2 * id) != 0;
+	}
+	CHECK_EQ_INT(bad, 0);
+	CHECK_EQ_INT(c.n, 1000);
+	CHECK_EQ_INT(c.cap, 1024);
+	CHECK(h.cap >= 2000);
+	counts_for_each(&c, sc)
+	{
+		bad += seen && stack_count__id(sc) <= prev;
+		prev = stack_count__id(sc);
+		seen++;
+	}
+	CHECK_EQ_INT(bad, 0);
+	CHECK_EQ_INT(seen, 1000);
+	for (uint32_t id = 0; id < 1000; id += 37) {
+		uint64_t hn, hw;
+
+		counts__get(&c, id, &n, &w);
+		counts__get(&h, id, &hn, &hw);
+		bad += n != hn || w != hw || n != id + 1;
+	}
+	CHECK_EQ_INT(bad, 0);
+	counts__get(&c, 5000, &n, &w); /* past the room */
+	CHECK_EQ_INT(n, 0);
+	CHECK_EQ_INT(counts__add(&c, UINT32_MAX, 1, 1), -EINVAL);
+	/* merged both ways */
+	CHECK_EQ_INT(counts__merge(&h, &c), 0);
+	counts__get(&h, 10, &n, &w);
+	CHECK_EQ_INT(n, 22);
+	/* remapped, also onto ids past the room */
+	map[3] = 1 + 1;
+	map[4] = 1050 + 1;
+	CHECK_EQ_INT(counts__remap(&c, map, 1100), 0);
+	CHECK(c.dense && c.cap >= 1051);
+	counts__get(&c, 1, &n, &w);
+	CHECK_EQ_INT(n, 2 + 4);
+	counts__get(&c, 1050, &n, &w);
+	CHECK_EQ_INT(n, 5);
+	counts__get(&c, 4, &n, &w);
+	CHECK_EQ_INT(n, 0);
+	CHECK_EQ_INT(c.n, 999);
+	CHECK_EQ_INT(c.total_count, 1000 * 1001 / 2);
+	counts__clear(&c);
+	CHECK(c.dense && c.n == 0 && c.total_count == 0);
+	counts__free(&c);
+	CHECK(c.dense && !c.slots);
+	counts__free(&h);
+}
+
+/* A slot sized like the second before takes as many stacks without a rehash. */
+UNIT_TEST(counts_reserve)
+{
+	struct counts c;
+	const struct stack_count *before;
+	int bad = 0;
+
+	counts__init(&c);
+	CHECK_EQ_INT(counts__reserve(&c, 5000), 0);
+	CHECK(c.cap >= 2 * 5001);
+	before = c.slots;
+	for (uint32_t id = 0; id < 5000; id++)
+		bad += counts__add(&c, id * 7919, 1, 1) != 0;
+	CHECK_EQ_INT(bad, 0);
+	CHECK(c.slots == before);
+	/* already room: nothing moves */
+	CHECK_EQ_INT(counts__reserve(&c, 100), 0);
+	CHECK(c.slots == before);
+	CHECK_EQ_INT(c.n, 5000);
+	counts__free(&c);
+}
+
 UNIT_MAIN()
 
 /*

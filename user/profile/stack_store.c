@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "user/profile/stack_store.h"
+#include "user/util/slab.h"
 #include "user/util/util.h"
 
 /* words a record takes ahead of its addresses */
@@ -34,6 +35,7 @@ struct stack_store {
 	 * touches a stored stack (each of those is a cache miss) */
 	uint64_t *table;
 	size_t table_cap;
+	struct lp_slab *slab; /* the records */
 };
 
 static uint64_t mix(uint64_t h, uint64_t v)
@@ -64,7 +66,7 @@ static uint64_t mix_words(uint64_t h, const uint64_t *v, unsigned int n)
 	return n < 4 ? a : mix(mix(mix(a, b), c), e);
 }
 
-static uint64_t stack_hash(const struct stack_store *ss, const struct raw_stack *st)
+uint64_t stack_store__hash(const struct stack_store *ss, const struct raw_stack *st)
 {
 	uint64_t h = mix(st->pid,
 			 ((uint64_t)st->flags << 32) | ((uint64_t)st->n_user << 16) | st->n_kernel);
@@ -88,6 +90,18 @@ static bool stack_equal(const struct stack_store *ss, const struct raw_stack *a,
 	       (!a->n_kernel || !memcmp(a->kernel, b->kernel, a->n_kernel * sizeof(uint64_t)));
 }
 
+/* Bytes of the record of @st: the struct, then its addresses (copy_stack()). */
+static size_t record_bytes(const struct raw_stack *st)
+{
+	return (RECORD_WORDS + st->n_user + st->n_kernel) * sizeof(uint64_t);
+}
+
+static void free_stack(struct stack_store *ss, struct raw_stack *st)
+{
+	if (st)
+		lp_slab__free(ss->slab, st, record_bytes(st));
+}
+
 struct stack_store *stack_store__new(bool per_thread)
 {
 	struct stack_store *ss = calloc(1, sizeof(*ss));
@@ -97,7 +111,10 @@ struct stack_store *stack_store__new(bool per_thread)
 	ss->per_thread = per_thread;
 	ss->table_cap = 1024;
 	ss->table = calloc(ss->table_cap, sizeof(*ss->table));
-	if (!ss->table) {
+	ss->slab = lp_slab__new();
+	if (!ss->table || !ss->slab) {
+		free(ss->table);
+		lp_slab__delete(ss->slab);
 		free(ss);
 		return NULL;
 	}
@@ -109,29 +126,14 @@ void stack_store__free(struct stack_store *ss)
 	if (!ss)
 		return;
 	for (size_t id = 0; id < ss->n; id++)
-		free(ss->stacks[id]);
+		free_stack(ss, ss->stacks[id]);
+	lp_slab__delete(ss->slab);
 	free(ss->stacks);
 	free(ss->hashes);
 	free(ss->seen);
 	free(ss->free_ids);
 	free(ss->table);
 	free(ss);
-}
-
-/*
- * Zeroed memory, written now. calloc() leaves a fresh mapping untouched,
- * so the rehash into it took two page faults per page (the read of an
- * empty slot maps the zero page, the store copies it): a tenth of the
- * daemon's CPU at 5 kHz of distinct stacks. Writing first takes one.
- */
-static void *zalloc_written(size_t size)
-{
-	void *p = malloc(size);
-
-	/* not memset(): the compiler turns malloc() + memset(0) into calloc() */
-	if (p)
-		explicit_bzero(p, size);
-	return p;
 }
 
 static uint64_t table_entry(uint64_t h, size_t id)
@@ -142,7 +144,7 @@ static uint64_t table_entry(uint64_t h, size_t id)
 static int grow_table(struct stack_store *ss)
 {
 	size_t cap = ss->table_cap * 2;
-	uint64_t *t = zalloc_written(cap * sizeof(*t));
+	uint64_t *t = lp_zalloc_written(cap * sizeof(*t));
 
 	if (!t)
 		return -ENOMEM;
@@ -184,9 +186,9 @@ static int grow_ids(struct stack_store *ss)
 	return 0;
 }
 
-static struct raw_stack *copy_stack(const struct raw_stack *st)
+static struct raw_stack *copy_stack(struct stack_store *ss, const struct raw_stack *st)
 {
-	uint64_t *words = malloc((RECORD_WORDS + st->n_user + st->n_kernel) * sizeof(uint64_t));
+	uint64_t *words = lp_slab__alloc(ss->slab, record_bytes(st));
 	struct raw_stack *copy = (struct raw_stack *)words;
 
 	if (!words)
@@ -202,9 +204,18 @@ static struct raw_stack *copy_stack(const struct raw_stack *st)
 	return copy;
 }
 
+void stack_store__prefetch_hash(const struct stack_store *ss, uint64_t h)
+{
+	__builtin_prefetch(&ss->table[h & (ss->table_cap - 1)]);
+}
+
 int64_t stack_store__intern(struct stack_store *ss, const struct raw_stack *st)
 {
-	uint64_t h = stack_hash(ss, st);
+	return stack_store__intern_hash(ss, st, stack_store__hash(ss, st));
+}
+
+int64_t stack_store__intern_hash(struct stack_store *ss, const struct raw_stack *st, uint64_t h)
+{
 	size_t i = h & (ss->table_cap - 1);
 	struct raw_stack *copy;
 	uint32_t id;
@@ -222,7 +233,7 @@ int64_t stack_store__intern(struct stack_store *ss, const struct raw_stack *st)
 		return -E2BIG;
 	if (!ss->n_free && ss->n == ss->cap && grow_ids(ss))
 		return -ENOMEM;
-	copy = copy_stack(st);
+	copy = copy_stack(ss, st);
 	if (!copy)
 		return -ENOMEM;
 	id = ss->n_free ? ss->free_ids[--ss->n_free] : (uint32_t)ss->n++;
@@ -272,7 +283,7 @@ int stack_store__release(struct stack_store *ss, uint32_t id)
 		ss->cap_free = cap;
 	}
 	table_remove(ss, id);
-	free(ss->stacks[id]);
+	free_stack(ss, ss->stacks[id]);
 	ss->stacks[id] = NULL;
 	ss->free_ids[ss->n_free++] = id;
 	ss->live--;
@@ -305,7 +316,7 @@ void stack_store__prefetch(const struct stack_store *ss, uint32_t id)
 		return;
 	/* the record and its addresses are one block (copy_stack()) */
 	rec = (const char *)ss->stacks[id];
-	len = (RECORD_WORDS + ss->stacks[id]->n_user + ss->stacks[id]->n_kernel) * sizeof(uint64_t);
+	len = record_bytes(ss->stacks[id]);
 	for (size_t off = 0; off < len; off += 64)
 		__builtin_prefetch(rec + off);
 }
@@ -328,154 +339,4 @@ size_t stack_store__id_bound(const struct stack_store *ss)
 uint64_t stack_store__released(const struct stack_store *ss)
 {
 	return ss->released;
-}
-
-void counts__init(struct counts *c)
-{
-	memset(c, 0, sizeof(*c));
-}
-
-void counts__clear(struct counts *c)
-{
-	if (c->slots)
-		memset(c->slots, 0, c->cap * sizeof(*c->slots));
-	c->n = 0;
-	c->total_count = 0;
-	c->total_weight = 0;
-}
-
-void counts__free(struct counts *c)
-{
-	free(c->slots);
-	counts__init(c);
-}
-
-static size_t id_slot(uint32_t id, size_t cap)
-{
-	return ((uint64_t)id * 0x9e3779b97f4a7c15ULL >> 20) & (cap - 1);
-}
-
-static int counts_grow(struct counts *c)
-{
-	size_t cap = c->cap ? c->cap * 2 : 256;
-	struct stack_count *s = zalloc_written(cap * sizeof(*s));
-
-	if (!s)
-		return -ENOMEM;
-	for (size_t i = 0; i < c->cap; i++) {
-		size_t j;
-
-		if (!c->slots[i].id)
-			continue;
-		j = id_slot(c->slots[i].id, cap);
-		while (s[j].id)
-			j = (j + 1) & (cap - 1);
-		s[j] = c->slots[i];
-	}
-	free(c->slots);
-	c->slots = s;
-	c->cap = cap;
-	return 0;
-}
-
-void counts__prefetch(const struct counts *c, uint32_t id)
-{
-	if (c->cap)
-		__builtin_prefetch(&c->slots[id_slot(id + 1, c->cap)], 1);
-}
-
-int counts__add(struct counts *c, uint32_t id, uint64_t count, uint64_t weight_ns)
-{
-	uint32_t key = id + 1;
-	size_t i;
-
-	if (!key) /* UINT32_MAX: its key would be the empty-slot marker */
-		return -EINVAL;
-	if ((c->n + 1) * 2 > c->cap && counts_grow(c))
-		return -ENOMEM;
-	i = id_slot(key, c->cap);
-	while (c->slots[i].id && c->slots[i].id != key)
-		i = (i + 1) & (c->cap - 1);
-	if (!c->slots[i].id) {
-		c->slots[i].id = key;
-		c->n++;
-	}
-	c->slots[i].count += count;
-	c->slots[i].weight_ns += weight_ns;
-	c->total_count += count;
-	c->total_weight += weight_ns;
-	return 0;
-}
-
-int counts__merge(struct counts *dst, const struct counts *src)
-{
-	for (size_t i = 0; i < src->cap; i++) {
-		const struct stack_count *sc = &src->slots[i];
-
-		if (sc->id && counts__add(dst, sc->id - 1, sc->count, sc->weight_ns))
-			return -ENOMEM;
-	}
-	return 0;
-}
-
-int counts__merge_unflagged(struct counts *dst, const struct counts *src,
-			    const struct stack_store *ss, uint32_t flags)
-{
-	counts_for_each(src, sc)
-	{
-		const struct raw_stack *st = stack_store__get(ss, stack_count__id(sc));
-
-		if (st && !(st->flags & flags) &&
-		    counts__add(dst, stack_count__id(sc), sc->count, sc->weight_ns))
-			return -ENOMEM;
-	}
-	return 0;
-}
-
-void counts__get(const struct counts *c, uint32_t id, uint64_t *count, uint64_t *weight_ns)
-{
-	uint32_t key = id + 1;
-	size_t i;
-
-	*count = *weight_ns = 0;
-	if (!c->cap)
-		return;
-	i = id_slot(key, c->cap);
-	while (c->slots[i].id) {
-		if (c->slots[i].id == key) {
-			*count = c->slots[i].count;
-			*weight_ns = c->slots[i].weight_ns;
-			return;
-		}
-		i = (i + 1) & (c->cap - 1);
-	}
-}
-
-int counts__remap(struct counts *c, const uint32_t *map, size_t n_map)
-{
-	struct counts old = *c;
-
-	if (!old.cap)
-		return 0;
-	c->slots = zalloc_written(old.cap * sizeof(*c->slots));
-	if (!c->slots) {
-		*c = old;
-		return -ENOMEM;
-	}
-	c->n = 0;
-	c->total_count = c->total_weight = 0;
-	for (size_t i = 0; i < old.cap; i++) {
-		const struct stack_count *sc = &old.slots[i];
-		uint32_t id;
-
-		if (!sc->id)
-			continue;
-		id = sc->id - 1;
-		if (id < n_map && map[id])
-			id = map[id] - 1;
-		/* no growth: at most as many entries as before, same room */
-		counts__add(c, id, sc->count, sc->weight_ns);
-	}
-	free(old.slots);
-	return 0;
 }

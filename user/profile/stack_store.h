@@ -49,6 +49,29 @@ void stack_store__free(struct stack_store *ss);
 int64_t stack_store__intern(struct stack_store *ss, const struct raw_stack *st);
 
 /**
+ * stack_store__hash - the hash stack_store__intern_hash() takes for @st
+ *
+ * Return: the hash; it changes with anything that is part of the stack's
+ * identity (frames, pid, flags, the thread with per_thread).
+ */
+uint64_t stack_store__hash(const struct stack_store *ss, const struct raw_stack *st);
+
+/**
+ * stack_store__prefetch_hash - start loading the table slot a stack of
+ * hash @h is looked up in (a cache miss in a large store), so that work
+ * done before stack_store__intern_hash() overlaps it
+ */
+void stack_store__prefetch_hash(const struct stack_store *ss, uint64_t h);
+
+/**
+ * stack_store__intern_hash - stack_store__intern() of @st, whose
+ * stack_store__hash() is @h (it must be: a wrong one interns @st twice)
+ *
+ * Return: the id (>= 0), or a negative errno.
+ */
+int64_t stack_store__intern_hash(struct stack_store *ss, const struct raw_stack *st, uint64_t h);
+
+/**
  * stack_store__get - the stack with id @id; pointers stay valid until free
  *
  * Return: the stack, or NULL for an unknown id.
@@ -98,7 +121,8 @@ int stack_store__release(struct stack_store *ss, uint32_t id);
 
 /*
  * counts: stack id -> (count, weight). Used for the whole run, for each
- * one-second slot of the sliding window and for each split class.
+ * one-second slot of the sliding window and for each split class
+ * (user/profile/counts.c).
  */
 struct stack_count {
 	uint32_t id;
@@ -107,12 +131,28 @@ struct stack_count {
 };
 
 struct counts {
-	struct stack_count *slots; /* open addressing, id + 1 in .id; 0 = empty */
+	/* open addressing, id + 1 in .id; 0 = empty; dense: indexed by id */
+	struct stack_count *slots;
 	size_t cap, n;
 	uint64_t total_count, total_weight;
+	bool dense;
 };
 
 void counts__init(struct counts *c);
+/**
+ * counts__init_dense - an empty table indexed by id: for counts that
+ * hold nearly every id the store hands out (the whole run's), where a
+ * hash table's room and rehashes cost more than the ids it leaves out
+ * @c: the table, reset
+ */
+void counts__init_dense(struct counts *c);
+/**
+ * counts__reserve - make room for @n stacks, so that as many adds to
+ * come need no rehash (a sliding-window slot sized like the one before)
+ *
+ * Return: 0, or -ENOMEM with @c unchanged.
+ */
+int counts__reserve(struct counts *c, size_t n);
 void counts__clear(struct counts *c);
 void counts__free(struct counts *c);
 /** counts__add - add to stack @id (< UINT32_MAX); returns 0, -EINVAL or -ENOMEM */

@@ -12,6 +12,7 @@
 
 #include "bpf/liveprof.h"
 #include "user/profile/stack_symbols.h"
+#include "user/util/slab.h"
 #include "user/util/util.h"
 
 #define ADDR_CACHE_MAX (1u << 20) /* entries; past it the cache starts over */
@@ -26,7 +27,10 @@ struct stack_symbols *stack_symbols__new(const struct stack_symbols_opts *o)
 		return NULL;
 	ss->opts = *o;
 	ss->table = profile__new("frames");
-	if (!ss->table) {
+	ss->slab = lp_slab__new();
+	if (!ss->table || !ss->slab) {
+		profile__free(ss->table);
+		lp_slab__delete(ss->slab);
 		free(ss);
 		return NULL;
 	}
@@ -38,7 +42,8 @@ void stack_symbols__free(struct stack_symbols *ss)
 	if (!ss)
 		return;
 	for (size_t i = 0; i < ss->n; i++)
-		free(ss->stacks[i].ids);
+		lp_slab__free(ss->slab, ss->stacks[i].ids, ss->stacks[i].depth * sizeof(uint32_t));
+	lp_slab__delete(ss->slab);
 	free(ss->stacks);
 	free(ss->redo);
 	free(ss->addr_cache);
@@ -156,9 +161,13 @@ static int push_user_addr(struct stack_symbols *ss, struct symbolizer *sym, uint
 	return 0;
 }
 
+/* One multiply, its high half folded down, rather than the full
+ * lp_mix64(): every frame of every new stack is looked up here. */
 static size_t addr_slot(uint32_t pid, uint64_t addr, size_t cap)
 {
-	return lp_mix64(addr ^ ((uint64_t)pid << 47)) & (cap - 1);
+	uint64_t h = (addr ^ ((uint64_t)pid << 47)) * 0x9e3779b97f4a7c15ULL;
+
+	return (h ^ (h >> 32)) & (cap - 1);
 }
 
 static struct addr_frames *addr_find(struct stack_symbols *ss, uint32_t pid, uint64_t addr)
@@ -222,27 +231,38 @@ static void addr_put(struct stack_symbols *ss, uint32_t pid, uint64_t addr, cons
 	ss->addr_n++;
 }
 
-/* push_user_addr() through the cache of what each address interned to. */
-static int push_user_addr_cached(struct stack_symbols *ss, struct symbolizer *sym, uint32_t pid,
-				 uint64_t addr, uint32_t *ids, uint32_t *depth)
+/*
+ * Empty the address cache if the symbolizer has read mappings again since
+ * it was filled. The generation changes only inside the symbolizer's own
+ * calls: checked before a stack's frames and after each lookup that
+ * missed, the cache is never read across a change.
+ */
+static void addr_cache_sync(struct stack_symbols *ss, struct symbolizer *sym)
 {
 	uint64_t gen = symbolizer__generation(sym);
-	const struct addr_frames *e;
-	uint32_t start = *depth;
-	int err;
 
 	if (gen != ss->addr_gen && ss->addr_n) {
 		memset(ss->addr_cache, 0, ss->addr_cap * sizeof(*ss->addr_cache));
 		ss->addr_n = 0;
 	}
 	ss->addr_gen = gen;
-	e = addr_find(ss, pid, addr);
+}
+
+/* push_user_addr() through the cache of what each address interned to. */
+static int push_user_addr_cached(struct stack_symbols *ss, struct symbolizer *sym, uint32_t pid,
+				 uint64_t addr, uint32_t *ids, uint32_t *depth)
+{
+	const struct addr_frames *e = addr_find(ss, pid, addr);
+	uint32_t start = *depth;
+	int err;
+
 	if (e) {
 		for (uint32_t k = 0; k < e->n && *depth < MAX_FRAMES; k++)
 			ids[(*depth)++] = e->ids[k];
 		return 0;
 	}
 	err = push_user_addr(ss, sym, pid, addr, ids, depth);
+	addr_cache_sync(ss, sym);
 	/* a chain cut at MAX_FRAMES is not the address's whole chain */
 	if (!err && *depth < MAX_FRAMES)
 		addr_put(ss, pid, addr, ids + start, *depth - start);
@@ -320,6 +340,7 @@ static int symbolize_one(struct stack_symbols *ss, const struct raw_stack *rs,
 		err = push_marker(ss, ids, &depth, "[truncated]");
 	if (!err && rs->n_user == 0 && rs->n_kernel == 0 && !(rs->flags & STACK_F_UNWIND_ERROR))
 		err = push_marker(ss, ids, &depth, "[no stack]");
+	addr_cache_sync(ss, sym);
 	for (int i = (int)rs->n_user - 1; i >= 0 && !err; i--) {
 		/* Return addresses point after the call: look up addr - 1 so a
 		 * call at the end of a function is not given to the next one.
@@ -337,7 +358,7 @@ static int symbolize_one(struct stack_symbols *ss, const struct raw_stack *rs,
 		err = push_marker(ss, ids, &depth, "[off-cpu]");
 	if (err)
 		return err;
-	out->ids = malloc(depth * sizeof(uint32_t));
+	out->ids = lp_slab__alloc(ss->slab, depth * sizeof(uint32_t));
 	if (!out->ids)
 		return -ENOMEM;
 	memcpy(out->ids, ids, depth * sizeof(uint32_t));
@@ -446,7 +467,7 @@ int stack_symbols__forget(struct stack_symbols *ss, uint32_t id)
 	/* queued first: a stack without frames is always in the queue */
 	if (redo_push(ss, id))
 		return -ENOMEM;
-	free(ss->stacks[id].ids);
+	lp_slab__free(ss->slab, ss->stacks[id].ids, ss->stacks[id].depth * sizeof(uint32_t));
 	ss->stacks[id] = (struct sym_stack){0};
 	return 0;
 }

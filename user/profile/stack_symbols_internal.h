@@ -37,8 +37,9 @@ struct stack_symbols {
 	struct stack_symbols_opts opts;
 	struct profile *table; /* frame table */
 	struct sym_stack *stacks;
-	size_t n, cap;	/* stacks below n were symbolized once */
-	uint32_t *redo; /* ids below n released since: symbolize again when reused */
+	size_t n, cap;	      /* stacks below n were symbolized once */
+	struct lp_slab *slab; /* the stacks' ids */
+	uint32_t *redo;	      /* ids below n released since: symbolize again when reused */
 	size_t n_redo, cap_redo;
 	struct frame *frame_buf;
 	struct addr_frames *addr_cache; /* open addressing by (pid, addr) */

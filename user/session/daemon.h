@@ -74,6 +74,7 @@ struct daemon {
 	struct python_procs *py;    /* CPython targets, NULL with --no-interp */
 	struct ruby_procs *rb;	    /* CRuby targets, NULL with --no-interp */
 	struct reclaim *reclaim;    /* idle stacks folded and released, see reclaim.h */
+	struct code_spans *spans;   /* code mappings of recent stacks, see stack_fixup.h */
 
 	const char *child_exe; /* its executable, resolved through PATH */
 	int child_status;      /* wait status once it exited */

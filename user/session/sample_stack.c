@@ -45,6 +45,22 @@ static unsigned int fix_trampolines(struct daemon *d, uint64_t *us, unsigned int
 }
 
 /*
+ * Copy the @n frames of @src to @dst; whether one is in the [uprobes]
+ * page. Nearly no stack has one: the copy finds out on its way, and
+ * fix_trampolines() no longer reads every frame of every copy again.
+ */
+static bool copy_frames(uint64_t *dst, const uint64_t *src, unsigned int n)
+{
+	bool tramp = false;
+
+	for (unsigned int i = 0; i < n; i++) {
+		dst[i] = src[i];
+		tramp |= src[i] - LP_UPROBE_TRAMP_LO < LP_UPROBE_TRAMP_HI - LP_UPROBE_TRAMP_LO;
+	}
+	return tramp;
+}
+
+/*
  * A frame-pointer chain through code that uses rbp as data (a thread's
  * first instructions in clone3, say) can point at itself: the kernel then
  * repeats one bogus address until its depth limit. Recursion also repeats
@@ -265,9 +281,8 @@ static unsigned int kernel_user(struct daemon *d, const struct lp_sample *s, con
 				uint64_t *us, uint32_t *flags)
 {
 	unsigned int nu = s->n_ustack < LP_MAX_USTACK ? s->n_ustack : LP_MAX_USTACK;
-	bool cut;
+	bool cut, tramp = copy_frames(us, (const uint64_t *)s->ustack, nu);
 
-	memcpy(us, s->ustack, nu * sizeof(uint64_t));
 	if (d->core.opts->unwind_check && s->stack_len) {
 		struct unwind_fixup fx[LP_MAX_CALLS + LP_REDZONE / 8];
 		struct unwind_regs regs;
@@ -303,7 +318,9 @@ static unsigned int kernel_user(struct daemon *d, const struct lp_sample *s, con
 	cut = (s->flags & LP_SF_UTRUNC) != 0;
 	if ((s->flags & LP_SF_UNKNOWN_MAP) && cut && s->stack_len && !d->core.opts->unwind_check)
 		nu = rescue_cut_walk(d, s, mem, us, nu, &cut);
-	nu = fix_trampolines(d, us, nu, s, s->regs.sp);
+	/* the rescue's frames are its own: they may hold trampolines */
+	if (tramp || (s->flags & LP_SF_UNKNOWN_MAP))
+		nu = fix_trampolines(d, us, nu, s, s->regs.sp);
 	if (cut)
 		*flags |= STACK_F_TRUNCATED;
 	if ((s->flags & LP_SF_UNKNOWN_MAP) && d->utab)

@@ -180,24 +180,61 @@ void stack_fixup__state(const struct lp_sample *s, const void *mem,
 	}
 }
 
-unsigned int stack_fixup__cut(struct symbolizer *sym, uint32_t pid, const uint64_t *pcs,
-			      unsigned int n)
+/* Whether @pc lies in a code mapping of @pid that @c holds; *@lo, *@hi get it. */
+static bool span_known(const struct code_spans *c, uint32_t pid, uint64_t pc, uint64_t *lo,
+		       uint64_t *hi)
+{
+	for (int k = 0; k < CODE_SPANS; k++) {
+		if (c->pid[k] == pid && pc - c->lo[k] < c->hi[k] - c->lo[k]) {
+			*lo = c->lo[k];
+			*hi = c->hi[k];
+			return true;
+		}
+	}
+	return false;
+}
+
+/* What the symbolizer said of mappings it has read again since is void. */
+static void spans_sync(struct code_spans *c, struct symbolizer *sym)
+{
+	uint64_t gen = symbolizer__generation(sym);
+
+	if (c->gen != gen) {
+		memset(c, 0, sizeof(*c));
+		c->gen = gen;
+	}
+}
+
+static void span_add(struct code_spans *c, uint32_t pid, uint64_t lo, uint64_t hi)
+{
+	c->pid[c->next] = pid;
+	c->lo[c->next] = lo;
+	c->hi[c->next] = hi;
+	c->next = (c->next + 1) % CODE_SPANS;
+}
+
+unsigned int stack_fixup__cut(struct symbolizer *sym, struct code_spans *spans, uint32_t pid,
+			      const uint64_t *pcs, unsigned int n)
 {
 	/* the code mapping the last frame was in: a stack stays in a few
 	 * modules, so most frames need no lookup (one per frame was a
 	 * fifth of the daemon's CPU at 5 kHz) */
 	uint64_t lo = 0, hi = 0;
 
+	spans_sync(spans, sym);
 	for (unsigned int i = 0; i < n; i++) {
 		enum sym_addr_kind k;
 		uint64_t start, end;
 
-		if (pcs[i] - lo < hi - lo)
+		if (pcs[i] - lo < hi - lo || span_known(spans, pid, pcs[i], &lo, &hi))
 			continue;
 		k = symbolizer__addr_kind_span(sym, (int)pid, pcs[i], &start, &end);
+		/* the lookup may have read the maps again */
+		spans_sync(spans, sym);
 		if (k == SYM_ADDR_CODE) {
 			lo = start;
 			hi = end;
+			span_add(spans, pid, lo, hi);
 			continue;
 		}
 		/* no maps to judge by (a process gone before we saw it): keep */

@@ -62,9 +62,24 @@ void stack_fixup__state(const struct lp_sample *s, const void *mem,
 			bool (*at_site)(void *ctx, uint32_t pid, uint64_t addr), void *ctx,
 			struct ustate *out);
 
+/*
+ * Executable mappings stack_fixup__cut() found lately, by process: the
+ * stacks of a process stay in a few, and each lookup searches the maps
+ * and compares the mapping's path again. Valid for one generation of the
+ * symbolizer's mappings; zeroed: empty.
+ */
+#define CODE_SPANS 4
+struct code_spans {
+	uint64_t gen;
+	uint32_t pid[CODE_SPANS]; /* 0: empty */
+	uint64_t lo[CODE_SPANS], hi[CODE_SPANS];
+	unsigned int next; /* the entry the next span replaces */
+};
+
 /**
  * stack_fixup__cut - the number of frames of @pcs that are code
  * @sym: knows @pid's mappings
+ * @spans: the code mappings found by earlier calls with @sym, updated
  * @pcs: leaf first
  * @n: entries in @pcs
  *
@@ -75,7 +90,7 @@ void stack_fixup__state(const struct lp_sample *s, const void *mem,
  *
  * Return: the count of good frames, <= @n; < @n means the stack was cut.
  */
-unsigned int stack_fixup__cut(struct symbolizer *sym, uint32_t pid, const uint64_t *pcs,
-			      unsigned int n);
+unsigned int stack_fixup__cut(struct symbolizer *sym, struct code_spans *spans, uint32_t pid,
+			      const uint64_t *pcs, unsigned int n);
 
 #endif /* LP_USER_STACK_FIXUP_H */

@@ -85,3 +85,13 @@ const char *lp_proc_stat(int pid, char *buf, size_t len, const char **comm)
 		*comm = open_paren + 1;
 	return close_paren + 1;
 }
+
+void *lp_zalloc_written(size_t size)
+{
+	void *p = malloc(size);
+
+	/* not memset(): the compiler turns malloc() + memset(0) into calloc() */
+	if (p)
+		explicit_bzero(p, size);
+	return p;
+}
