@@ -162,11 +162,14 @@ static void gauge(FILE *f, const char *name, const char *help, double v)
 static void alloc_cost_metrics(FILE *f, const struct alloc_cost *k)
 {
 	fputs("# HELP liveprof_alloc_probe_cost_seconds What --alloc's probes add to one call "
-	      "(measured at start on liveprof's own libc).\n"
+	      "(measured in rounds on liveprof's own libc; after_switch: more at a thread's "
+	      "first call after it was switched out).\n"
 	      "# TYPE liveprof_alloc_probe_cost_seconds gauge\n",
 	      f);
 	fprintf(f, "liveprof_alloc_probe_cost_seconds{call=\"alloc\"} %g\n", k->alloc_ns / 1e9);
 	fprintf(f, "liveprof_alloc_probe_cost_seconds{call=\"free\"} %g\n", k->free_ns / 1e9);
+	fprintf(f, "liveprof_alloc_probe_cost_seconds{call=\"after_switch\"} %g\n",
+		k->switch_ns / 1e9);
 	gauge(f, "liveprof_alloc_overhead_ratio",
 	      "Share of one CPU the targets spent in --alloc's probes in the last second.",
 	      k->est_pct / 100);

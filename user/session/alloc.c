@@ -392,6 +392,7 @@ void alloc__close(struct alloc_prof *a)
 {
 	if (!a)
 		return;
+	alloc_cost_stop(a);
 	for (int i = 0; i < a->n_links; i++)
 		bpf_link__destroy(a->links[i]);
 	alloc_bpf__destroy(a->skel);

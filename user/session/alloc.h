@@ -38,14 +38,16 @@ struct alloc_stack {
 };
 
 /*
- * What the allocator probes cost the target, measured at load on
+ * What the allocator probes cost the target, measured in rounds on
  * liveprof's own libc (alloc_cost.c), and the share of a CPU it came to
  * in the last second.
  */
 struct alloc_cost {
 	bool measured;
-	double alloc_ns; /* an allocation's entry and return probes */
-	double free_ns;	 /* a free's entry probe */
+	double alloc_ns;	      /* an allocation's entry and return probes */
+	double free_ns;		      /* a free's entry probe */
+	double switch_ns;	      /* more, at a thread's first hit after a switch */
+	uint32_t rounds;	      /* rounds the costs are the median of */
 	double alloc_rate, free_rate; /* calls per second, in the last second */
 	double est_pct;		      /* (rates x costs) as a % of one CPU */
 	bool detached;		      /* --max-overhead removed the probes */
@@ -80,7 +82,8 @@ void alloc__tick(struct alloc_prof *a, uint64_t now_ns, double max_pct);
 
 /**
  * alloc__json - {"calls", "frees", "sampled", "lost", "probe_cost_ns":
- * {"alloc", "free"}, "overhead_pct", "detached"}; NULL on allocation failure
+ * {"alloc", "free", "after_switch", "rounds"}, "overhead_pct", "detached"};
+ * NULL on allocation failure
  */
 json_t *alloc__json(const struct alloc_prof *a);
 

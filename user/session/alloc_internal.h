@@ -7,6 +7,7 @@
 #ifndef LP_SESSION_ALLOC_INTERNAL_H
 #define LP_SESSION_ALLOC_INTERNAL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include "user/session/alloc.h"
@@ -14,7 +15,8 @@
 struct bpf_link;
 struct bpf_program;
 
-#define MAX_LINKS 256
+#define MAX_LINKS	  256
+#define ALLOC_COST_ROUNDS 32 /* the charge is the median of the latest rounds */
 
 struct live {
 	uint64_t key; /* ptr ^ pid << 48; 0 = empty */
@@ -49,8 +51,21 @@ struct alloc_prof {
 	struct pending *pending;
 	size_t n_pending;
 	uint64_t bad_events;
-	/* alloc_cost.c: per-call costs measured on liveprof's own libc */
+	/* alloc_cost.c: per-call costs measured on liveprof's own libc, the
+	 * latest rounds (a ring), and the thread that measures them; cost and
+	 * rounds change under cal_lock, and the daemon's thread reads the
+	 * costs without it (aligned doubles: at worst one round late) */
 	struct alloc_cost cost;
+	struct alloc_cost_round {
+		double alloc_ns, free_ns, switch_ns;
+	} rounds[ALLOC_COST_ROUNDS];
+	uint32_t n_rounds, next_round;
+	struct bpf_link *cal_links[3];
+	int n_cal_links;
+	pthread_t cal_tid;
+	pthread_mutex_t cal_lock;
+	pthread_cond_t cal_cond;
+	bool cal_init, cal_running, cal_stop;
 	uint64_t prev_calls, prev_frees, prev_tick_ns;
 	double warned_pct;
 };
@@ -71,7 +86,19 @@ int alloc_attach_one(struct alloc_prof *a, struct bpf_program *prog, int pid, co
  */
 int alloc_find_libc(int pid, char *buf, size_t len);
 
-/** alloc_cost_measure - alloc_cost.c: the probes' costs on liveprof's own libc */
+/**
+ * alloc_cost_measure - alloc_cost.c: the probes' costs on liveprof's own
+ * libc, one round now (the charge applies from then on) and more on a
+ * thread of their own through the session, until alloc_cost_stop()
+ *
+ * Return: 0, or a negative errno (the costs are then unknown, 0).
+ */
 int alloc_cost_measure(struct alloc_prof *a);
+
+/**
+ * alloc_cost_stop - end the rounds alloc_cost_measure() started and wait
+ * for the one under way; nothing if none started
+ */
+void alloc_cost_stop(struct alloc_prof *a);
 
 #endif
