@@ -66,8 +66,17 @@ struct {
 
 /* Raised by user space when py_names changes: cached decisions lapse. */
 volatile __u32 py_names_gen;
-/* What one hit of each probe costs the thread (calibrated by user space):
- * charged to the traced calls around hits of untraced frames. */
+/*
+ * What a hit of each probe costs the thread beyond its program's own run
+ * (the trap, and the emulation or single step: calibrated by user space
+ * with these very programs, idle, on nops). A hit inside traced calls is
+ * charged to them at that plus its program's run as timed on that hit:
+ * the programs read the target's frames and code objects, which cost
+ * 0.3-0.6 us a hit here against the 0.1 us of a program on a nop, so a
+ * nop pair's calibrated cost alone left 1.0-2.4 us of every nested
+ * Python call in the calls around it (py_charge.py, mode rec: a level of
+ * recursion that costs 30-45 ns unprobed); timed, 0.2-0.8 us is left.
+ */
 volatile __u64 py_start_hit_ns;
 volatile __u64 py_return_hit_ns;
 /*
@@ -319,21 +328,31 @@ static __always_inline bool py_hit_frame(__u64 id, __u32 mine, struct lp_py_cfg 
 	return true;
 }
 
+/* What this hit of a py: probe cost, its program begun at @t0. */
+static __always_inline __u64 py_hit_cost(__u64 t0, __u64 trap_ns)
+{
+	return trap_ns + (bpf_ktime_get_ns() - t0);
+}
+
 SEC("uprobe")
 int BPF_KPROBE(lp_py_start)
 {
-	__u64 id = bpf_get_current_pid_tgid(), code = 0, f = 0, instr = 0;
-	__u32 id1 = 0, d;
+	__u64 t0 = 0, id = 0, code = 0, f = 0, instr = 0;
+	__u32 id1 = 0, d, mine = (__u32)bpf_get_attach_cookie(ctx);
 	struct lp_thread_calls *tc;
 	struct lp_probe_cfg *pcfg;
 	struct lp_py_cfg *cfg = NULL;
 
-	if (!py_hit_frame(id, (__u32)bpf_get_attach_cookie(ctx), &cfg, &f, &code, &id1))
+	if (mine != py_owner_id)
+		return 0;
+	t0 = bpf_ktime_get_ns();
+	id = bpf_get_current_pid_tgid();
+	if (!py_hit_frame(id, mine, &cfg, &f, &code, &id1))
 		return 0;
 	/* a frame that ran no code unit yet starts here; others resume */
 	if (!id1 || bpf_probe_read_user(&instr, sizeof(instr), (void *)(f + cfg->iframe_instr)) ||
 	    instr != code + cfg->code_adaptive - 2) {
-		py_charge_hit(py_start_hit_ns);
+		py_charge_hit(py_hit_cost(t0, py_start_hit_ns));
 		return 0;
 	}
 	id1--;
@@ -350,6 +369,9 @@ int BPF_KPROBE(lp_py_start)
 		tc->overhead_ns += lp_untimed_call(id1, LP_CNT_CALLS_DROPPED);
 		return 0;
 	}
+	/* the calls around it pay for this hit; push_call() starts the new
+	 * call's charges after it */
+	tc->overhead_ns += py_hit_cost(t0, py_start_hit_ns);
 	push_call(ctx, tc, d, pcfg, id1, f, LP_FS_USDT | LP_FS_PY, id1);
 	return 0;
 }
@@ -378,7 +400,7 @@ int BPF_KPROBE(lp_py_return)
 		return 0;
 	if (!id1) {
 		/* an untraced frame's return inside traced calls: theirs */
-		tc->overhead_ns += py_return_hit_ns;
+		tc->overhead_ns += py_hit_cost(now, py_return_hit_ns);
 		return 0;
 	}
 	id1--;
@@ -393,7 +415,9 @@ int BPF_KPROBE(lp_py_return)
 	fs = &tc->f[call_idx(d - 1)];
 	if (fs->probe_id != id1)
 		return 0;
-	finish_call(ctx, tc, fs, pcfg, now);
+	/* the start's hit was charged when it ran; this one is, as timed */
+	finish_call(ctx, tc, fs, pcfg, now, 0);
+	tc->overhead_ns += py_hit_cost(now, py_return_hit_ns);
 	tc->depth = d - 1;
 	return 0;
 }

@@ -145,13 +145,15 @@ int bpf_session__attach_uprobe_sema(struct bpf_session *s, enum bpf_probe_prog p
 int bpf_session__set_py_name(struct bpf_session *s, uint32_t id, const char *name, bool on);
 
 /**
- * bpf_session__set_py_hit_cost - what one hit of the py: start and return
- * probes costs a thread, charged to its traced calls around untraced hits;
- * the programs of py: trace @owner_id (one of those attached) do the work
- * of all py: traces
+ * bpf_session__set_py_hit_cost - what a hit of the py: start and return
+ * probes costs a thread beyond its programs' timed run (@start_ns,
+ * @return_ns), and each of the @consumers - 1 idle programs of the other
+ * py: traces that run at the same hit (@consumer_ns); charged to its
+ * traced calls around the hit. The programs of py: trace @owner_id (one
+ * of those attached) do the work of all py: traces.
  */
 void bpf_session__set_py_hit_cost(struct bpf_session *s, uint32_t owner_id, uint64_t start_ns,
-				  uint64_t return_ns);
+				  uint64_t return_ns, uint32_t consumers, uint64_t consumer_ns);
 
 /**
  * bpf_session__set_str_match - let USDT pair @id time the hits whose two

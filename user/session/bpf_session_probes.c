@@ -133,11 +133,13 @@ int bpf_session__set_py_name(struct bpf_session *s, uint32_t id, const char *nam
 }
 
 void bpf_session__set_py_hit_cost(struct bpf_session *s, uint32_t owner_id, uint64_t start_ns,
-				  uint64_t return_ns)
+				  uint64_t return_ns, uint32_t consumers, uint64_t consumer_ns)
 {
+	uint64_t others = consumers > 1 ? (uint64_t)(consumers - 1) * consumer_ns : 0;
+
 	__atomic_store_n(&s->skel->bss->py_owner_id, owner_id, __ATOMIC_RELAXED);
-	__atomic_store_n(&s->skel->bss->py_start_hit_ns, start_ns, __ATOMIC_RELAXED);
-	__atomic_store_n(&s->skel->bss->py_return_hit_ns, return_ns, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->skel->bss->py_start_hit_ns, start_ns + others, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->skel->bss->py_return_hit_ns, return_ns + others, __ATOMIC_RELAXED);
 }
 
 int bpf_session__by_hist_fd(struct bpf_session *s)

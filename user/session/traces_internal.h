@@ -44,7 +44,7 @@ struct trace {
 	char rb_class[LP_STR_LEN]; /* rb:Class#method: the pair's strings */
 	char rb_method[LP_STR_LEN];
 	char py_qual[LP_STR_LEN]; /* py:QUALNAME: the qualname */
-	char *frame_name; /* USDT pair: the function of its entry site (rb: the method) */
+	char *frame_name;	  /* USDT pair: the function of its entry site (rb: the method) */
 	int ids[MAX_IDS_PER_TRACE];
 	int n_ids;
 	int *links; /* bpf_session attach handles */
@@ -78,8 +78,9 @@ struct traces {
 	struct probe_cost cost[PIC_NR]; /* per class of first instruction, measured once */
 	bool cost_tried[PIC_NR];
 	uint64_t last_tick_ns;
-	bool rb_noted; /* the TracePoint note of rb: traces was printed */
-	uint64_t py_hit_ns[2]; /* py: one start probe hit, one return probe hit */
+	bool rb_noted;		 /* the TracePoint note of rb: traces was printed */
+	uint64_t py_hit_ns[2];	 /* py: a start probe hit, a return probe hit, but the programs */
+	uint64_t py_consumer_ns; /* py: one more idle program at a hit */
 };
 
 struct binary_loc {

@@ -67,6 +67,25 @@ int traces_py_parse(struct trace *tr, const char *spec, char *err, size_t errlen
 	return 0;
 }
 
+/*
+ * Let @owner's programs do the work of all py: traces, charging each hit
+ * its trap, and the idle programs of the other attached py: traces (but
+ * @gone) that run at it too: each trace attaches its own probes. An idle
+ * program adds 0.10-0.14 us to a hit on liveprof's nops here (classes "py
+ * traps"), which is what is charged; in the interpreter a further py:
+ * trace left about 0.3 us a level of recursion (py_charge.py, mode rec).
+ */
+static void py_publish(struct traces *t, const struct trace *owner, const struct trace *gone)
+{
+	uint32_t consumers = 0;
+
+	for (int i = 0; i < t->n; i++)
+		if (t->v[i] != gone && traces_py_is(t->v[i]) && t->v[i]->n_links)
+			consumers++;
+	bpf_session__set_py_hit_cost(t->c->bpf, (uint32_t)owner->ids[0], t->py_hit_ns[0],
+				     t->py_hit_ns[1], consumers, t->py_consumer_ns);
+}
+
 void traces_py_free(struct traces *t, struct trace *tr)
 {
 	if (!traces_py_is(tr) || !tr->n_ids)
@@ -74,9 +93,10 @@ void traces_py_free(struct traces *t, struct trace *tr)
 	bpf_session__set_py_name(t->c->bpf, (uint32_t)tr->ids[0], tr->py_qual, false);
 	/* another py: trace's programs do the work of all from now on */
 	for (int i = 0; i < t->n; i++)
-		if (t->v[i] != tr && traces_py_is(t->v[i]) && t->v[i]->n_links)
-			bpf_session__set_py_hit_cost(t->c->bpf, (uint32_t)t->v[i]->ids[0],
-						     t->py_hit_ns[0], t->py_hit_ns[1]);
+		if (t->v[i] != tr && traces_py_is(t->v[i]) && t->v[i]->n_links) {
+			py_publish(t, t->v[i], tr);
+			break;
+		}
 }
 
 /* "libpython3.11.so.1.0" when @pid maps a libpython, else "" (the executable). */
@@ -135,20 +155,24 @@ static int return_sites(const char *path, const char *shown, struct usdt_note **
 }
 
 /*
- * The pair's cost and what one hit of each probe costs a thread (charged
- * to traced calls around the hits of untraced frames). A probe on a jump
- * or a USDT nop is emulated by the kernel: half the cost of a nop pair
- * (class "usdt nop pair"); one on resume_frame or a return label is
- * single-stepped: the rest of a stepped-and-nop pair ("py start + usdt
- * return").
+ * The pair's cost and what a hit of each probe costs a thread beyond its
+ * program's own run, which BPF times per hit (pytrace.bpf.h): both are
+ * charged to the traced calls around a hit. A probe on a jump or a USDT
+ * nop is emulated by the kernel: half of the py: programs' idle run on
+ * two nops (class "py traps"; half a "usdt nop pair" if that could not be
+ * measured); one on resume_frame or a return label is single-stepped:
+ * the rest of a stepped-and-nop pair ("py start + usdt return").
  */
 static void py_costs(struct traces *t, struct trace *tr, const struct py_eval_points *pts,
 		     struct lp_probe_cfg *cfg)
 {
 	const struct probe_cost *nop = traces_class_cost(t, PIC_USDT_PAIR, true);
 	const struct probe_cost *mix = traces_class_cost(t, PIC_PY_PAIR, true);
-	uint64_t emulated = nop->cost_ns / 2;
-	uint64_t stepped = mix->cost_ns > emulated ? mix->cost_ns - emulated : 0;
+	const struct probe_cost *traps = traces_class_cost(t, PIC_PY_TRAPS, true);
+	const struct probe_cost *traps2 = traces_class_cost(t, PIC_PY_TRAPS2, true);
+	uint64_t emulated = (traps->measured ? traps : nop)->cost_ns / 2;
+	/* mix's nop ran the USDT program: half a nop pair */
+	uint64_t stepped = mix->cost_ns > nop->cost_ns / 2 ? mix->cost_ns - nop->cost_ns / 2 : 0;
 	bool stepped_ret = pts->n_ret > 0; /* labels, not USDT */
 	int c = pts->resume || stepped_ret ? PIC_PY_PAIR : PIC_USDT_PAIR;
 	const struct probe_cost *pc = c == PIC_PY_PAIR ? mix : nop;
@@ -160,6 +184,10 @@ static void py_costs(struct traces *t, struct trace *tr, const struct py_eval_po
 	tr->info.probe_cost_ns = pc->cost_ns;
 	t->py_hit_ns[0] = pts->resume ? stepped : emulated;
 	t->py_hit_ns[1] = stepped_ret ? stepped : emulated;
+	/* a second idle program at each of the two hits */
+	t->py_consumer_ns = traps->measured && traps2->measured && traps2->cost_ns > traps->cost_ns
+				    ? (traps2->cost_ns - traps->cost_ns) / 2
+				    : 0;
 }
 
 /* Configure the trace's one probe id, once. */
@@ -279,8 +307,7 @@ int traces_py_attach_in(struct traces *t, struct trace *tr, int pid, char *err, 
 		r = attach_all(t, tr, pid, &loc, &pts, notes, idx, n_ret, err, errlen);
 	if (!r) {
 		/* its programs do the work of all py: traces, now that they are in */
-		bpf_session__set_py_hit_cost(t->c->bpf, (uint32_t)tr->ids[0], t->py_hit_ns[0],
-					     t->py_hit_ns[1]);
+		py_publish(t, tr, NULL);
 		if (!tr->func_name)
 			tr->func_name = strdup(tr->spec_text);
 		if (!tr->binary)
