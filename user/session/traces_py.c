@@ -68,22 +68,58 @@ int traces_py_parse(struct trace *tr, const char *spec, char *err, size_t errlen
 }
 
 /*
- * Let @owner's programs do the work of all py: traces, charging each hit
- * its trap, and the idle programs of the other attached py: traces (but
- * @gone) that run at it too: each trace attaches its own probes. An idle
- * program adds 0.10-0.14 us to a hit on liveprof's nops here (classes "py
- * traps"), which is what is charged; in the interpreter a further py:
- * trace left about 0.3 us a level of recursion (py_charge.py, mode rec).
+ * Let @owner's programs do the work of all py: traces, and charge each
+ * hit what its program cannot time of it. Measured in the target where
+ * it can be: the shortest gap between two hits (bpf/pytrace.bpf.h, the
+ * median of the latest ticks' shortest) holds all of that and the least
+ * work of the target beside it. In py_charge.py, a start's gap was its
+ * calibration on liveprof's nops (below) to within 0-10%, and a return's
+ * 0.25 us (30-50%) more: what function__return's raised semaphore makes
+ * the interpreter compute (file, name, line), which no nop sees. A gap
+ * is believed only up to twice the calibration: a target whose hits
+ * never come close together would have it charge its own work.
+ * Otherwise the calibration: the trap, and the idle programs of the other
+ * attached py: traces (but @gone) that run at each hit too (each trace
+ * attaches its own probes; 0.10-0.14 us a program here).
  */
 static void py_publish(struct traces *t, const struct trace *owner, const struct trace *gone)
 {
+	uint64_t ns[2];
 	uint32_t consumers = 0;
 
 	for (int i = 0; i < t->n; i++)
 		if (t->v[i] != gone && traces_py_is(t->v[i]) && t->v[i]->n_links)
 			consumers++;
-	bpf_session__set_py_hit_cost(t->c->bpf, (uint32_t)owner->ids[0], t->py_hit_ns[0],
-				     t->py_hit_ns[1], consumers, t->py_consumer_ns);
+	for (int k = 0; k < 2; k++) {
+		ns[k] = t->py_hit_ns[k] + (consumers > 1 ? (consumers - 1) * t->py_consumer_ns : 0);
+		if (t->py_gap_ns[k] && t->py_gap_ns[k] <= 2 * ns[k])
+			ns[k] = t->py_gap_ns[k];
+	}
+	t->py_owner = owner;
+	bpf_session__set_py_hit_cost(t->c->bpf, (uint32_t)owner->ids[0], ns[0], ns[1]);
+}
+
+#define PY_GAP_MIN_HITS 100 /* gaps of a kind in a tick for its shortest to count */
+
+void traces_py_tick(struct traces *t)
+{
+	struct lp_py_gaps g;
+	uint64_t v[PY_GAP_TICKS];
+
+	if (!t->py_owner || bpf_session__take_py_gaps(t->c->bpf, &g))
+		return;
+	for (int k = 0; k < 2; k++) {
+		if (g.n[k] < PY_GAP_MIN_HITS || !g.min_ns[k])
+			continue;
+		t->py_gap_ring[k][t->py_gap_next[k]] = g.min_ns[k];
+		t->py_gap_next[k] = (t->py_gap_next[k] + 1) % PY_GAP_TICKS;
+		if (t->py_gap_n[k] < PY_GAP_TICKS)
+			t->py_gap_n[k]++;
+		memcpy(v, t->py_gap_ring[k], t->py_gap_n[k] * sizeof(v[0]));
+		qsort(v, t->py_gap_n[k], sizeof(v[0]), lp_cmp_u64);
+		t->py_gap_ns[k] = v[t->py_gap_n[k] / 2];
+	}
+	py_publish(t, t->py_owner, NULL);
 }
 
 void traces_py_free(struct traces *t, struct trace *tr)
@@ -92,6 +128,8 @@ void traces_py_free(struct traces *t, struct trace *tr)
 		return;
 	bpf_session__set_py_name(t->c->bpf, (uint32_t)tr->ids[0], tr->py_qual, false);
 	/* another py: trace's programs do the work of all from now on */
+	if (t->py_owner == tr)
+		t->py_owner = NULL;
 	for (int i = 0; i < t->n; i++)
 		if (t->v[i] != tr && traces_py_is(t->v[i]) && t->v[i]->n_links) {
 			py_publish(t, t->v[i], tr);
