@@ -44,6 +44,7 @@ struct lp_thread_calls {
 	__u32 depth;
 	__u32 seq;
 	__u64 overhead_ns;
+	__u64 py_end_ns; /* when the last timed py: program run ended (pytrace.bpf.h) */
 	struct lp_frame_state f[LP_MAX_DEPTH];
 };
 

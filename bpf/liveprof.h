@@ -41,6 +41,22 @@ struct lp_calib_slot {
 	__u64 kernel_ns;  /* of it, all but the sampler program's own time */
 };
 
+/*
+ * Per CPU (pytrace.bpf.h): the shortest gaps seen, since user space last
+ * took them, between the end of a py: program's timed run and the start
+ * of the next one on the same thread inside traced calls, by the kind of
+ * the second hit ([0] a frame start, [1] a return), and how many there
+ * were. A gap holds everything of the two hits the programs cannot time
+ * (the traps, the other programs, what the interpreter computes for the
+ * probe) and the target's own work in between; the shortest is the cost
+ * of a hit in this target with the least work beside it.
+ */
+struct lp_py_gaps {
+	__u64 min_ns[2]; /* 0: none seen */
+	__u64 n[2];
+};
+_Static_assert(sizeof(struct lp_py_gaps) == 32, "lp_py_gaps layout");
+
 enum lp_event_type {
 	LP_EV_SAMPLE = 1,   /* struct lp_sample: on-CPU tick or off-CPU block */
 	LP_EV_CALL_END = 2, /* struct lp_call_end: a sampled traced call returned */

@@ -66,8 +66,19 @@ struct {
 
 /* Raised by user space when py_names changes: cached decisions lapse. */
 volatile __u32 py_names_gen;
-/* What one hit of each probe costs the thread (calibrated by user space):
- * charged to the traced calls around hits of untraced frames. */
+/*
+ * What a hit of each probe costs the thread beyond its program's own run
+ * (the trap, the other py: traces' programs, what the interpreter
+ * computes for the probe): set by user space from the shortest gaps
+ * between hits in the target (py_gaps), else calibrated with these very
+ * programs, idle, on nops. A hit inside traced calls is charged to them
+ * at that plus its program's run as timed on that hit: the programs read
+ * the target's frames and code objects, 0.3-0.6 us a hit here against
+ * the 0.1 us of a program on a nop, so a nop pair's calibrated cost alone
+ * left 1.0-2.4 us of every nested Python call in the calls around it
+ * (py_charge.py, mode rec: a level of recursion that costs 30-45 ns
+ * unprobed); timed, 0.2-0.8 us was left; with the gaps, 0.03-0.06 us.
+ */
 volatile __u64 py_start_hit_ns;
 volatile __u64 py_return_hit_ns;
 /*
@@ -251,13 +262,35 @@ static __always_inline __u32 py_code_trace(const struct lp_py_cfg *cfg, __u32 tg
 	return nv.id1;
 }
 
-/* An untraced hit inside traced calls: charge them what it cost. */
-static __always_inline void py_charge_hit(__u64 ns)
-{
-	struct lp_thread_calls *tc = thread_calls_of(bpf_get_current_task_btf(), false);
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lp_py_gaps);
+} py_gaps SEC(".maps");
 
-	if (tc && tc->depth)
-		tc->overhead_ns += ns;
+/*
+ * What a hit of kind @kind (0 start, 1 return) whose program began at @t0
+ * costs the thread of @tc: @trap_ns for what the program cannot time,
+ * and its own run, until now. The gap since the thread's last timed run
+ * goes into py_gaps, which user space calibrates @trap_ns from.
+ */
+static __always_inline __u64 py_hit_cost(struct lp_thread_calls *tc, __u64 t0, __u64 trap_ns,
+					 __u32 kind)
+{
+	__u64 now = bpf_ktime_get_ns(), gap = t0 - tc->py_end_ns;
+	__u32 zero = 0;
+	struct lp_py_gaps *g =
+		tc->py_end_ns && t0 > tc->py_end_ns ? bpf_map_lookup_elem(&py_gaps, &zero) : NULL;
+
+	kind &= 1;
+	if (g) {
+		if (!g->min_ns[kind] || gap < g->min_ns[kind])
+			g->min_ns[kind] = gap;
+		g->n[kind]++;
+	}
+	tc->py_end_ns = now;
+	return trap_ns + (now - t0);
 }
 
 /* Index (depth) above the innermost call of frame @f in @tc, 0: none. */
@@ -322,18 +355,25 @@ static __always_inline bool py_hit_frame(__u64 id, __u32 mine, struct lp_py_cfg 
 SEC("uprobe")
 int BPF_KPROBE(lp_py_start)
 {
-	__u64 id = bpf_get_current_pid_tgid(), code = 0, f = 0, instr = 0;
-	__u32 id1 = 0, d;
+	__u64 t0 = 0, id = 0, code = 0, f = 0, instr = 0;
+	__u32 id1 = 0, d, mine = (__u32)bpf_get_attach_cookie(ctx);
 	struct lp_thread_calls *tc;
 	struct lp_probe_cfg *pcfg;
 	struct lp_py_cfg *cfg = NULL;
 
-	if (!py_hit_frame(id, (__u32)bpf_get_attach_cookie(ctx), &cfg, &f, &code, &id1))
+	if (mine != py_owner_id)
+		return 0;
+	t0 = bpf_ktime_get_ns();
+	id = bpf_get_current_pid_tgid();
+	if (!py_hit_frame(id, mine, &cfg, &f, &code, &id1))
 		return 0;
 	/* a frame that ran no code unit yet starts here; others resume */
 	if (!id1 || bpf_probe_read_user(&instr, sizeof(instr), (void *)(f + cfg->iframe_instr)) ||
 	    instr != code + cfg->code_adaptive - 2) {
-		py_charge_hit(py_start_hit_ns);
+		/* an untraced frame inside traced calls: theirs */
+		tc = thread_calls_of(bpf_get_current_task_btf(), false);
+		if (tc && tc->depth)
+			tc->overhead_ns += py_hit_cost(tc, t0, py_start_hit_ns, 0);
 		return 0;
 	}
 	id1--;
@@ -350,6 +390,10 @@ int BPF_KPROBE(lp_py_start)
 		tc->overhead_ns += lp_untimed_call(id1, LP_CNT_CALLS_DROPPED);
 		return 0;
 	}
+	/* the calls around it pay for this hit; push_call() starts the new
+	 * call's charges after it */
+	if (d)
+		tc->overhead_ns += py_hit_cost(tc, t0, py_start_hit_ns, 0);
 	push_call(ctx, tc, d, pcfg, id1, f, LP_FS_USDT | LP_FS_PY, id1);
 	return 0;
 }
@@ -378,7 +422,7 @@ int BPF_KPROBE(lp_py_return)
 		return 0;
 	if (!id1) {
 		/* an untraced frame's return inside traced calls: theirs */
-		tc->overhead_ns += py_return_hit_ns;
+		tc->overhead_ns += py_hit_cost(tc, now, py_return_hit_ns, 1);
 		return 0;
 	}
 	id1--;
@@ -393,7 +437,10 @@ int BPF_KPROBE(lp_py_return)
 	fs = &tc->f[call_idx(d - 1)];
 	if (fs->probe_id != id1)
 		return 0;
-	finish_call(ctx, tc, fs, pcfg, now);
+	/* the start's hit was charged when it ran; this one is, as timed */
+	finish_call(ctx, tc, fs, pcfg, now, 0);
+	if (d > 1)
+		tc->overhead_ns += py_hit_cost(tc, now, py_return_hit_ns, 1);
 	tc->depth = d - 1;
 	return 0;
 }

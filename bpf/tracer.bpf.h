@@ -269,11 +269,13 @@ static __always_inline void send_call_end(const struct lp_frame_state *fs, __u64
  * The end of the call @fs (the innermost of @tc) at @now: its latency net
  * of what it was charged, into the histogram, the maximum, the --by
  * histogram; its return values and, if a sample was taken in it, its
- * end for the daemon. The caller pops it.
+ * end for the daemon. The caller pops it. @outer_cost is what its probes
+ * cost the calls around it: the site's calibrated pair, or for py: the
+ * hits as timed (pytrace.bpf.h).
  */
 static __always_inline void finish_call(struct pt_regs *ctx, struct lp_thread_calls *tc,
 					const struct lp_frame_state *fs,
-					const struct lp_probe_cfg *cfg, __u64 now)
+					const struct lp_probe_cfg *cfg, __u64 now, __u64 outer_cost)
 {
 	__u32 probe_id = fs->probe_id, idx;
 	struct lp_probe_stats *st;
@@ -286,7 +288,7 @@ static __always_inline void finish_call(struct pt_regs *ctx, struct lp_thread_ca
 	if (!raw_latency)
 		lat = lat > charged ? lat - charged : 0;
 	/* The calls around this one see all of its probes' cost. */
-	tc->overhead_ns += cfg->cost_ns;
+	tc->overhead_ns += outer_cost;
 	idx = probe_id * LP_HIST_BUCKETS + lp_hist_bucket(lat);
 	slot = bpf_map_lookup_elem(&hist, &idx);
 	if (slot)
@@ -373,7 +375,7 @@ static __always_inline int on_return(struct pt_regs *ctx, __u64 entry_sp)
 		tc->depth = d;
 		return 0;
 	}
-	finish_call(ctx, tc, fs, cfg, now);
+	finish_call(ctx, tc, fs, cfg, now, cfg->cost_ns);
 	tc->depth = d - 1;
 	return 0;
 }

@@ -133,7 +133,7 @@ int BPF_KPROBE(lp_usdt_return)
 	if (!cfg)
 		return 0;
 	fs = &tc->f[call_idx(d - 1)];
-	finish_call(ctx, tc, fs, cfg, now);
+	finish_call(ctx, tc, fs, cfg, now, cfg->cost_ns);
 	tc->depth = d - 1;
 	return 0;
 }

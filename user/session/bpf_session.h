@@ -145,13 +145,23 @@ int bpf_session__attach_uprobe_sema(struct bpf_session *s, enum bpf_probe_prog p
 int bpf_session__set_py_name(struct bpf_session *s, uint32_t id, const char *name, bool on);
 
 /**
- * bpf_session__set_py_hit_cost - what one hit of the py: start and return
- * probes costs a thread, charged to its traced calls around untraced hits;
+ * bpf_session__set_py_hit_cost - what a hit of the py: start and return
+ * probes costs a thread beyond its program's timed run (@start_ns,
+ * @return_ns), charged with that run to its traced calls around the hit;
  * the programs of py: trace @owner_id (one of those attached) do the work
  * of all py: traces
  */
 void bpf_session__set_py_hit_cost(struct bpf_session *s, uint32_t owner_id, uint64_t start_ns,
 				  uint64_t return_ns);
+
+/**
+ * bpf_session__take_py_gaps - the shortest gaps between py: probe hits
+ * seen on any CPU since the last call, and how many (pytrace.bpf.h),
+ * into @out; the counts start again from zero
+ *
+ * Return: 0, or a negative errno from the map.
+ */
+int bpf_session__take_py_gaps(struct bpf_session *s, struct lp_py_gaps *out);
 
 /**
  * bpf_session__set_str_match - let USDT pair @id time the hits whose two

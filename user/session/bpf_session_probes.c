@@ -5,6 +5,7 @@
  * reads back from them (latency histograms, per-probe stats, delayed hits).
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <bpf/libbpf.h>
 #include <bpf/bpf.h>
@@ -138,6 +139,33 @@ void bpf_session__set_py_hit_cost(struct bpf_session *s, uint32_t owner_id, uint
 	__atomic_store_n(&s->skel->bss->py_owner_id, owner_id, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->skel->bss->py_start_hit_ns, start_ns, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->skel->bss->py_return_hit_ns, return_ns, __ATOMIC_RELAXED);
+}
+
+int bpf_session__take_py_gaps(struct bpf_session *s, struct lp_py_gaps *out)
+{
+	struct lp_py_gaps *v = calloc(s->nr_cpus, sizeof(*v));
+	__u32 zero = 0;
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	if (!v)
+		return -ENOMEM;
+	err = bpf_map__lookup_elem(s->skel->maps.py_gaps, &zero, sizeof(zero), v,
+				   s->nr_cpus * sizeof(*v), 0);
+	for (int c = 0; !err && c < s->nr_cpus; c++)
+		for (int k = 0; k < 2; k++) {
+			if (v[c].min_ns[k] && (!out->min_ns[k] || v[c].min_ns[k] < out->min_ns[k]))
+				out->min_ns[k] = v[c].min_ns[k];
+			out->n[k] += v[c].n[k];
+		}
+	if (!err) {
+		/* a hit between the read and this write is lost: one of many */
+		memset(v, 0, s->nr_cpus * sizeof(*v));
+		err = bpf_map__update_elem(s->skel->maps.py_gaps, &zero, sizeof(zero), v,
+					   s->nr_cpus * sizeof(*v), 0);
+	}
+	free(v);
+	return err;
 }
 
 int bpf_session__by_hist_fd(struct bpf_session *s)

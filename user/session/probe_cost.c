@@ -85,7 +85,16 @@ static const struct {
 	[PIC_USDT_PAIR] = {"usdt nop pair", lp_stub_usdt},
 	/* lp_stub_stepped: its lea (stepped, like resume_frame's mov), then a nop */
 	[PIC_PY_PAIR] = {"py start + usdt return", lp_stub_stepped},
+	/* the py: programs themselves on lp_stub_usdt's nops, with a cookie
+	 * that owns no py: trace: they return at once, so this is two traps
+	 * and emulations, the hits' cost but for the programs' own run,
+	 * which BPF times per hit (pytrace.bpf.h) */
+	[PIC_PY_TRAPS] = {"py traps", lp_stub_usdt},
+	/* the same, twice: each further py: trace's idle programs */
+	[PIC_PY_TRAPS2] = {"py traps, two programs each", lp_stub_usdt},
 };
+
+#define PY_IDLE_COOKIE 0xffffffffu /* no py: trace's id: its programs stay idle */
 
 #define USDT_STUB_RETURN 5 /* lp_stub_usdt's second nop: after nop (1), lea (4) */
 #define PY_STUB_RETURN	 4 /* lp_stub_stepped's first nop: after lea (4) */
@@ -170,11 +179,19 @@ int probe_cost_measure(struct bpf_session *bpf, int probe_id, enum probe_insn_cl
 		       struct probe_cost *out)
 {
 	struct lp_probe_cfg cfg = {.kind = LP_PK_FUNC, .by_index = -1, .pair_id = probe_id};
-	bool usdt = c == PIC_USDT_PAIR || c == PIC_PY_PAIR;
+	bool py = c == PIC_PY_TRAPS || c == PIC_PY_TRAPS2,
+	     usdt = c == PIC_USDT_PAIR || c == PIC_PY_PAIR || py;
 	uint64_t ret_off = c == PIC_PY_PAIR ? PY_STUB_RETURN : USDT_STUB_RETURN;
+	enum bpf_probe_prog p1 = py	? PROBE_PROG_PY_START
+				 : usdt ? PROBE_PROG_USDT_ENTRY
+					: PROBE_PROG_ENTRY;
+	enum bpf_probe_prog p2 = py	? PROBE_PROG_PY_RETURN
+				 : usdt ? PROBE_PROG_USDT_RETURN
+					: PROBE_PROG_RETURN;
+	uint32_t cookie = py ? PY_IDLE_COOKIE : (uint32_t)probe_id;
 	double base, traced;
 	uint64_t off;
-	int h1 = -1, h2 = -1, err;
+	int h1 = -1, h2 = -1, h3 = -1, h4 = -1, err;
 
 	memset(out, 0, sizeof(*out));
 	if (c >= PIC_NR)
@@ -187,11 +204,22 @@ int probe_cost_measure(struct bpf_session *bpf, int probe_id, enum probe_insn_cl
 		return err;
 	base = time_batches(classes[c].stub);
 	/* a USDT pair: its entry and return programs on the stub's two nops */
-	h1 = bpf_session__attach_uprobe(bpf, usdt ? PROBE_PROG_USDT_ENTRY : PROBE_PROG_ENTRY,
-					getpid(), "/proc/self/exe", off, probe_id);
-	h2 = bpf_session__attach_uprobe(bpf, usdt ? PROBE_PROG_USDT_RETURN : PROBE_PROG_RETURN,
-					getpid(), "/proc/self/exe", usdt ? off + ret_off : off,
-					probe_id);
+	if (py && !bpf_session__has_prog(bpf, PROBE_PROG_PY_START)) {
+		err = -ENOEXEC;
+		goto out;
+	}
+	h1 = bpf_session__attach_uprobe(bpf, p1, getpid(), "/proc/self/exe", off, cookie);
+	h2 = bpf_session__attach_uprobe(bpf, p2, getpid(), "/proc/self/exe",
+					usdt ? off + ret_off : off, cookie);
+	if (c == PIC_PY_TRAPS2) {
+		h3 = bpf_session__attach_uprobe(bpf, p1, getpid(), "/proc/self/exe", off, cookie);
+		h4 = bpf_session__attach_uprobe(bpf, p2, getpid(), "/proc/self/exe", off + ret_off,
+						cookie);
+		if (h3 < 0 || h4 < 0) {
+			err = h3 < 0 ? h3 : h4;
+			goto out;
+		}
+	}
 	if (h1 < 0 || h2 < 0) {
 		err = h1 < 0 ? h1 : h2;
 		goto out;
@@ -205,6 +233,8 @@ int probe_cost_measure(struct bpf_session *bpf, int probe_id, enum probe_insn_cl
 out:
 	bpf_session__detach(bpf, h1);
 	bpf_session__detach(bpf, h2);
+	bpf_session__detach(bpf, h3);
+	bpf_session__detach(bpf, h4);
 	bpf_session__clear_probe(bpf, probe_id);
 	return err;
 }

@@ -26,10 +26,12 @@ enum probe_insn_class {
 	PIC_PUSH_R15,
 	PIC_PUSH_OTHER, /* rax..rdi, r8..r11: measured as push %rbx */
 	PIC_ENDBR64,
-	PIC_SUB_RSP, /* sub $imm,%rsp */
-	PIC_STEPPED, /* anything else: measured with lea 1(%rdi),%rax */
+	PIC_SUB_RSP,   /* sub $imm,%rsp */
+	PIC_STEPPED,   /* anything else: measured with lea 1(%rdi),%rax */
 	PIC_USDT_PAIR, /* not an entry: a USDT pair, two uprobes on nops (never classified) */
 	PIC_PY_PAIR,   /* py: one single-stepped probe (resume_frame, a return label), one nop */
+	PIC_PY_TRAPS,  /* the py: programs on two nops, idle: what a hit costs but the program */
+	PIC_PY_TRAPS2, /* the same, each nop probed twice: one more program at a hit */
 	PIC_NR,
 };
 

@@ -201,6 +201,7 @@ static int log_call(struct split *s, const struct held_call *h, const struct lp_
 	dc = &s->done[s->n_done++];
 	dc->latency_ns = e->latency_ns;
 	dc->overhead_ns = e->overhead_ns;
+	dc->start_ns = e->start_ns;
 	dc->end_ns = e->start_ns + e->latency_ns;
 	dc->first = s->n_pool;
 	dc->n = h->n;

@@ -90,6 +90,17 @@ struct split_result {
 	uint64_t ambiguous_calls, ambiguous_slow_samples, ambiguous_fast_samples;
 	bool sampling_biased;
 	uint64_t *latency_hist; /* LP_HIST_BUCKETS counts of every call, for the JSON */
+	/* the sampled calls' (net) latencies in the same buckets, for the JSON,
+	 * and how many of them lie in buckets at or above the threshold's */
+	uint64_t *sampled_hist;
+	uint64_t slow_calls_bucketed;
+	/* each sampled call (start, net latency, charge), for the JSON: the
+	 * figures a check of the charges against the target's own clock
+	 * needs (tests/e2e/test_py_charge.py) */
+	struct split_call {
+		uint64_t start_ns, latency_ns, overhead_ns;
+	} * calls;
+	size_t n_calls;
 };
 
 /**

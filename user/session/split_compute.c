@@ -94,18 +94,30 @@ static void correction_check(const struct split *s, uint64_t since, const uint64
 	free(lat);
 }
 
-
-/* Each sampled call that ended since @since, and its samples, into its class. */
+/*
+ * Each sampled call that ended since @since, and its samples, into its
+ * class; its latency's bucket into r->sampled_hist, for the bias check.
+ */
 static int class_sampled_calls(struct split *s, uint64_t since, struct split_result *r)
 {
+	r->sampled_hist = calloc(LP_HIST_BUCKETS, sizeof(uint64_t));
+	r->calls = calloc(s->n_done ? s->n_done : 1, sizeof(*r->calls));
+	if (!r->sampled_hist || !r->calls)
+		return -ENOMEM;
 	for (size_t i = 0; i < s->n_done; i++) {
 		const struct done_call *dc = &s->done[i];
 		bool slow = dc->latency_ns >= r->threshold_ns;
 		struct counts *c = slow ? &r->slow : &r->fast;
+		uint32_t b = lp_hist_bucket(dc->latency_ns);
 
 		if (dc->end_ns < since)
 			continue;
 		slow ? r->slow_calls++ : r->fast_calls++;
+		r->sampled_hist[b < LP_HIST_BUCKETS ? b : LP_HIST_BUCKETS - 1]++;
+		r->calls[r->n_calls++] =
+			(struct split_call){dc->start_ns, dc->latency_ns, dc->overhead_ns};
+		if (traces__bucket_value(b) >= r->threshold_ns)
+			r->slow_calls_bucketed++;
 		for (uint32_t k = 0; k < dc->n; k++) {
 			const struct entry *e = &s->pool[dc->first + k];
 
@@ -202,7 +214,11 @@ static void expect_sampled_slow(const struct split *s, uint64_t since, const uin
 	r->have_expected = true;
 	weighted_share(a1, a1, b1, b1, &r->unbiased_min, &r->unbiased_min_sd);
 	weighted_share(aw, vaw, bw, vbw, &r->unbiased_max, &r->unbiased_max_sd);
-	obs = (double)r->slow_calls / n;
+	/* in the histogram's buckets, like the range: the threshold is a
+	 * bucket's middle, and at a p50 of calls of constant work that one
+	 * bucket can hold a third of the calls, which the range counts slow
+	 * and an exact comparison would split */
+	obs = (double)r->slow_calls_bucketed / n;
 	r->bias_z = beyond(obs, n, r->unbiased_max, r->unbiased_max_sd, true);
 	if (r->bias_z == 0)
 		r->bias_z = beyond(obs, n, r->unbiased_min, r->unbiased_min_sd, false);
@@ -213,7 +229,6 @@ static void expect_sampled_slow(const struct split *s, uint64_t since, const uin
 	 * split, calls that block) that check is merely conservative. */
 	r->sampling_biased = !r->raw_latency && fabs(r->bias_z) > SPLIT_BIAS_Z;
 }
-
 
 /* --split-alpha, or SPLIT_ALPHA where options were not parsed (tests) */
 static double split_alpha(const struct split *s)
@@ -370,5 +385,7 @@ void split_result__fini(struct split_result *r)
 	counts__free(&r->fast);
 	free(r->ranks);
 	free(r->latency_hist);
+	free(r->sampled_hist);
+	free(r->calls);
 	memset(r, 0, sizeof(*r));
 }

@@ -33,6 +33,7 @@ struct held_call {
 struct done_call {
 	uint64_t latency_ns; /* net of liveprof's cost, unless --raw-latency */
 	uint64_t overhead_ns;
+	uint64_t start_ns; /* CLOCK_MONOTONIC, the target's clock too */
 	uint64_t end_ns;
 	uint64_t first; /* into the entry pool */
 	uint32_t n;

@@ -45,7 +45,8 @@ void split__print(const struct split_result *r, FILE *f, int rows)
 		fprintf(f,
 			"  sampled calls classed slow: %.1f%%; without bias between %.1f%% (share of "
 			"slow calls) and %.1f%% (weighted by length): %s (z %.1f)\n",
-			100.0 * (double)r->slow_calls / (double)(r->slow_calls + r->fast_calls),
+			100.0 * (double)r->slow_calls_bucketed /
+				(double)(r->slow_calls + r->fast_calls),
 			100 * r->unbiased_min, 100 * r->unbiased_max,
 			fabs(r->bias_z) > SPLIT_BIAS_Z ? "sampling moves calls across the threshold"
 						       : "no sign of bias",
@@ -96,6 +97,36 @@ void split__print(const struct split_result *r, FILE *f, int rows)
 		fprintf(f, "  no frame is more frequent in slow calls than in fast ones\n");
 }
 
+/* [lower bound, value, count] of the non-empty buckets of @hist, for
+ * checking the bias check's figures (split_compute.c) from outside */
+static json_t *hist_json(const uint64_t *hist)
+{
+	json_t *h = json_array();
+
+	for (uint32_t k = 0; hist && k < LP_HIST_BUCKETS; k++)
+		if (hist[k])
+			json_array_append_new(h, json_pack("[I,I,I]",
+							   (json_int_t)traces__bucket_lower(k),
+							   (json_int_t)traces__bucket_value(k),
+							   (json_int_t)hist[k]));
+	return h;
+}
+
+#define JSON_MAX_CALLS 100000 /* the latest sampled calls listed; ~3 MB */
+
+/* [start_ns, latency_ns, overhead_ns] of the latest sampled calls */
+static json_t *calls_json(const struct split_result *r)
+{
+	json_t *a = json_array();
+	size_t i = r->n_calls > JSON_MAX_CALLS ? r->n_calls - JSON_MAX_CALLS : 0;
+
+	for (; r->calls && i < r->n_calls; i++)
+		json_array_append_new(a, json_pack("[I,I,I]", (json_int_t)r->calls[i].start_ns,
+						   (json_int_t)r->calls[i].latency_ns,
+						   (json_int_t)r->calls[i].overhead_ns));
+	return a;
+}
+
 json_t *split__json(const struct split_result *r, int rows)
 {
 	json_t *o = json_object(), *top = json_array();
@@ -122,8 +153,6 @@ json_t *split__json(const struct split_result *r, int rows)
 	json_object_set_new(o, "ambiguous_calls", json_integer((json_int_t)r->ambiguous_calls));
 	json_object_set_new(o, "ambiguous_class", json_boolean(r->ambiguous_class));
 	if (r->have_expected) {
-		json_t *h = json_array();
-
 		json_object_set_new(o, "unbiased_slow_share_min", json_real(r->unbiased_min));
 		json_object_set_new(o, "unbiased_slow_share_min_sd", json_real(r->unbiased_min_sd));
 		json_object_set_new(o, "unbiased_slow_share_max", json_real(r->unbiased_max));
@@ -131,14 +160,11 @@ json_t *split__json(const struct split_result *r, int rows)
 		json_object_set_new(o, "bias_z", json_real(r->bias_z));
 		json_object_set_new(o, "sampling_biased", json_boolean(r->sampling_biased));
 		json_object_set_new(o, "moved_calls", json_real(r->moved_calls));
-		/* [lower bound, value, count] of the buckets, for checking the above */
-		for (uint32_t k = 0; k < LP_HIST_BUCKETS; k++)
-			if (r->latency_hist[k])
-				json_array_append_new(
-					h, json_pack("[I,I,I]", (json_int_t)traces__bucket_lower(k),
-						     (json_int_t)traces__bucket_value(k),
-						     (json_int_t)r->latency_hist[k]));
-		json_object_set_new(o, "latency_hist", h);
+		json_object_set_new(o, "latency_hist", hist_json(r->latency_hist));
+		json_object_set_new(o, "sampled_latency_hist", hist_json(r->sampled_hist));
+		json_object_set_new(o, "slow_calls_bucketed",
+				    json_integer((json_int_t)r->slow_calls_bucketed));
+		json_object_set_new(o, "sampled_calls", calls_json(r));
 	}
 	for (int i = 0; i < r->n_ranks && i < rows; i++) {
 		const struct split_frame_rank *k = &r->ranks[i];

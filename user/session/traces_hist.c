@@ -297,6 +297,7 @@ void traces__tick(struct traces *t, uint64_t now_ns)
 		return;
 	t->last_tick_ns = now_ns;
 	traces_measure_pending(t);
+	traces_py_tick(t);
 	t->cur_slot = (t->cur_slot + 1) % t->n_slots;
 	for (int i = 0; i < t->n; i++) {
 		struct trace *tr = t->v[i];

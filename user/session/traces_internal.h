@@ -44,7 +44,7 @@ struct trace {
 	char rb_class[LP_STR_LEN]; /* rb:Class#method: the pair's strings */
 	char rb_method[LP_STR_LEN];
 	char py_qual[LP_STR_LEN]; /* py:QUALNAME: the qualname */
-	char *frame_name; /* USDT pair: the function of its entry site (rb: the method) */
+	char *frame_name;	  /* USDT pair: the function of its entry site (rb: the method) */
 	int ids[MAX_IDS_PER_TRACE];
 	int n_ids;
 	int *links; /* bpf_session attach handles */
@@ -69,6 +69,8 @@ struct trace {
 	uint64_t *untimed_slots; /* n_slots, allocated at the first tick */
 };
 
+#define PY_GAP_TICKS 16
+
 struct traces {
 	struct session_core *c; /* shared with the daemon, not owned */
 	struct trace **v;
@@ -78,9 +80,19 @@ struct traces {
 	struct probe_cost cost[PIC_NR]; /* per class of first instruction, measured once */
 	bool cost_tried[PIC_NR];
 	uint64_t last_tick_ns;
-	bool rb_noted; /* the TracePoint note of rb: traces was printed */
-	uint64_t py_hit_ns[2]; /* py: one start probe hit, one return probe hit */
+	bool rb_noted;		 /* the TracePoint note of rb: traces was printed */
+	uint64_t py_hit_ns[2];	 /* py: a start probe hit, a return probe hit, but the programs */
+	uint64_t py_consumer_ns; /* py: one more idle program at a hit */
+	const struct trace *py_owner; /* py: the trace whose programs do the work */
+	/* py: the shortest gap between hits of each kind in the target, per
+	 * tick (ring of the latest PY_GAP_TICKS), and their median */
+	uint64_t py_gap_ring[2][PY_GAP_TICKS];
+	int py_gap_n[2], py_gap_next[2];
+	uint64_t py_gap_ns[2];
 };
+
+/* traces_py.c: take the py: probes' gaps seen in the target (each tick) */
+void traces_py_tick(struct traces *t);
 
 struct binary_loc {
 	char attach_path[4200]; /* what to hand to the uprobe API */

@@ -67,16 +67,74 @@ int traces_py_parse(struct trace *tr, const char *spec, char *err, size_t errlen
 	return 0;
 }
 
+/*
+ * Let @owner's programs do the work of all py: traces, and charge each
+ * hit what its program cannot time of it. Measured in the target where
+ * it can be: the shortest gap between two hits (bpf/pytrace.bpf.h, the
+ * median of the latest ticks' shortest) holds all of that and the least
+ * work of the target beside it. In py_charge.py, a start's gap was its
+ * calibration on liveprof's nops (below) to within 0-10%, and a return's
+ * 0.25 us (30-50%) more: what function__return's raised semaphore makes
+ * the interpreter compute (file, name, line), which no nop sees. A gap
+ * is believed only up to twice the calibration: a target whose hits
+ * never come close together would have it charge its own work.
+ * Otherwise the calibration: the trap, and the idle programs of the other
+ * attached py: traces (but @gone) that run at each hit too (each trace
+ * attaches its own probes; 0.10-0.14 us a program here).
+ */
+static void py_publish(struct traces *t, const struct trace *owner, const struct trace *gone)
+{
+	uint64_t ns[2];
+	uint32_t consumers = 0;
+
+	for (int i = 0; i < t->n; i++)
+		if (t->v[i] != gone && traces_py_is(t->v[i]) && t->v[i]->n_links)
+			consumers++;
+	for (int k = 0; k < 2; k++) {
+		ns[k] = t->py_hit_ns[k] + (consumers > 1 ? (consumers - 1) * t->py_consumer_ns : 0);
+		if (t->py_gap_ns[k] && t->py_gap_ns[k] <= 2 * ns[k])
+			ns[k] = t->py_gap_ns[k];
+	}
+	t->py_owner = owner;
+	bpf_session__set_py_hit_cost(t->c->bpf, (uint32_t)owner->ids[0], ns[0], ns[1]);
+}
+
+#define PY_GAP_MIN_HITS 100 /* gaps of a kind in a tick for its shortest to count */
+
+void traces_py_tick(struct traces *t)
+{
+	struct lp_py_gaps g;
+	uint64_t v[PY_GAP_TICKS];
+
+	if (!t->py_owner || bpf_session__take_py_gaps(t->c->bpf, &g))
+		return;
+	for (int k = 0; k < 2; k++) {
+		if (g.n[k] < PY_GAP_MIN_HITS || !g.min_ns[k])
+			continue;
+		t->py_gap_ring[k][t->py_gap_next[k]] = g.min_ns[k];
+		t->py_gap_next[k] = (t->py_gap_next[k] + 1) % PY_GAP_TICKS;
+		if (t->py_gap_n[k] < PY_GAP_TICKS)
+			t->py_gap_n[k]++;
+		memcpy(v, t->py_gap_ring[k], t->py_gap_n[k] * sizeof(v[0]));
+		qsort(v, t->py_gap_n[k], sizeof(v[0]), lp_cmp_u64);
+		t->py_gap_ns[k] = v[t->py_gap_n[k] / 2];
+	}
+	py_publish(t, t->py_owner, NULL);
+}
+
 void traces_py_free(struct traces *t, struct trace *tr)
 {
 	if (!traces_py_is(tr) || !tr->n_ids)
 		return;
 	bpf_session__set_py_name(t->c->bpf, (uint32_t)tr->ids[0], tr->py_qual, false);
 	/* another py: trace's programs do the work of all from now on */
+	if (t->py_owner == tr)
+		t->py_owner = NULL;
 	for (int i = 0; i < t->n; i++)
-		if (t->v[i] != tr && traces_py_is(t->v[i]) && t->v[i]->n_links)
-			bpf_session__set_py_hit_cost(t->c->bpf, (uint32_t)t->v[i]->ids[0],
-						     t->py_hit_ns[0], t->py_hit_ns[1]);
+		if (t->v[i] != tr && traces_py_is(t->v[i]) && t->v[i]->n_links) {
+			py_publish(t, t->v[i], tr);
+			break;
+		}
 }
 
 /* "libpython3.11.so.1.0" when @pid maps a libpython, else "" (the executable). */
@@ -135,20 +193,24 @@ static int return_sites(const char *path, const char *shown, struct usdt_note **
 }
 
 /*
- * The pair's cost and what one hit of each probe costs a thread (charged
- * to traced calls around the hits of untraced frames). A probe on a jump
- * or a USDT nop is emulated by the kernel: half the cost of a nop pair
- * (class "usdt nop pair"); one on resume_frame or a return label is
- * single-stepped: the rest of a stepped-and-nop pair ("py start + usdt
- * return").
+ * The pair's cost and what a hit of each probe costs a thread beyond its
+ * program's own run, which BPF times per hit (pytrace.bpf.h): both are
+ * charged to the traced calls around a hit. A probe on a jump or a USDT
+ * nop is emulated by the kernel: half of the py: programs' idle run on
+ * two nops (class "py traps"; half a "usdt nop pair" if that could not be
+ * measured); one on resume_frame or a return label is single-stepped:
+ * the rest of a stepped-and-nop pair ("py start + usdt return").
  */
 static void py_costs(struct traces *t, struct trace *tr, const struct py_eval_points *pts,
 		     struct lp_probe_cfg *cfg)
 {
 	const struct probe_cost *nop = traces_class_cost(t, PIC_USDT_PAIR, true);
 	const struct probe_cost *mix = traces_class_cost(t, PIC_PY_PAIR, true);
-	uint64_t emulated = nop->cost_ns / 2;
-	uint64_t stepped = mix->cost_ns > emulated ? mix->cost_ns - emulated : 0;
+	const struct probe_cost *traps = traces_class_cost(t, PIC_PY_TRAPS, true);
+	const struct probe_cost *traps2 = traces_class_cost(t, PIC_PY_TRAPS2, true);
+	uint64_t emulated = (traps->measured ? traps : nop)->cost_ns / 2;
+	/* mix's nop ran the USDT program: half a nop pair */
+	uint64_t stepped = mix->cost_ns > nop->cost_ns / 2 ? mix->cost_ns - nop->cost_ns / 2 : 0;
 	bool stepped_ret = pts->n_ret > 0; /* labels, not USDT */
 	int c = pts->resume || stepped_ret ? PIC_PY_PAIR : PIC_USDT_PAIR;
 	const struct probe_cost *pc = c == PIC_PY_PAIR ? mix : nop;
@@ -160,6 +222,10 @@ static void py_costs(struct traces *t, struct trace *tr, const struct py_eval_po
 	tr->info.probe_cost_ns = pc->cost_ns;
 	t->py_hit_ns[0] = pts->resume ? stepped : emulated;
 	t->py_hit_ns[1] = stepped_ret ? stepped : emulated;
+	/* a second idle program at each of the two hits */
+	t->py_consumer_ns = traps->measured && traps2->measured && traps2->cost_ns > traps->cost_ns
+				    ? (traps2->cost_ns - traps->cost_ns) / 2
+				    : 0;
 }
 
 /* Configure the trace's one probe id, once. */
@@ -279,8 +345,7 @@ int traces_py_attach_in(struct traces *t, struct trace *tr, int pid, char *err, 
 		r = attach_all(t, tr, pid, &loc, &pts, notes, idx, n_ret, err, errlen);
 	if (!r) {
 		/* its programs do the work of all py: traces, now that they are in */
-		bpf_session__set_py_hit_cost(t->c->bpf, (uint32_t)tr->ids[0], t->py_hit_ns[0],
-					     t->py_hit_ns[1]);
+		py_publish(t, tr, NULL);
 		if (!tr->func_name)
 			tr->func_name = strdup(tr->spec_text);
 		if (!tr->binary)
