@@ -154,9 +154,10 @@ static int view_counts(struct tui *t, const struct counts *src, struct counts *o
 		uint32_t id = stack_count__id(sc);
 
 		if (!t->show_offcpu) {
-			const struct raw_stack *rs = stack_store__get(t->d->stacks, id);
+			uint32_t flags;
 
-			if (rs && (rs->flags & STACK_F_OFFCPU))
+			if (stack_store__flags(t->d->stacks, id, &flags) &&
+			    (flags & STACK_F_OFFCPU))
 				continue;
 		}
 		if (counts__add(out, id, sc->count, sc->weight_ns))

@@ -177,9 +177,9 @@ int counts__merge_unflagged(struct counts *dst, const struct counts *src,
 {
 	counts_for_each(src, sc)
 	{
-		const struct raw_stack *st = stack_store__get(ss, stack_count__id(sc));
+		uint32_t f;
 
-		if (st && !(st->flags & flags) &&
+		if (stack_store__flags(ss, stack_count__id(sc), &f) && !(f & flags) &&
 		    counts__add(dst, stack_count__id(sc), sc->count, sc->weight_ns))
 			return -ENOMEM;
 	}

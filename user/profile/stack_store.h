@@ -41,10 +41,14 @@ struct stack_store;
 struct stack_store *stack_store__new(bool per_thread);
 void stack_store__free(struct stack_store *ss);
 
+/* addresses (user and kernel together) a stored stack may have */
+#define STACK_STORE_MAX_ADDRS 1024
+
 /**
  * stack_store__intern - id of @st, adding it if new (the addresses are copied)
  *
- * Return: the id (>= 0), or a negative errno.
+ * Return: the id (>= 0), -E2BIG for more than STACK_STORE_MAX_ADDRS
+ * addresses, or another negative errno.
  */
 int64_t stack_store__intern(struct stack_store *ss, const struct raw_stack *st);
 
@@ -67,20 +71,31 @@ void stack_store__prefetch_hash(const struct stack_store *ss, uint64_t h);
  * stack_store__intern_hash - stack_store__intern() of @st, whose
  * stack_store__hash() is @h (it must be: a wrong one interns @st twice)
  *
- * Return: the id (>= 0), or a negative errno.
+ * Return: as stack_store__intern().
  */
 int64_t stack_store__intern_hash(struct stack_store *ss, const struct raw_stack *st, uint64_t h);
 
 /**
- * stack_store__get - the stack with id @id; pointers stay valid until free
+ * stack_store__read - the stack with id @id, unpacked
+ * @out: the stack; its address pointers point into @addrs
+ * @addrs: room for STACK_STORE_MAX_ADDRS addresses
  *
- * Return: the stack, or NULL for an unknown id.
+ * Return: false for an unknown or released id.
  */
-const struct raw_stack *stack_store__get(const struct stack_store *ss, uint32_t id);
+bool stack_store__read(const struct stack_store *ss, uint32_t id, struct raw_stack *out,
+		       uint64_t *addrs);
+
+/**
+ * stack_store__flags - the STACK_F_* flags of stack @id into *@flags,
+ * without unpacking it
+ *
+ * Return: false for an unknown or released id.
+ */
+bool stack_store__flags(const struct stack_store *ss, uint32_t id, uint32_t *flags);
 
 /**
  * stack_store__prefetch - start loading stack @id (its record and its
- * addresses) for a stack_store__get() to come
+ * addresses) for a stack_store__read() to come
  */
 void stack_store__prefetch(const struct stack_store *ss, uint32_t id);
 

@@ -42,7 +42,7 @@ void stack_symbols__free(struct stack_symbols *ss)
 	if (!ss)
 		return;
 	for (size_t i = 0; i < ss->n; i++)
-		lp_slab__free(ss->slab, ss->stacks[i].ids, ss->stacks[i].depth * sizeof(uint32_t));
+		lp_slab__free(ss->slab, ss->stacks[i].packed, ss->stacks[i].len);
 	lp_slab__delete(ss->slab);
 	free(ss->stacks);
 	free(ss->redo);
@@ -184,10 +184,13 @@ static struct addr_frames *addr_find(struct stack_symbols *ss, uint32_t pid, uin
 }
 
 /* Room for one more entry: the table doubles at half full, and starts
- * over empty at ADDR_CACHE_MAX (a bound on memory, not on correctness). */
+ * over empty at ADDR_CACHE_MAX (a bound on memory, not on correctness).
+ * It starts small, 12 KB: a process's stacks return to a few hundred
+ * addresses, whose entries then stay in the first-level cache, where 4,096
+ * entries spread them over 192 KB. */
 static int addr_room(struct stack_symbols *ss)
 {
-	size_t ncap = ss->addr_cap ? ss->addr_cap * 2 : 4096;
+	size_t ncap = ss->addr_cap ? ss->addr_cap * 2 : 256;
 	struct addr_frames *old = ss->addr_cache, *n;
 
 	if (ss->addr_n * 2 < ss->addr_cap)
@@ -323,7 +326,9 @@ static int symbolize_one(struct stack_symbols *ss, const struct raw_stack *rs,
 			 struct symbolizer *sym, const char *root, struct sym_stack *out)
 {
 	uint32_t ids[MAX_FRAMES], depth = 0;
+	uint8_t packed[5 * MAX_FRAMES];
 	char thread[48];
+	uint16_t len;
 	int err;
 
 	err = push_root(ss, ids, &depth, rs->pid, root);
@@ -358,11 +363,13 @@ static int symbolize_one(struct stack_symbols *ss, const struct raw_stack *rs,
 		err = push_marker(ss, ids, &depth, "[off-cpu]");
 	if (err)
 		return err;
-	out->ids = lp_slab__alloc(ss->slab, depth * sizeof(uint32_t));
-	if (!out->ids)
+	len = sym_ids_pack(ids, depth, packed);
+	out->packed = lp_slab__alloc(ss->slab, len);
+	if (!out->packed)
 		return -ENOMEM;
-	memcpy(out->ids, ids, depth * sizeof(uint32_t));
-	out->depth = depth;
+	memcpy(out->packed, packed, len);
+	out->depth = (uint16_t)depth;
+	out->len = len;
 	return 0;
 }
 
@@ -400,17 +407,54 @@ static int update_redo(struct stack_symbols *ss, const struct stack_store *store
 		       struct symbolizer *sym, const char *(*root_name)(void *, uint32_t),
 		       void *ctx)
 {
+	uint64_t addrs[STACK_STORE_MAX_ADDRS];
+	struct raw_stack rs;
 	size_t kept = 0;
 	int err = 0;
 
 	for (size_t i = 0; i < ss->n_redo; i++) {
 		uint32_t id = ss->redo[i];
-		const struct raw_stack *rs = stack_store__get(store, id);
 
-		if (!rs || err || (err = symbolize_id(ss, rs, sym, root_name, ctx, id)))
+		if (!stack_store__read(store, id, &rs, addrs) || err ||
+		    (err = symbolize_id(ss, &rs, sym, root_name, ctx, id)))
 			ss->redo[kept++] = id;
 	}
 	ss->n_redo = kept;
+	return err;
+}
+
+/* Room in ss->stacks for ids below @total. */
+static int reserve_stacks(struct stack_symbols *ss, size_t total)
+{
+	size_t cap;
+	struct sym_stack *s;
+
+	if (total <= ss->cap)
+		return 0;
+	cap = total + total / 2 + 64;
+	s = realloc(ss->stacks, cap * sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	ss->stacks = s;
+	ss->cap = cap;
+	return 0;
+}
+
+int stack_symbols__add_new(struct stack_symbols *ss, uint32_t id, const struct raw_stack *rs,
+			   struct symbolizer *sym, const char *(*root_name)(void *, uint32_t),
+			   void *ctx)
+{
+	int err;
+
+	if (id != ss->n)
+		return 0;
+	err = reserve_stacks(ss, (size_t)id + 1);
+	if (err)
+		return err;
+	ss->stacks[id] = (struct sym_stack){0};
+	err = symbolize_id(ss, rs, sym, root_name, ctx, id);
+	if (!err)
+		ss->n++;
 	return err;
 }
 
@@ -419,16 +463,11 @@ int stack_symbols__update(struct stack_symbols *ss, const struct stack_store *st
 			  void *ctx)
 {
 	size_t total = stack_store__id_bound(store);
+	uint64_t addrs[STACK_STORE_MAX_ADDRS];
+	struct raw_stack rs;
 
-	if (total > ss->cap) {
-		size_t cap = total + total / 2 + 64;
-		struct sym_stack *s = realloc(ss->stacks, cap * sizeof(*s));
-
-		if (!s)
-			return -ENOMEM;
-		ss->stacks = s;
-		ss->cap = cap;
-	}
+	if (reserve_stacks(ss, total))
+		return -ENOMEM;
 	if (ss->n_redo) {
 		int err = update_redo(ss, store, sym, root_name, ctx);
 
@@ -436,7 +475,6 @@ int stack_symbols__update(struct stack_symbols *ss, const struct stack_store *st
 			return err;
 	}
 	for (; ss->n < total; ss->n++) {
-		const struct raw_stack *rs = stack_store__get(store, ss->n);
 		int err;
 
 		/* stacks a second old are out of the cache by now: load the
@@ -444,14 +482,14 @@ int stack_symbols__update(struct stack_symbols *ss, const struct stack_store *st
 		if (ss->n + 1 < total)
 			stack_store__prefetch(store, (uint32_t)ss->n + 1);
 		ss->stacks[ss->n] = (struct sym_stack){0};
-		if (!rs) {
+		if (!stack_store__read(store, (uint32_t)ss->n, &rs, addrs)) {
 			/* released before it was symbolized (not by reclaim,
 			 * which waits for the frames): redo when reused */
 			if (redo_push(ss, (uint32_t)ss->n))
 				return -ENOMEM;
 			continue;
 		}
-		err = symbolize_id(ss, rs, sym, root_name, ctx, (uint32_t)ss->n);
+		err = symbolize_id(ss, &rs, sym, root_name, ctx, (uint32_t)ss->n);
 		if (err)
 			return err;
 	}
@@ -462,12 +500,12 @@ int stack_symbols__forget(struct stack_symbols *ss, uint32_t id)
 {
 	if (id >= ss->n)
 		return 0; /* never symbolized: the next update takes it as new */
-	if (!ss->stacks[id].ids)
+	if (!ss->stacks[id].packed)
 		return 0; /* already waiting for its reuse */
 	/* queued first: a stack without frames is always in the queue */
 	if (redo_push(ss, id))
 		return -ENOMEM;
-	lp_slab__free(ss->slab, ss->stacks[id].ids, ss->stacks[id].depth * sizeof(uint32_t));
+	lp_slab__free(ss->slab, ss->stacks[id].packed, ss->stacks[id].len);
 	ss->stacks[id] = (struct sym_stack){0};
 	return 0;
 }

@@ -36,6 +36,19 @@ int stack_symbols__update(struct stack_symbols *ss, const struct stack_store *st
 			  void *ctx);
 
 /**
+ * stack_symbols__add_new - symbolize stack @id, just interned from @rs,
+ * now rather than at the next stack_symbols__update(), while its
+ * addresses are at hand; only when it is the stack an update would take
+ * next (else, and on an error, the update takes it)
+ * @root_name: as for stack_symbols__update()
+ *
+ * Return: 0 (also when left to the update), or a negative errno.
+ */
+int stack_symbols__add_new(struct stack_symbols *ss, uint32_t id, const struct raw_stack *rs,
+			   struct symbolizer *sym, const char *(*root_name)(void *, uint32_t),
+			   void *ctx);
+
+/**
  * stack_symbols__new_profile - a new empty profile to fill with add_counts
  *
  * Profiles filled by stack_symbols__add_counts must come from here.

@@ -28,10 +28,50 @@ struct addr_frames {
 	uint32_t ids[SYM_MAX_INLINE];
 };
 
+/*
+ * A symbolized stack: its ids in the frame table, root first, as varints
+ * (most ids are below 16,384: one or two bytes instead of four; a new
+ * stack's bytes are most of what it costs, see stack_store.c).
+ */
 struct sym_stack {
-	uint32_t *ids; /* ids in the frame table, root first; NULL: not yet */
-	uint32_t depth;
+	uint8_t *packed; /* NULL: not symbolized yet */
+	uint16_t depth;	 /* frames, at most MAX_FRAMES */
+	uint16_t len;	 /* bytes of packed[] */
 };
+
+/* @depth ids as varints into @out (5 * @depth bytes); the bytes written. */
+static inline uint16_t sym_ids_pack(const uint32_t *ids, uint32_t depth, uint8_t *out)
+{
+	uint8_t *p = out;
+
+	for (uint32_t i = 0; i < depth; i++) {
+		uint32_t v = ids[i];
+
+		while (v >= 0x80) {
+			*p++ = (uint8_t)(v | 0x80);
+			v >>= 7;
+		}
+		*p++ = (uint8_t)v;
+	}
+	return (uint16_t)(p - out);
+}
+
+/* The ids of @st into @ids (MAX_FRAMES); its depth. */
+static inline uint32_t sym_ids_unpack(const struct sym_stack *st, uint32_t *ids)
+{
+	const uint8_t *p = st->packed;
+
+	for (uint32_t i = 0; i < st->depth; i++) {
+		uint32_t v = 0;
+		unsigned int shift = 0;
+
+		do
+			v |= (uint32_t)(*p & 0x7f) << shift;
+		while ((*p++ & 0x80) && (shift += 7) < 32);
+		ids[i] = v;
+	}
+	return st->depth;
+}
 
 struct stack_symbols {
 	struct stack_symbols_opts opts;

@@ -34,32 +34,32 @@ static bool frame_same_path(const struct frame *a, const struct frame *b)
 
 int stack_symbols__path_hash(const struct stack_symbols *ss, uint32_t id, uint64_t *hash)
 {
-	const struct sym_stack *st;
+	uint32_t ids[MAX_FRAMES], depth;
 	uint64_t h;
 
-	if (id >= ss->n || !ss->stacks[id].ids)
+	if (id >= ss->n || !ss->stacks[id].packed)
 		return -ENOENT;
-	st = &ss->stacks[id];
-	h = st->depth;
-	for (uint32_t i = 0; i < st->depth; i++)
-		h = frame_path_hash(h, &ss->table->frames[st->ids[i]]);
+	depth = sym_ids_unpack(&ss->stacks[id], ids);
+	h = depth;
+	for (uint32_t i = 0; i < depth; i++)
+		h = frame_path_hash(h, &ss->table->frames[ids[i]]);
 	*hash = h;
 	return 0;
 }
 
 bool stack_symbols__same_path(const struct stack_symbols *ss, uint32_t a, uint32_t b)
 {
-	const struct sym_stack *x, *y;
+	uint32_t x[MAX_FRAMES], y[MAX_FRAMES], depth;
 
-	if (a >= ss->n || b >= ss->n || !ss->stacks[a].ids || !ss->stacks[b].ids)
+	if (a >= ss->n || b >= ss->n || !ss->stacks[a].packed || !ss->stacks[b].packed)
 		return false;
-	x = &ss->stacks[a];
-	y = &ss->stacks[b];
-	if (x->depth != y->depth)
+	if (ss->stacks[a].depth != ss->stacks[b].depth)
 		return false;
-	for (uint32_t i = 0; i < x->depth; i++)
-		if (x->ids[i] != y->ids[i] &&
-		    !frame_same_path(&ss->table->frames[x->ids[i]], &ss->table->frames[y->ids[i]]))
+	depth = sym_ids_unpack(&ss->stacks[a], x);
+	sym_ids_unpack(&ss->stacks[b], y);
+	for (uint32_t i = 0; i < depth; i++)
+		if (x[i] != y[i] &&
+		    !frame_same_path(&ss->table->frames[x[i]], &ss->table->frames[y[i]]))
 			return false;
 	return true;
 }
@@ -68,13 +68,15 @@ int stack_symbols__frames(struct stack_symbols *ss, uint32_t id, const struct fr
 			  uint32_t *depth)
 {
 	static __thread struct frame buf[MAX_FRAMES];
+	uint32_t ids[MAX_FRAMES], n;
 
-	if (id >= ss->n || !ss->stacks[id].ids)
+	if (id >= ss->n || !ss->stacks[id].packed)
 		return -ENOENT;
-	for (uint32_t i = 0; i < ss->stacks[id].depth; i++)
-		buf[i] = ss->table->frames[ss->stacks[id].ids[i]];
+	n = sym_ids_unpack(&ss->stacks[id], ids);
+	for (uint32_t i = 0; i < n; i++)
+		buf[i] = ss->table->frames[ids[i]];
 	*frames = buf;
-	*depth = ss->stacks[id].depth;
+	*depth = n;
 	return 0;
 }
 
@@ -89,7 +91,7 @@ struct profile *stack_symbols__new_profile(struct stack_symbols *ss, const char 
 int stack_symbols__add_counts(struct stack_symbols *ss, struct profile *out, const struct counts *c,
 			      const struct label *labels, uint32_t n_labels)
 {
-	uint32_t ids[MAX_FRAMES];
+	uint32_t ids[MAX_FRAMES], fids[MAX_FRAMES];
 
 	if (ss->remap_for != out || ss->remap_cap < ss->table->n_frames) {
 		size_t cap = ss->table->n_frames + 1024;
@@ -108,14 +110,14 @@ int stack_symbols__add_counts(struct stack_symbols *ss, struct profile *out, con
 	counts_for_each(c, sc)
 	{
 		uint32_t id = stack_count__id(sc);
-		struct sym_stack *st;
+		uint32_t depth;
 		int err;
 
-		if (id >= ss->n || !ss->stacks[id].ids)
+		if (id >= ss->n || !ss->stacks[id].packed)
 			continue; /* not symbolized yet: next build has it */
-		st = &ss->stacks[id];
-		for (uint32_t i = 0; i < st->depth; i++) {
-			uint32_t fid = st->ids[i];
+		depth = sym_ids_unpack(&ss->stacks[id], fids);
+		for (uint32_t i = 0; i < depth; i++) {
+			uint32_t fid = fids[i];
 
 			if (!ss->remap[fid]) {
 				int64_t nid = profile__intern_frame(out, &ss->table->frames[fid]);
@@ -126,7 +128,7 @@ int stack_symbols__add_counts(struct stack_symbols *ss, struct profile *out, con
 			}
 			ids[i] = ss->remap[fid] - 1;
 		}
-		err = profile__add(out, ids, st->depth, sc->count, sc->weight_ns, labels, n_labels);
+		err = profile__add(out, ids, depth, sc->count, sc->weight_ns, labels, n_labels);
 		if (err)
 			return err;
 	}

@@ -60,9 +60,10 @@ int serve_block__filter(struct daemon *d, const struct counts *src, bool mutex, 
 	daemon__symbolize_new(d);
 	counts_for_each(src, sc)
 	{
-		const struct raw_stack *rs = stack_store__get(d->stacks, stack_count__id(sc));
+		uint32_t flags;
 
-		if (!rs || !(rs->flags & STACK_F_OFFCPU))
+		if (!stack_store__flags(d->stacks, stack_count__id(sc), &flags) ||
+		    !(flags & STACK_F_OFFCPU))
 			continue;
 		if (mutex && !waits_on_lock(d, stack_count__id(sc)))
 			continue;

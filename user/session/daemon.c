@@ -108,6 +108,13 @@ static int on_sample(struct daemon *d, const struct lp_sample *s, size_t size)
 	id = stack_store__intern_hash(d->stacks, &rs, h);
 	if (id < 0)
 		return (int)id;
+	/* A new stack is symbolized now, while its addresses are in the
+	 * cache: at the tick, a second later, each was unpacked again from
+	 * memory gone cold. Before the first symbolization (start-up) and
+	 * after an error, the tick takes it. */
+	if (d->symbolized)
+		stack_symbols__add_new(d->core.symbols, (uint32_t)id, &rs, d->sym,
+				       daemon__process_name, d);
 
 	/* An off-CPU event is one block, weighed by its duration. */
 	count = 1;
