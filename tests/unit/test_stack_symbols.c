@@ -143,6 +143,80 @@ UNIT_TEST(test_path_identity_and_reuse)
 	stack_symbols__free(ss);
 }
 
+/*
+ * A stack symbolized as it is interned (stack_symbols__add_new) reads
+ * back the same as one the update took; one whose id is not the next the
+ * update would take is left to it, and the update does not take twice a
+ * stack already taken. The deep stack's frames include 200 interpreter
+ * frames, so that ids past 127 (two bytes as varints) read back too.
+ */
+UNIT_TEST(test_add_new_as_update)
+{
+	enum { DEPTH = 300 };
+	struct stack_symbols_opts o = {.inline_frames = true};
+	struct stack_symbols *ss = stack_symbols__new(&o);
+	struct stack_store *store = stack_store__new(false);
+	struct symbolizer *sym = symbolizer__new(false);
+	uint64_t deep[DEPTH], m = (uint64_t)(uintptr_t)unit_marker + 1;
+	uint64_t other = (uint64_t)(uintptr_t)unit_other + 1;
+	struct raw_stack rs = {.pid = (uint32_t)getpid(), .tid = (uint32_t)getpid()};
+	const struct frame *frames;
+	uint32_t depth = 0;
+	int64_t a, b;
+
+	CHECK(ss && store && sym);
+	if (!ss || !store || !sym)
+		return;
+	CHECK_EQ_INT(symbolizer__add_pid(sym, getpid()), 0);
+	strcpy(rs.comm, "unit");
+	for (int i = 0; i < DEPTH; i++)
+		deep[i] = i % 2 ? m : other;
+	for (int i = 0; i < 200; i++) {
+		char name[16];
+		struct frame f = {.name = name, .module = "py", .kind = FRAME_USER};
+
+		snprintf(name, sizeof(name), "py_f%d", i);
+		deep[50 + i] = stack_symbols__intern_interp(ss, &f);
+		CHECK(deep[50 + i] != 0);
+	}
+	rs.user = deep;
+	rs.n_user = DEPTH;
+	a = stack_store__intern(store, &rs);
+	CHECK_EQ_INT(a, 0);
+	CHECK_EQ_INT(stack_symbols__add_new(ss, (uint32_t)a, &rs, sym, NULL, NULL), 0);
+	CHECK_EQ_INT(stack_symbols__frames(ss, 0, &frames, &depth), 0);
+	CHECK_EQ_INT(depth, DEPTH + 1); /* the root, then root-most frame first */
+	if (depth == DEPTH + 1) {
+		/* frames[k] is deep[DEPTH - k] */
+		CHECK_STR(frames[1].name, "unit_marker");
+		CHECK_STR(frames[DEPTH].name, "unit_other");
+		CHECK_STR(frames[DEPTH - 1].name, "unit_marker");
+		CHECK_STR(frames[DEPTH - 50].name, "py_f0");
+		CHECK_STR(frames[DEPTH - 249].name, "py_f199");
+		CHECK_STR(frames[DEPTH - 250].name, "unit_other");
+	}
+	/* id 1 comes from the store but is not given to add_new; id 2 is,
+	 * out of turn: both are the update's */
+	rs.n_user = 1;
+	rs.user = &m;
+	b = stack_store__intern(store, &rs);
+	rs.user = &other;
+	CHECK_EQ_INT(b, 1);
+	CHECK_EQ_INT(stack_store__intern(store, &rs), 2);
+	CHECK_EQ_INT(stack_symbols__add_new(ss, 2, &rs, sym, NULL, NULL), 0);
+	CHECK_EQ_INT(stack_symbols__frames(ss, 2, &frames, &depth), -ENOENT);
+	CHECK_EQ_INT(stack_symbols__update(ss, store, sym, NULL, NULL), 0);
+	CHECK_EQ_INT(stack_symbols__frames(ss, 1, &frames, &depth), 0);
+	CHECK(depth == 2 && !strcmp(frames[1].name, "unit_marker"));
+	CHECK_EQ_INT(stack_symbols__frames(ss, 2, &frames, &depth), 0);
+	CHECK(depth == 2 && !strcmp(frames[1].name, "unit_other"));
+	CHECK_EQ_INT(stack_symbols__frames(ss, 0, &frames, &depth), 0);
+	CHECK_EQ_INT(depth, DEPTH + 1);
+	symbolizer__free(sym);
+	stack_store__free(store);
+	stack_symbols__free(ss);
+}
+
 UNIT_TEST(test_replaced_library_named_anew)
 {
 	struct stack_symbols_opts o = {.inline_frames = true};
