@@ -179,48 +179,48 @@ def test_max_overhead_detaches_the_allocator_probes(liveprof, wl, tmp_path):
 def test_traced_latency_is_net_of_the_allocator_probes(liveprof, wl, tmp_path):
     """small_buf() (handler.c alloc) is one malloc(4096) and one free: a few
     hundred ns. The allocator probes add their measured cost to every call
-    (JSON "alloc": probe_cost_ns), 12-20 us per call here: what a pair's
-    probes cost back to back ("alloc" + "free"), and more at a thread's
-    first hit after it was switched out ("after_switch"), which every call
-    here is (handle() sleeps between requests). A traced call's latency is
-    net of liveprof's own work: the probes' cost is charged to the calls
-    around them, so small_buf()'s median stays a small part of that cost,
-    while --raw-latency shows all of it.
+    (JSON "alloc": probe_cost_ns): what a pair's probes cost back to back
+    ("alloc" + "free"), and more at a thread's first hit after it was
+    switched out ("after_switch"), which every call here is (handle() sleeps
+    between requests). A traced call's latency is net of liveprof's own
+    work: the probes' cost is charged to the calls around them, while
+    --raw-latency shows all of it.
 
-    What the net median still holds: small_buf()'s own work and the part of
-    its own entry and return probes the tracer does not charge (its net
-    median is 1.3-1.6 us without --alloc here, about 0.1 of the charge), and
-    the charge's error. On this VM the probes' cost moves between 10 and
-    17 us a pair within seconds; the charge is the median of rounds spread
-    over the run, and a run's rounds spread by about +-2 us, 0.15 of the
-    charge. Together under a quarter of it. Measured back to back only, in
-    one batch per configuration at load, the charge left 0.13-0.93 of itself
-    in the net median (median 0.28 over 16 runs); with no charge, more than
-    the whole of it.
+    Three runs: the trace alone (its net median, about 1.3-2.4 us here, is
+    small_buf()'s own work and the part of its own trace probes the tracer
+    does not charge), with --alloc, and with --alloc --raw-latency. With the
+    charge the --alloc median is the first one's; without it, one charge
+    more (3-4 us a call here since free's probe moved off the single-stepped
+    test, 12-20 us before). Each median is of about 2,000 calls, so what
+    moves it is the machine's load between runs, not sampling: the checks
+    stand halfway between the two outcomes, half a charge from each.
     """
-    def run(extra, name):
+    def run(extra, name, alloc=True):
         js = tmp_path / f"{name}.json"
-        r = subprocess.run([str(liveprof), "--no-tui", "-F", "19", "--alloc", "--trace",
-                            "small_buf", "-d", "3", "--json", str(js), *extra, "--",
-                            wl("handler"), "alloc", "5"], capture_output=True, text=True,
-                           timeout=120)
+        argv = [str(liveprof), "--no-tui", "-F", "19", "--trace", "small_buf", "-d", "3",
+                "--json", str(js), *extra, "--", wl("handler"), "alloc", "5"]
+        if alloc:
+            argv.insert(4, "--alloc")
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=120)
         assert r.returncode == 0, r.stderr
         doc = json.loads(js.read_text())
         tr = [t for t in doc["traces"] if t["function"] == "small_buf"][0]
+        if not alloc:
+            return tr, 0, None
         cost = doc["alloc"]["probe_cost_ns"]
         return tr, cost["alloc"] + cost["free"] + cost["after_switch"], cost
 
+    base, _, _ = run([], "base", alloc=False)
     net, charge, cost = run([], "net")
     raw, charge_raw, _ = run(["--raw-latency"], "raw")
-    print(f"\nsmall_buf p50: {net['p50_ns']} ns net, {raw['p50_ns']} ns raw; "
-          f"probe cost per call {charge:.0f} / {charge_raw:.0f} ns ({cost}; "
-          f"{net['calls']} and {raw['calls']} calls)")
-    # Every call makes one malloc and one free, so every raw latency holds
-    # the probes' cost and the net ones hold none of it: a median of 100
-    # calls is far from both bounds below. (Under make test's load a 3 s
-    # run traced 288 calls, where a quiet one traces 4,000.)
-    assert net["calls"] >= 100 and raw["calls"] >= 100
+    print(f"\nsmall_buf p50: {base['p50_ns']} ns without --alloc, {net['p50_ns']} ns net, "
+          f"{raw['p50_ns']} ns raw; probe cost per call {charge:.0f} / {charge_raw:.0f} ns "
+          f"({cost}; {base['calls']}, {net['calls']} and {raw['calls']} calls)")
+    # (Under make test's load a 3 s run traced 288 calls, where a quiet one
+    # traces 4,000: 100 is enough for a median.)
+    assert min(base["calls"], net["calls"], raw["calls"]) >= 100
+    assert charge > 0 and charge_raw > 0, cost
     # the probes cost what was measured: the raw median holds it
-    assert raw["p50_ns"] >= 0.75 * charge_raw, (raw, charge_raw)
+    assert raw["p50_ns"] - base["p50_ns"] >= 0.5 * charge_raw, (raw, base, charge_raw)
     # and the net median does not
-    assert net["p50_ns"] <= 0.25 * charge, (net, charge)
+    assert net["p50_ns"] - base["p50_ns"] <= 0.5 * charge, (net, base, charge)

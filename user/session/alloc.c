@@ -332,14 +332,14 @@ int alloc_find_libc(int pid, char *buf, size_t len)
 }
 
 int alloc_attach_one(struct alloc_prof *a, struct bpf_program *prog, int pid, const char *libc,
-		     const char *func, bool ret)
+		     const char *func, uint64_t offset, bool ret)
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = func, .retprobe = ret);
 	struct bpf_link *l;
 
 	if (a->n_links == MAX_LINKS)
 		return -E2BIG;
-	l = bpf_program__attach_uprobe_opts(prog, pid, libc, 0, &uo);
+	l = bpf_program__attach_uprobe_opts(prog, pid, libc, ret ? 0 : (size_t)offset, &uo);
 	if (!l)
 		return -errno;
 	a->links[a->n_links++] = l;
@@ -374,9 +374,12 @@ int alloc__attach(struct alloc_prof *a, int pid, char *err, size_t errlen)
 		return e;
 	}
 	for (size_t i = 0; i < sizeof(probes) / sizeof(probes[0]); i++) {
-		e = alloc_attach_one(a, probes[i].enter, pid, libc, probes[i].func, false);
+		/* with a return probe, the entry's is on the same trap */
+		uint64_t at = probes[i].ret ? 0 : alloc_entry_offset(libc, probes[i].func);
+
+		e = alloc_attach_one(a, probes[i].enter, pid, libc, probes[i].func, at, false);
 		if (!e && probes[i].ret)
-			e = alloc_attach_one(a, sk->progs.alloc_exit, pid, libc, probes[i].func,
+			e = alloc_attach_one(a, sk->progs.alloc_exit, pid, libc, probes[i].func, 0,
 					     true);
 		if (e) {
 			snprintf(err, errlen, "cannot probe '%s' in '%s': %s", probes[i].func, libc,

@@ -112,7 +112,9 @@ static int cal_attach(struct alloc_prof *a, struct bpf_program *prog, const char
 		      const char *func, bool ret)
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = func, .retprobe = ret);
-	struct bpf_link *l = bpf_program__attach_uprobe_opts(prog, getpid(), libc, 0, &uo);
+	/* where alloc__attach() puts the targets' probes of @func */
+	size_t at = ret || strcmp(func, "free") ? 0 : (size_t)alloc_entry_offset(libc, func);
+	struct bpf_link *l = bpf_program__attach_uprobe_opts(prog, getpid(), libc, at, &uo);
 
 	if (!l)
 		return -errno;

@@ -72,11 +72,21 @@ struct alloc_prof {
 
 /**
  * alloc_attach_one - one allocator probe in @pid's @libc, kept in a->links
+ * @offset: from @func's entry (alloc_entry_offset()); 0 for a return probe
  *
  * Return: 0 or a negative errno.
  */
 int alloc_attach_one(struct alloc_prof *a, struct bpf_program *prog, int pid, const char *libc,
-		     const char *func, bool ret);
+		     const char *func, uint64_t offset, bool ret);
+
+/**
+ * alloc_entry_offset - alloc_site.c: where in @libc's @func an entry-only
+ * probe whose program reads only argument registers goes: past a leading
+ * "test r,r" onto the conditional jump after it (which the kernel
+ * emulates, where it single-steps the test), when that is proven an
+ * instruction boundary; else 0, the entry
+ */
+uint64_t alloc_entry_offset(const char *libc, const char *func);
 
 /**
  * alloc_find_libc - the libc mapped by @pid, as a path the kernel can open
