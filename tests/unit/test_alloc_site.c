@@ -75,4 +75,27 @@ UNIT_TEST(test_jump_after_test)
 	CHECK(system(cmd) == 0);
 }
 
+/* alloc_site_at(): the answer remembered by file and function. The file
+ * emptied in place (same inode) still gives the answer found before it was,
+ * which alloc_entry_offset() no longer can; another function is asked anew. */
+UNIT_TEST(test_site_remembered_by_inode)
+{
+	struct alloc_prof *a = calloc(1, sizeof(*a));
+	char cmd[160];
+
+	CHECK(a && build());
+	if (!a)
+		return;
+	CHECK_EQ_INT(alloc_site_at(a, lib, "lp_free_like"), 3);
+	CHECK_EQ_INT(alloc_site_at(a, lib, "lp_push_first"), 0);
+	CHECK(truncate(lib, 0) == 0);
+	CHECK_EQ_INT(alloc_entry_offset(lib, "lp_free_like"), 0);
+	CHECK_EQ_INT(alloc_site_at(a, lib, "lp_free_like"), 3);
+	CHECK_EQ_INT(alloc_site_at(a, lib, "lp_test32"), 0);
+	CHECK_EQ_INT(a->n_sites, 3);
+	free(a);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	CHECK(system(cmd) == 0);
+}
+
 UNIT_MAIN()

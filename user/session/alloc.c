@@ -375,7 +375,7 @@ int alloc__attach(struct alloc_prof *a, int pid, char *err, size_t errlen)
 	}
 	for (size_t i = 0; i < sizeof(probes) / sizeof(probes[0]); i++) {
 		/* with a return probe, the entry's is on the same trap */
-		uint64_t at = probes[i].ret ? 0 : alloc_entry_offset(libc, probes[i].func);
+		uint64_t at = probes[i].ret ? 0 : alloc_site_at(a, libc, probes[i].func);
 
 		e = alloc_attach_one(a, probes[i].enter, pid, libc, probes[i].func, at, false);
 		if (!e && probes[i].ret)

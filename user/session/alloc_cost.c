@@ -112,8 +112,8 @@ static int cal_attach(struct alloc_prof *a, struct bpf_program *prog, const char
 		      const char *func, bool ret)
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = func, .retprobe = ret);
-	/* where alloc__attach() puts the targets' probes of @func */
-	size_t at = ret || strcmp(func, "free") ? 0 : (size_t)alloc_entry_offset(libc, func);
+	/* where alloc__attach() puts the targets' probes of free */
+	size_t at = ret || strcmp(func, "free") ? 0 : (size_t)a->cal_free_at;
 	struct bpf_link *l = bpf_program__attach_uprobe_opts(prog, getpid(), libc, at, &uo);
 
 	if (!l)
@@ -167,6 +167,10 @@ static int cal_round(struct alloc_prof *a, struct alloc_cost_round *out)
 	if (!t)
 		return -ENOMEM;
 	err = alloc_find_libc((int)getpid(), libc, sizeof(libc));
+	if (!err && !a->cal_site_known) {
+		a->cal_free_at = alloc_entry_offset(libc, "free");
+		a->cal_site_known = true;
+	}
 	for (size_t i = 0; !err && i < sizeof(order) / sizeof(order[0]); i++) {
 		err = cal_switch(a, cur, order[i], libc);
 		cur = order[i];

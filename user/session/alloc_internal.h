@@ -16,6 +16,7 @@ struct bpf_link;
 struct bpf_program;
 
 #define MAX_LINKS	  256
+#define ALLOC_SITES	  8  /* files x functions whose probe site is remembered */
 #define ALLOC_COST_ROUNDS 32 /* the charge is the median of the latest rounds */
 
 struct live {
@@ -56,6 +57,18 @@ struct alloc_prof {
 	 * rounds change under cal_lock, and the daemon's thread reads the
 	 * costs without it (aligned doubles: at worst one round late) */
 	struct alloc_cost cost;
+	/* alloc_site_at(): where an entry-only probe goes, by file and
+	 * function, for the daemon's thread (every target of one libc asks
+	 * the same; finding it reads the file's FDEs, about 1 ms) */
+	struct alloc_site {
+		uint64_t dev, ino, at;
+		const char *func; /* a string constant */
+	} sites[ALLOC_SITES];
+	int n_sites, next_site;
+	/* the calibration's free() site on liveprof's own libc: found by the
+	 * first round, before the rounds' thread starts, and only read since */
+	uint64_t cal_free_at;
+	bool cal_site_known;
 	struct alloc_cost_round {
 		double alloc_ns, free_ns, switch_ns;
 	} rounds[ALLOC_COST_ROUNDS];
@@ -87,6 +100,12 @@ int alloc_attach_one(struct alloc_prof *a, struct bpf_program *prog, int pid, co
  * instruction boundary; else 0, the entry
  */
 uint64_t alloc_entry_offset(const char *libc, const char *func);
+
+/**
+ * alloc_site_at - alloc_entry_offset(), remembered in @a by the file's
+ * device and inode (the path differs per target: /proc/PID/root/...)
+ */
+uint64_t alloc_site_at(struct alloc_prof *a, const char *libc, const char *func);
 
 /**
  * alloc_find_libc - the libc mapped by @pid, as a path the kernel can open

@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "dwarf/probe_prove.h"
@@ -97,4 +98,28 @@ uint64_t alloc_entry_offset(const char *libc, const char *func)
 	elf_end(elf);
 	close(fd);
 	return at;
+}
+
+uint64_t alloc_site_at(struct alloc_prof *a, const char *libc, const char *func)
+{
+	struct alloc_site *e;
+	struct stat st;
+
+	if (stat(libc, &st))
+		return 0;
+	for (int i = 0; i < a->n_sites; i++) {
+		e = &a->sites[i];
+		if (e->dev == (uint64_t)st.st_dev && e->ino == (uint64_t)st.st_ino &&
+		    !strcmp(e->func, func))
+			return e->at;
+	}
+	if (a->n_sites < ALLOC_SITES)
+		e = &a->sites[a->n_sites++];
+	else
+		e = &a->sites[a->next_site++ % ALLOC_SITES];
+	*e = (struct alloc_site){.dev = (uint64_t)st.st_dev,
+				 .ino = (uint64_t)st.st_ino,
+				 .at = alloc_entry_offset(libc, func),
+				 .func = func};
+	return e->at;
 }
