@@ -23,6 +23,29 @@ def ensure_built(workloads):
     assert r.returncode == 0, r.stdout + r.stderr
 
 
+def tmux(session, *args, check=True):
+    """Run a tmux command against @session's own server (-L @session).
+
+    Tests on two xdist workers once shared the default server: when one
+    killed the server's last session, it exited as the other's new-session
+    reached it ("server exited unexpectedly"). A server per session shares
+    nothing; it exits with its session."""
+    r = subprocess.run(["tmux", "-L", session, *args], capture_output=True, text=True)
+    if check:
+        assert r.returncode == 0, f"tmux {args}: {r.stderr}"
+    return r.stdout
+
+
+def tmux_close(session):
+    """End @session's server and remove its socket (tmux leaves it behind)."""
+    tmux(session, "kill-server", check=False)
+    sock = os.path.join(os.environ.get("TMUX_TMPDIR", "/tmp"), f"tmux-{os.getuid()}", session)
+    try:
+        os.unlink(sock)
+    except FileNotFoundError:
+        pass
+
+
 def cpu_seconds(pid):
     """utime + stime of a process (all its threads), from the kernel; inf
     once it is gone."""

@@ -199,7 +199,9 @@ def test_c_stacks_keep_every_frame(liveprof, tmp_path):
     (but where a frame-pointer walk is blind: fp_blind_offsets)."""
     src = emit(liveprof, tmp_path, os.path.join(CORPUS, "deep.folded"))
     prog = build_c(src)
-    p = subprocess.Popen([prog, "5"], stdout=subprocess.DEVNULL)
+    # Long enough to outlive perf's start on a loaded machine (killed below):
+    # a 5 s run once ended before perf opened its events (ESRCH).
+    p = subprocess.Popen([prog, "60"], stdout=subprocess.DEVNULL)
     data = str(tmp_path / "perf.data")
     try:
         time.sleep(0.3)

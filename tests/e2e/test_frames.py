@@ -337,12 +337,11 @@ def test_tui_marks_inlined_frames(tmp_path):
     name = f"lpframes{os.getpid()}"
     try:
         time.sleep(0.3)
-        subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", "120", "-y", "40",
-                        f"{LIVEPROF} -p {target.pid} -F 499; sleep 30"], check=True)
+        lputil.tmux(name, "new-session", "-d", "-s", name, "-x", "120", "-y", "40",
+             f"{LIVEPROF} -p {target.pid} -F 499; sleep 30")
         deadline, screen = time.monotonic() + 30, ""
         while time.monotonic() < deadline:
-            screen = subprocess.run(["tmux", "capture-pane", "-p", "-t", name],
-                                    capture_output=True, text=True).stdout
+            screen = lputil.tmux(name, "capture-pane", "-p", "-t", name, check=False)
             if re.search(r"\sinl_c \[inlined\]\s*$", screen, re.M) and \
                re.search(r"\sspin \[inlined\]\s*$", screen, re.M):
                 break
@@ -350,6 +349,6 @@ def test_tui_marks_inlined_frames(tmp_path):
         assert re.search(r"\sinl_c \[inlined\]\s*$", screen, re.M), screen
         assert re.search(r"\shot\s*$", screen, re.M), screen  # the real function, unmarked
     finally:
-        subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
+        lputil.tmux_close(name)
         target.kill()
         target.wait()

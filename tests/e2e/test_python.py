@@ -16,17 +16,12 @@ natively with one warning that names the version.
 
 import ast
 import math
-import os
 import re
-import signal
-import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 import stats
-from lputil import cpu_seconds
 
 HERE = Path(__file__).resolve().parent
 WORKLOAD = HERE.parent / "workloads" / "python" / "py_shares.py"

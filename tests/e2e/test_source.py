@@ -26,7 +26,7 @@ import urllib.request
 import pytest
 
 import stats
-from lputil import BUILD, LIVEPROF, ROOT, ensure_built
+from lputil import BUILD, LIVEPROF, ROOT, ensure_built, tmux, tmux_close
 
 WORKLOAD = os.path.join(BUILD, "annot")
 SOURCE = os.path.join(ROOT, "tests", "workloads", "annot.c")
@@ -287,19 +287,12 @@ def test_unreachable_server_costs_timeout_once(tmp_path):
 COLS, ROWS = 160, 40
 
 
-def tmux(*args, check=True):
-    r = subprocess.run(["tmux", *args], capture_output=True, text=True)
-    if check:
-        assert r.returncode == 0, f"tmux {args}: {r.stderr}"
-    return r.stdout
-
-
 class Pane:
     def __init__(self, name):
         self.name = name
 
     def screen(self):
-        return tmux("capture-pane", "-p", "-t", self.name, check=False).rstrip("\n").split("\n")
+        return tmux(self.name, "capture-pane", "-p", "-t", self.name, check=False).rstrip("\n").split("\n")
 
     def wait(self, pred, timeout, what):
         deadline = time.monotonic() + timeout
@@ -313,10 +306,10 @@ class Pane:
             time.sleep(0.1)
 
     def keys(self, *keys):
-        tmux("send-keys", "-t", self.name, *keys)
+        tmux(self.name, "send-keys", "-t", self.name, *keys)
 
     def type(self, text):
-        tmux("send-keys", "-t", self.name, "-l", text)
+        tmux(self.name, "send-keys", "-t", self.name, "-l", text)
 
 
 def source_rows(screen, lines):
@@ -343,7 +336,7 @@ def test_tui_source_view(server, tmp_path):
     target = subprocess.Popen([stripped, "120"], stdout=subprocess.DEVNULL)
     name = f"lpsrc{os.getpid()}"
     env = f"DEBUGINFOD_URLS={url} DEBUGINFOD_CACHE_PATH={tmp_path / 'cache'}"
-    tmux("new-session", "-d", "-s", name, "-x", str(COLS), "-y", str(ROWS), "sh", "-c",
+    tmux(name, "new-session", "-d", "-s", name, "-x", str(COLS), "-y", str(ROWS), "sh", "-c",
          f"env {env} {LIVEPROF} -F 999 --debuginfod-timeout 30 -p {target.pid}; "
          "echo EXITED $?; sleep 60")
     pane = Pane(name)
@@ -397,7 +390,7 @@ def test_tui_source_view(server, tmp_path):
         pane.keys("q")
         pane.wait(lambda s: any("EXITED 0" in l for l in s), 20, "liveprof exiting with 0")
     finally:
-        tmux("kill-session", "-t", name, check=False)
+        tmux_close(name)
         target.kill()
         target.wait(timeout=5)
 

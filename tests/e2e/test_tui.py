@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from lputil import tmux, tmux_close
+
 ROOT = Path(__file__).resolve().parents[2]
 LIVEPROF = ROOT / "liveprof"
 WORKLOAD = ROOT / "tests" / "build" / "tui_handler"
@@ -31,13 +33,6 @@ def ensure_built():
     r = subprocess.run(["make", "-s", "liveprof", "workloads"], cwd=ROOT,
                        capture_output=True, text=True)
     assert r.returncode == 0, "make failed:\n" + r.stdout + r.stderr
-
-
-def tmux(*args, check=True):
-    r = subprocess.run(["tmux", *args], capture_output=True, text=True)
-    if check:
-        assert r.returncode == 0, f"tmux {args}: {r.stderr}"
-    return r.stdout
 
 
 class Tui:
@@ -62,7 +57,7 @@ class Tui:
         cmd = (f"trap true INT; stty -g > {before}; "
                f"{shlex.quote(str(LIVEPROF))} -p {self.target.pid} {extra}; "
                f"echo EXITED $?; stty -g > {after}; sleep 60")
-        tmux("new-session", "-d", "-s", self.name, "-x", str(COLS), "-y",
+        tmux(self.name, "new-session", "-d", "-s", self.name, "-x", str(COLS), "-y",
              str(ROWS), "sh", "-c", cmd)
         self.started = True
         # The UI is up once its status line and help bar are drawn.
@@ -75,7 +70,7 @@ class Tui:
         return self
 
     def screen(self):
-        out = tmux("capture-pane", "-p", "-t", self.name, check=False)
+        out = tmux(self.name, "capture-pane", "-p", "-t", self.name, check=False)
         lines = out.split("\n")
         if lines and lines[-1] == "":
             lines.pop()
@@ -95,11 +90,11 @@ class Tui:
             time.sleep(0.1)
 
     def keys(self, *keys):
-        tmux("send-keys", "-t", self.name, *keys)
+        tmux(self.name, "send-keys", "-t", self.name, *keys)
 
     def type(self, text):
         # -l: literal, so that "q" in a word is not a key binding of tmux.
-        tmux("send-keys", "-t", self.name, "-l", text)
+        tmux(self.name, "send-keys", "-t", self.name, "-l", text)
 
     def command(self, line):
         self.keys(":")
@@ -117,7 +112,7 @@ class Tui:
 
     def close(self):
         if self.started:
-            tmux("kill-session", "-t", self.name, check=False)
+            tmux_close(self.name)
         if self.target and self.target.poll() is None:
             self.target.kill()
             self.target.wait(timeout=5)
@@ -262,7 +257,7 @@ def exited(tui, how):
     code = [l for l in s if "EXITED" in l][0].split()[-1]
     assert code == "0", s
     # Out of the alternate screen, and the tty modes are back as they were.
-    assert tmux("display-message", "-p", "-t", tui.name, "#{alternate_on}").strip() == "0"
+    assert tmux(tui.name, "display-message", "-p", "-t", tui.name, "#{alternate_on}").strip() == "0"
     deadline = time.monotonic() + 5
     after = tui.tmp / "stty.after"
     while not after.exists() and time.monotonic() < deadline:
@@ -295,7 +290,7 @@ def test_target_exit_ends_the_ui_cleanly(tui):
 def test_resize_to_80x24(tui):
     tui.start()
     tui.wait(lambda s: any(top_row(l, "work") for l in tui.content(s)), 10, "no samples")
-    tmux("resize-window", "-t", tui.name, "-x", "80", "-y", "24")
+    tmux(tui.name, "resize-window", "-t", tui.name, "-x", "80", "-y", "24")
 
     def fits(s):
         return len(s) == 24 and s[23].startswith("?:help") and "liveprof" in s[0]

@@ -19,8 +19,6 @@ as a broken run (no delay, or a delay on the wrong function) would.
 import re
 import time
 
-import pytest
-
 from test_tui import tui  # noqa: F401 (the fixture: liveprof in tmux on tui_handler)
 
 TRUTH_LO, TRUTH_HI = 0.55, 50 / 82  # slow_path's impact, with and without probe costs

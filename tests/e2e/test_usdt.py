@@ -10,7 +10,6 @@ computed only while the semaphore is raised (the workload prints how often).
 import os
 import re
 import subprocess
-import time
 
 ROUNDS = 3000  # a multiple of 2, 3, 4 and 10: every value's share is exact
 FAST_US, SLOW_US = 200, 2000
