@@ -45,6 +45,10 @@ struct lp_thread_calls {
 	__u32 seq;
 	__u64 overhead_ns;
 	__u64 py_end_ns; /* when the last timed py: program run ended (pytrace.bpf.h) */
+	/* generator calls that began on this thread and have not ended
+	 * (pygen.bpf.h): while there are any, a return probe looks further */
+	__u32 py_gens;
+	__u32 pad;
 	struct lp_frame_state f[LP_MAX_DEPTH];
 };
 

@@ -201,6 +201,13 @@ struct lp_py_cfg {
 	__u16 unicode_ascii_data;
 	__u16 code_filename; /* py:module.QUALNAME: the module is the file's */
 	__u16 code_ident;    /* the identity window (LP_PY_IDENT_WORDS); 0: none */
+	/* generators and coroutines, timed across their resumptions
+	 * (pygen.bpf.h): the code's co_flags, and from a generator's frame
+	 * (its gi_iframe) back to its gi_frame_state byte */
+	__u16 code_flags;
+	__u16 gen_state_back;
+	__u16 op_return_generator; /* that opcode in this version; 0: untimed */
+	__u16 pad;
 };
 
 /*
@@ -574,7 +581,7 @@ LP_ASSERT_AT(struct lp_sample, ustack, 96 + 32 * LP_MAX_CALLS);
 LP_ASSERT_AT(struct lp_sample, interp,
 	     96 + 32 * LP_MAX_CALLS + 8 * (LP_MAX_USTACK + LP_MAX_KSTACK) + 8);
 LP_ASSERT_SIZE(struct lp_interp_frame, 24);
-LP_ASSERT_SIZE(struct lp_py_cfg, 48);
+LP_ASSERT_SIZE(struct lp_py_cfg, 56);
 LP_ASSERT_SIZE(struct lp_rb_cfg, 40);
 LP_ASSERT_SIZE(struct lp_call_end, 64);
 LP_ASSERT_SIZE(struct lp_fetch_op, 16);

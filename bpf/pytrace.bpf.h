@@ -28,12 +28,16 @@
  * dropping those above it (frames an exception unwound without a
  * return probe), and a frame that starts at an address still on the
  * stack of calls ends the one that was there, so pairing never drifts.
+ *
+ * Generators and coroutines: pygen.bpf.h.
  */
 #ifndef LP_PYTRACE_BPF_H
 #define LP_PYTRACE_BPF_H
 
 /* A frame of --trace py: in thread_calls (with LP_FS_USDT, sp = frame). */
 #define LP_FS_PY (1u << 4)
+
+#include "pygen.bpf.h"
 
 /* PyASCIIObject.state: compact (bit 5) and ascii (bit 6), 3.11 to 3.13 */
 #define PY_STATE_COMPACT_ASCII (3u << 5)
@@ -45,9 +49,11 @@ struct py_code_key {
 };
 
 struct py_code_val {
-	__u32 id1;	/* traced: probe id + 1; 0: not traced */
-	__u32 gen;	/* py_names_gen when decided */
-	__u64 qualname; /* co_qualname then: a reused address decides anew */
+	__u32 id1;	 /* traced: probe id + 1; 0: not traced */
+	__u32 names_gen; /* py_names_gen when decided */
+	__u64 qualname;	 /* co_qualname then: a reused address decides anew */
+	__u32 is_gen;	 /* traced, and a generator, coroutine or async generator */
+	__u32 pad;
 };
 
 struct {
@@ -244,21 +250,29 @@ static __always_inline __u32 py_decide(const struct lp_py_cfg *cfg, __u64 code, 
 }
 
 /*
- * The probe id + 1 of @code's trace in process @tgid, 0 if untraced.
- * One lookup when decided already (and still valid).
+ * The probe id + 1 of @code's trace in process @tgid, 0 if untraced, and
+ * whether a traced code is a generator's (*@is_gen). One lookup when
+ * decided already (and still valid).
  */
-static __always_inline __u32 py_code_trace(const struct lp_py_cfg *cfg, __u32 tgid, __u64 code)
+static __always_inline __u32 py_code_trace(const struct lp_py_cfg *cfg, __u32 tgid, __u64 code,
+					   bool *is_gen)
 {
 	struct py_code_key key = {.tgid = tgid, .code = code};
 	struct py_code_val *v = bpf_map_lookup_elem(&py_codes, &key), nv = {};
-	__u32 gen = py_names_gen;
+	__u32 names_gen = py_names_gen, co_flags = 0;
 
 	nv.qualname = py_read_ptr(code + cfg->code_qualname);
-	if (v && v->gen == gen && v->qualname == nv.qualname)
+	if (v && v->names_gen == names_gen && v->qualname == nv.qualname) {
+		*is_gen = v->is_gen;
 		return v->id1;
+	}
 	nv.id1 = py_decide(cfg, code, nv.qualname);
-	nv.gen = gen;
+	nv.names_gen = names_gen;
+	if (nv.id1 && cfg->code_flags != LP_PY_OFF_NONE &&
+	    !bpf_probe_read_user(&co_flags, sizeof(co_flags), (void *)(code + cfg->code_flags)))
+		nv.is_gen = (co_flags & PY_CO_GEN_KINDS) != 0;
 	bpf_map_update_elem(&py_codes, &key, &nv, BPF_ANY);
+	*is_gen = nv.is_gen;
 	return nv.id1;
 }
 
@@ -331,12 +345,12 @@ static __always_inline void py_drop_above(struct lp_thread_calls *tc, __u32 d)
 /*
  * What both py: programs look up first: this process's config @cfg, the
  * thread's current frame @f, its code object @code and that code's trace
- * (@id1: probe id + 1, 0 if untraced). False when there is nothing to do:
- * another trace's program (@mine is not the owner), liveprof itself,
- * paused, or no frame to read.
+ * (@id1: probe id + 1, 0 if untraced; @is_gen: a generator's code). False
+ * when there is nothing to do: another trace's program (@mine is not the
+ * owner), liveprof itself, paused, or no frame to read.
  */
 static __always_inline bool py_hit_frame(__u64 id, __u32 mine, struct lp_py_cfg **cfg, __u64 *f,
-					 __u64 *code, __u32 *id1)
+					 __u64 *code, __u32 *id1, bool *is_gen)
 {
 	__u32 tgid = id >> 32;
 
@@ -348,28 +362,44 @@ static __always_inline bool py_hit_frame(__u64 id, __u32 mine, struct lp_py_cfg 
 	*f = py_current_frame(*cfg, (__u32)id, code);
 	if (!*f)
 		return false;
-	*id1 = py_code_trace(*cfg, tgid, *code);
+	*id1 = py_code_trace(*cfg, tgid, *code, is_gen);
 	return true;
+}
+
+/* What kind of start a hit on frame @f of @code (trace @id1) is. */
+static __always_inline enum py_start_kind py_classify_start(const struct lp_py_cfg *cfg, __u64 id,
+							    __u64 f, __u64 code, __u32 id1,
+							    bool is_gen, struct py_gen_call **g)
+{
+	__u64 instr = 0;
+
+	if (!id1 || bpf_probe_read_user(&instr, sizeof(instr), (void *)(f + cfg->iframe_instr)))
+		return PY_START_NONE;
+	/* a frame that ran no code unit yet starts here; others resume */
+	return py_start_kind(cfg, id >> 32, f, instr, instr == code + cfg->code_adaptive - 2,
+			     is_gen, g);
 }
 
 SEC("uprobe")
 int BPF_KPROBE(lp_py_start)
 {
-	__u64 t0 = 0, id = 0, code = 0, f = 0, instr = 0;
+	__u64 t0 = 0, id = 0, code = 0, f = 0, hit = 0;
 	__u32 id1 = 0, d, mine = (__u32)bpf_get_attach_cookie(ctx);
 	struct lp_thread_calls *tc;
 	struct lp_probe_cfg *pcfg;
 	struct lp_py_cfg *cfg = NULL;
+	struct py_gen_call *g = NULL;
+	enum py_start_kind kind;
+	bool is_gen = false;
 
 	if (mine != py_owner_id)
 		return 0;
 	t0 = bpf_ktime_get_ns();
 	id = bpf_get_current_pid_tgid();
-	if (!py_hit_frame(id, mine, &cfg, &f, &code, &id1))
+	if (!py_hit_frame(id, mine, &cfg, &f, &code, &id1, &is_gen))
 		return 0;
-	/* a frame that ran no code unit yet starts here; others resume */
-	if (!id1 || bpf_probe_read_user(&instr, sizeof(instr), (void *)(f + cfg->iframe_instr)) ||
-	    instr != code + cfg->code_adaptive - 2) {
+	kind = py_classify_start(cfg, id, f, code, id1, is_gen, &g);
+	if (kind == PY_START_NONE) {
 		/* an untraced frame inside traced calls: theirs */
 		tc = thread_calls_of(bpf_get_current_task_btf(), false);
 		if (tc && tc->depth)
@@ -390,59 +420,97 @@ int BPF_KPROBE(lp_py_start)
 		tc->overhead_ns += lp_untimed_call(id1, LP_CNT_CALLS_DROPPED);
 		return 0;
 	}
-	/* the calls around it pay for this hit; push_call() starts the new
-	 * call's charges after it */
+	/* the calls around it pay for this hit, and so does a generator's
+	 * call it resumes; push_call() starts the new call's charges after */
+	if (d || kind == PY_START_GEN_RESUME)
+		hit = py_hit_cost(tc, t0, py_start_hit_ns, 0);
 	if (d)
-		tc->overhead_ns += py_hit_cost(tc, t0, py_start_hit_ns, 0);
-	push_call(ctx, tc, d, pcfg, id1, f, LP_FS_USDT | LP_FS_PY, id1);
+		tc->overhead_ns += hit;
+	push_call(ctx, tc, d, pcfg, id1, f,
+		  LP_FS_USDT | LP_FS_PY | (kind == PY_START_CALL ? 0 : LP_FS_GEN), id1);
+	if (kind != PY_START_CALL)
+		py_gen_begin(tc, &tc->f[call_idx(d)], id, f, kind, g, hit);
 	return 0;
 }
 
-SEC("uprobe")
-int BPF_KPROBE(lp_py_return)
+/*
+ * A return of the thread's current frame (@yielded: at a yield, known
+ * from the probe's place): a traced call's end, or a generator's
+ * segment's.
+ */
+static __always_inline int py_on_return(struct pt_regs *ctx, bool yielded)
 {
-	__u64 now = bpf_ktime_get_ns();
-	__u64 code = 0, f = 0;
+	__u64 now = bpf_ktime_get_ns(), id = bpf_get_current_pid_tgid();
+	__u64 code = 0, f = 0, hit;
 	__u32 id1 = 0, d, mine = (__u32)bpf_get_attach_cookie(ctx);
 	struct lp_thread_calls *tc;
 	struct lp_probe_cfg *pcfg;
 	struct lp_frame_state *fs;
 	struct lp_py_cfg *cfg = NULL;
+	bool is_gen = false;
 
-	/* No call in flight on this thread: no call can end here and none is
-	 * there to charge, so most returns outside traced calls end now,
-	 * before the frame reads and the code lookup (about 500 of the 600 ns
-	 * the program took per return here). */
+	/* No call in flight on this thread (nor a generator's suspended): no
+	 * call can end here and none is there to charge, so most returns
+	 * outside traced calls end now, before the frame reads and the code
+	 * lookup (about 500 of the 600 ns the program took per return here). */
 	if (mine != py_owner_id)
 		return 0;
 	tc = thread_calls_of(bpf_get_current_task_btf(), false);
-	if (!tc || !tc->depth)
+	if (!tc || (!tc->depth && !tc->py_gens))
 		return 0;
-	if (!py_hit_frame(bpf_get_current_pid_tgid(), mine, &cfg, &f, &code, &id1))
+	if (!py_hit_frame(id, mine, &cfg, &f, &code, &id1, &is_gen))
 		return 0;
 	if (!id1) {
 		/* an untraced frame's return inside traced calls: theirs */
-		tc->overhead_ns += py_hit_cost(tc, now, py_return_hit_ns, 1);
+		if (tc->depth)
+			tc->overhead_ns += py_hit_cost(tc, now, py_return_hit_ns, 1);
 		return 0;
 	}
 	id1--;
 	pcfg = bpf_map_lookup_elem(&probes, &id1);
 	if (!pcfg)
 		return 0;
-	/* none: it started before we attached */
 	d = py_find_frame(tc, f);
-	if (!d)
+	if (!d) {
+		/* none: it started before we attached, or a throw() resumed it */
+		if (is_gen)
+			py_gen_end_unseen(ctx, tc, cfg, pcfg, id1, id, f, now, yielded);
 		return 0;
+	}
 	py_drop_above(tc, d);
 	fs = &tc->f[call_idx(d - 1)];
 	if (fs->probe_id != id1)
 		return 0;
+	if ((fs->flags & LP_FS_GEN) && (yielded || py_gen_suspended(cfg, f))) {
+		/* a suspension: the call goes on at the next resumption */
+		hit = py_hit_cost(tc, now, py_return_hit_ns, 1);
+		py_gen_suspend(tc, fs, id >> 32, f, hit);
+		if (d > 1)
+			tc->overhead_ns += hit;
+		tc->depth = d - 1;
+		return 0;
+	}
 	/* the start's hit was charged when it ran; this one is, as timed */
 	finish_call(ctx, tc, fs, pcfg, now, 0);
+	if (fs->flags & LP_FS_GEN)
+		py_gen_forget(tc, id, f);
 	if (d > 1)
 		tc->overhead_ns += py_hit_cost(tc, now, py_return_hit_ns, 1);
 	tc->depth = d - 1;
 	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(lp_py_return)
+{
+	return py_on_return(ctx, false);
+}
+
+/* The label TARGET_YIELD_VALUE, in a build without USDT. */
+SEC("uprobe")
+int BPF_KPROBE(lp_py_yield)
+{
+	return py_on_return(ctx, true);
 }
 
 #endif /* LP_PYTRACE_BPF_H */

@@ -37,6 +37,8 @@
  * passes; the frame is still the thread's current one at both. */
 #define RETURN_LABEL "TARGET_RETURN_VALUE"
 #define UNWIND_LABEL "exit_unwind"
+/* and where a generator's frame yields: it leaves the evaluator too */
+#define YIELD_LABEL "TARGET_YIELD_VALUE"
 
 /* The label @name with an address below @die (depth-first), or -ENOENT. */
 static int find_label(Dwarf_Die *die, const char *name, Dwarf_Addr *pc, int depth)
@@ -203,6 +205,13 @@ static int find_points(Elf *elf, Dwarf *dbg, const char *path, bool returns,
 		out->ret[i].vaddr = pc;
 		r = prove(elf, dbg, path, ret_labels[i], pc, &out->ret[i].offset, err, errlen);
 		out->n_ret = i + 1;
+	}
+	if (returns && !r) {
+		*missing = YIELD_LABEL;
+		if (find_label(&fn, YIELD_LABEL, &pc, 0))
+			return -ENOENT;
+		out->yield.vaddr = pc;
+		r = prove(elf, dbg, path, YIELD_LABEL, pc, &out->yield.offset, err, errlen);
 	}
 	*missing = NULL;
 	return r;

@@ -46,6 +46,9 @@ static const struct py_offsets py311 = {
 	.code_firstlineno = 72,
 	.code_linetable = 136,
 	.code_code_adaptive = 184,
+	.code_flags = 48,
+	.gen_frame_state = 75,
+	.gen_iframe = 80,
 	.unicode_length = 16,
 	.unicode_state = 32,
 	.ascii_size = 48, /* 3.11 still has the wstr pointer */
@@ -74,6 +77,9 @@ static const struct py_offsets py312 = {
 	.code_firstlineno = 68,
 	.code_linetable = 136,
 	.code_code_adaptive = 192,
+	.code_flags = 48,
+	.gen_frame_state = 67,
+	.gen_iframe = 72,
 	.unicode_length = 16,
 	.unicode_state = 32,
 	.ascii_size = 40,
@@ -102,6 +108,9 @@ static const struct py_offsets py313 = {
 	.code_firstlineno = 68,
 	.code_linetable = 136,
 	.code_code_adaptive = 200,
+	.code_flags = 48,
+	.gen_frame_state = 67,
+	.gen_iframe = 72,
 	.unicode_length = 16,
 	.unicode_state = 32,
 	.ascii_size = 40,
@@ -109,6 +118,14 @@ static const struct py_offsets py313 = {
 	.bytes_size = 16,
 	.bytes_sval = 32,
 };
+
+/* Lib/opcode.py of 3.11: def_op('RETURN_GENERATOR', 75) */
+#define PY311_RETURN_GENERATOR 75
+
+unsigned int python_op_return_generator(unsigned int major, unsigned int minor)
+{
+	return major == 3 && minor == 11 ? PY311_RETURN_GENERATOR : 0;
+}
 
 const struct py_offsets *python_offsets_builtin(unsigned int major, unsigned int minor)
 {

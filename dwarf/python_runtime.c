@@ -91,6 +91,7 @@ enum py_struct {
 	S_ASCII,
 	S_COMPACT,
 	S_BYTES,
+	S_GEN,
 	NSTRUCTS,
 };
 
@@ -104,6 +105,7 @@ static const char *const struct_names[NSTRUCTS] = {
 	[S_ASCII] = "PyASCIIObject",
 	[S_COMPACT] = "PyCompactUnicodeObject",
 	[S_BYTES] = "PyBytesObject",
+	[S_GEN] = "PyGenObject",
 };
 
 #define SIZEOF "" /* the path that means sizeof(struct) */
@@ -144,6 +146,9 @@ static const struct py_field fields[] = {
 	F_ALL(code_firstlineno, S_CODE, "co_firstlineno"),
 	F_ALL(code_linetable, S_CODE, "co_linetable"),
 	F_ALL(code_code_adaptive, S_CODE, "co_code_adaptive"),
+	F_ALL(code_flags, S_CODE, "co_flags"),
+	F_ALL(gen_frame_state, S_GEN, "gi_frame_state"),
+	F_ALL(gen_iframe, S_GEN, "gi_iframe"),
 	F_ALL(unicode_length, S_ASCII, "length"),
 	F_ALL(unicode_state, S_ASCII, "state"),
 	F_ALL(ascii_size, S_ASCII, SIZEOF),

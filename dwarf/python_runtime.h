@@ -49,6 +49,10 @@ struct py_offsets {
 	uint32_t code_firstlineno;   /* int */
 	uint32_t code_linetable;     /* PyBytesObject * */
 	uint32_t code_code_adaptive; /* co_code_adaptive: the first code unit */
+	uint32_t code_flags;	     /* co_flags (int): CO_GENERATOR and kin */
+	/* PyGenObject (coroutines and async generators share its layout) */
+	uint32_t gen_frame_state; /* gi_frame_state (int8_t): < 0 while suspended */
+	uint32_t gen_iframe;	  /* gi_iframe: the generator's own frame */
 	/* PyUnicodeObject */
 	uint32_t unicode_length; /* PyASCIIObject.length */
 	uint32_t unicode_state;	 /* PyASCIIObject.state: the bit-field word */
@@ -94,6 +98,23 @@ int python_runtime_find(const char *path, struct py_runtime *out, char *err, siz
  */
 const struct py_offsets *python_offsets_builtin(unsigned int major, unsigned int minor);
 
+/**
+ * python_op_return_generator() - the opcode RETURN_GENERATOR in a version
+ * whose generators and coroutines --trace py: times across resumptions.
+ * @major: 3
+ * @minor: the minor version
+ *
+ * A generator's frame that has not run yet stopped at that instruction
+ * (its creating call ran it), which tells its first resumption from the
+ * others. Only 3.11, where every resumption enters the evaluator anew and
+ * every yield leaves it; 3.12 resumes and yields inside the caller's
+ * evaluator loop (SEND_GEN, FOR_ITER_GEN), which the probes are not
+ * checked against.
+ *
+ * Return: the opcode, or 0 where generators are not timed.
+ */
+unsigned int python_op_return_generator(unsigned int major, unsigned int minor);
+
 /* A probe point in the evaluator. */
 struct py_eval_point {
 	uint64_t vaddr;	 /* link-time address, proven an instruction boundary */
@@ -112,6 +133,9 @@ struct py_eval_points {
 	uint64_t resume_vaddr;	     /* resume_frame's address */
 	struct py_eval_point ret[2]; /* TARGET_RETURN_VALUE, exit_unwind */
 	int n_ret;
+	/* TARGET_YIELD_VALUE, with the returns: where a generator's frame
+	 * yields (bpf/pygen.bpf.h) */
+	struct py_eval_point yield;
 };
 
 /**

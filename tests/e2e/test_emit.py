@@ -319,7 +319,12 @@ def test_utilization(liveprof, tmp_path, util):
     if abs(measured - util) > 0.2 * util and w1 - w0 > 0.5 * (t1 - t0):
         pytest.skip("the machine is too loaded to measure: the program waited %.2f s of "
                     "%.2f s for a CPU (measured %.3f)" % (w1 - w0, t1 - t0, measured))
-    assert abs(measured - util) <= 0.2 * util, (measured, raw)
+    # Never more than U; less only by what waiting for a CPU explains: of the
+    # time it had (elapsed less its run-queue wait) it used U or more. A fresh
+    # clone beside other tests measured 0.396 for U = 0.5.
+    had = max(t1 - t0 - (w1 - w0), 1e-3)
+    assert measured <= 1.2 * util, (measured, raw)
+    assert measured >= 0.8 * util or (c1 - c0) / had >= 0.8 * util, (measured, raw, w1 - w0)
 
 
 def test_duration_and_threads(liveprof, tmp_path):

@@ -11,6 +11,7 @@ whose return is not paired with its start (an exception, a stale frame)
 would show as untimed or shift the counts.
 """
 
+import json
 import re
 import subprocess
 import time
@@ -43,13 +44,14 @@ def def_line(name):
     return next(i for i, l in enumerate(SRC.splitlines(), 1) if l.startswith(f"def {name}("))
 
 
-def run_counted(procs, tmp_path, args, specs, timeout=90, python=PY, n_ret=1):
-    """Start the workload, then liveprof -v -p with @args; go once every
-    spec's probes are in (a start and @n_ret return probes each); stop
-    liveprof (SIGINT) after the rounds."""
+def run_with_go(procs, tmp_path, workload, args, specs, done, timeout=90, python=PY, n_ret=1):
+    """Start @workload (its first argument the go file), then liveprof -v
+    -p with @args; go once every spec's probes are in (a start and @n_ret
+    return probes each); once the workload prints a line starting with
+    @done, stop liveprof (SIGINT). Returns (json, stdout, output dir)."""
     go = tmp_path / "go"
-    target = procs.start([python, WL, go, ROUNDS], settle=0.3, stdout=subprocess.PIPE,
-                         text=True)
+    target = procs.start([python, *workload[:1], go, *workload[1:]], settle=0.3,
+                         stdout=subprocess.PIPE, text=True)
     out = tmp_path / "lp"
     out.mkdir()
     err = open(out / "stderr", "w+")
@@ -66,15 +68,20 @@ def run_counted(procs, tmp_path, args, specs, timeout=90, python=PY, n_ret=1):
         assert lp.poll() is None, (out / "stderr").read_text()[-3000:]
         go.touch()
         line = target.stdout.readline()
-        assert line.startswith(f"done {ROUNDS} rounds, {ROUNDS // 4} raised"), line
+        assert line.startswith(done), line
         lp.send_signal(2)
         so, _ = lp.communicate(timeout=60)
     finally:
         if lp.poll() is None:
             lp.kill()
-    import json
     assert lp.returncode == 0, (out / "stderr").read_text()[-3000:]
     return json.loads((out / "out.json").read_text()), so, out
+
+
+def run_counted(procs, tmp_path, args, specs, timeout=90, python=PY, n_ret=1):
+    """py_calls.py's ROUNDS rounds under liveprof with @args (run_with_go)."""
+    return run_with_go(procs, tmp_path, [WL, ROUNDS], args, specs,
+                       f"done {ROUNDS} rounds, {ROUNDS // 4} raised", timeout, python, n_ret)
 
 
 def traces_of(js):
@@ -126,6 +133,21 @@ def folded_count(path, frame):
     return hit
 
 
+def check_split_cause(js, out, spec, cause):
+    """The --split @spec@p95 written to @out put the frame @cause, which
+    only slow calls run, in the slow profile (issue 15: >= 90% of its
+    samples, of at least 50), and ranked it first, significant."""
+    s = js["split"]
+    assert s["function"] == spec and s["percentile"] == 95, s
+    slow_hit = folded_count(out / "slow.folded", cause)
+    fast_hit = folded_count(out / "fast.folded", cause)
+    print(f"\n{cause} samples: {slow_hit} slow, {fast_hit} fast; "
+          f"top {s['top_frames'][0]['frame'] if s['top_frames'] else None}")
+    assert slow_hit >= 50 and slow_hit >= 0.9 * (slow_hit + fast_hit), (slow_hit, fast_hit)
+    top = s["top_frames"][0]
+    assert top["frame"] == cause and top["significant"], s["top_frames"][:3]
+
+
 def test_split_python_function(procs, tmp_path):
     specs = ["py:slow_extra", "py:mid"]
     out = tmp_path / "split"
@@ -134,17 +156,8 @@ def test_split_python_function(procs, tmp_path):
     js, so, _ = run_counted(procs, tmp_path, args, specs)
     t = traces_of(js)
     assert t["py:mid"]["calls"] == ROUNDS and t["py:slow_extra"]["calls"] == TRUTH["py:slow_extra"]
-    s = js["split"]
-    assert s["function"] == "py:mid" and s["percentile"] == 95, s
-    name = f"slow_extra (py_calls.py:{def_line('slow_extra')})"
-    slow_hit = folded_count(out / "slow.folded", name)
-    fast_hit = folded_count(out / "fast.folded", name)
-    print(f"\nslow_extra samples: {slow_hit} slow, {fast_hit} fast; "
-          f"top {s['top_frames'][0]['frame'] if s['top_frames'] else None}")
-    # 20 calls of 20 ms at 999 Hz: about 400 samples; issue 15: >= 90% slow
-    assert slow_hit >= 50 and slow_hit >= 0.9 * (slow_hit + fast_hit), (slow_hit, fast_hit)
-    top = s["top_frames"][0]
-    assert top["frame"] == name and top["significant"], s["top_frames"][:3]
+    # 20 calls of 20 ms at 999 Hz: about 400 samples
+    check_split_cause(js, out, "py:mid", f"slow_extra (py_calls.py:{def_line('slow_extra')})")
     # Python frames inside the calls: leaf's, below mid's
     assert folded_count(out / "fast.folded", f"leaf (py_calls.py:{def_line('leaf')})") > 0
 
@@ -233,7 +246,6 @@ def test_python_function_as_causal_progress_point(procs, tmp_path):
                         "--json", str(js)], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     rates = [float(target.stdout.readline().split()[1]) for _ in range(2)]
-    import json
     doc = json.loads(js.read_text())
     assert doc["progress_point"] == "py:leaf" and doc["metric"] == "throughput", doc
     assert 0 < doc["baseline_rate"] <= 1.05 * max(rates), (doc, rates)

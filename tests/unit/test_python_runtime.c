@@ -46,6 +46,9 @@
 	X(code_firstlineno)                                                                        \
 	X(code_linetable)                                                                          \
 	X(code_code_adaptive)                                                                      \
+	X(code_flags)                                                                              \
+	X(gen_frame_state)                                                                         \
+	X(gen_iframe)                                                                              \
 	X(unicode_length)                                                                          \
 	X(unicode_state)                                                                           \
 	X(ascii_size)                                                                              \
@@ -359,8 +362,8 @@ UNIT_TEST(truncated_and_garbled_copies_fail_cleanly)
 	/* whole file, the headers and symbol tables garbled: any result, no
 	 * crash (the ASan build checks the reads) */
 	for (uint64_t seed = 1; seed <= 20; seed++) {
-		CHECK(copy_prefix(src, path, st.st_size, seed * 0x9e3779b97f4a7c15ull, 0,
-				  2u << 20, 5));
+		CHECK(copy_prefix(src, path, st.st_size, seed * 0x9e3779b97f4a7c15ull, 0, 2u << 20,
+				  5));
 		python_runtime_find(path, &rt, err, sizeof(err));
 	}
 	unlink(path);

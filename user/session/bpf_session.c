@@ -123,6 +123,7 @@ static void size_maps(struct bpf_session *s, const struct bpf_session_opts *o)
 		bpf_program__set_autoload(k->progs.lp_line_hit, false);
 		bpf_program__set_autoload(k->progs.lp_py_start, false);
 		bpf_program__set_autoload(k->progs.lp_py_return, false);
+		bpf_program__set_autoload(k->progs.lp_py_yield, false);
 		/* the USDT pairs' string match alone took 170 ms to verify */
 		bpf_program__set_autoload(k->progs.lp_usdt_entry, false);
 		bpf_program__set_autoload(k->progs.lp_usdt_return, false);
@@ -139,6 +140,7 @@ static void size_maps(struct bpf_session *s, const struct bpf_session_opts *o)
 	if (!o->py_probes) {
 		bpf_program__set_autoload(k->progs.lp_py_start, false);
 		bpf_program__set_autoload(k->progs.lp_py_return, false);
+		bpf_program__set_autoload(k->progs.lp_py_yield, false);
 	}
 	/* The stack map of an unused program still costs memory. */
 	bpf_map__set_max_entries(k->maps.offcpu_start, 1);
@@ -283,11 +285,6 @@ int bpf_session__set_ringbuf_cb(struct bpf_session *s, int (*cb)(void *, void *,
 		ring_buffer__free(s->rb);
 	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), cb, ctx, NULL);
 	return s->rb ? 0 : -errno;
-}
-
-int bpf_session__drain(struct bpf_session *s)
-{
-	return ring_buffer__consume(s->rb);
 }
 
 struct ring_buffer *bpf_session__ringbuf(struct bpf_session *s)

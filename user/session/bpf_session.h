@@ -54,6 +54,7 @@ enum bpf_probe_prog {
 	PROBE_PROG_USDT_RETURN, /* uprobe on its return probe */
 	PROBE_PROG_PY_START,	/* uprobe on CPython's resume_frame (py:) */
 	PROBE_PROG_PY_RETURN,	/* uprobe on python:function__return (py:) */
+	PROBE_PROG_PY_YIELD,	/* uprobe on TARGET_YIELD_VALUE (py:, no USDT) */
 };
 
 /**
@@ -198,14 +199,6 @@ int bpf_session__set_probe(struct bpf_session *s, uint32_t id, const struct lp_p
 			   const struct fetch_prog *progs, unsigned int n_progs);
 /** bpf_session__clear_probe - forget probe @id's histogram and stats */
 int bpf_session__clear_probe(struct bpf_session *s, uint32_t id);
-
-/**
- * bpf_session__drain - hand every event already in the ring buffer to the
- * callback, without waiting
- *
- * Return: the number of events, or a negative errno.
- */
-int bpf_session__drain(struct bpf_session *s);
 
 /** bpf_session__ringbuf - the ring buffer, to be polled by the event loop */
 struct ring_buffer *bpf_session__ringbuf(struct bpf_session *s);

@@ -62,6 +62,8 @@ static struct bpf_program *prog_of(const struct bpf_session *s, enum bpf_probe_p
 		return s->skel->progs.lp_py_start;
 	case PROBE_PROG_PY_RETURN:
 		return s->skel->progs.lp_py_return;
+	case PROBE_PROG_PY_YIELD:
+		return s->skel->progs.lp_py_yield;
 	}
 	return NULL;
 }

@@ -207,11 +207,24 @@ static void prefetch_next(const void *data, size_t size)
 	(void)*(const volatile char *)(ustack + PREFETCH_FRAMES * 8);
 }
 
+/* The ring buffer is consumed for at most this long at a time. */
+#define CONSUME_SLICE_NS (100 * 1000000ULL)
+/* Events between two readings of the clock (a reading costs ~20 ns). */
+#define CONSUME_CHECK_EVERY 256
+/* What on_event() returns to end a consume whose slice is over: libbpf
+ * stops at a callback's negative return, with that event taken. */
+#define CONSUME_YIELD (-EAGAIN)
+
 static int on_event(void *ctx, void *data, size_t size)
 {
 	struct daemon *d = ctx;
 	const struct lp_event_hdr *h = data;
 
+	if (--d->consume_check == 0) {
+		d->consume_check = CONSUME_CHECK_EVERY;
+		if (lp_now_ns() > d->consume_until_ns)
+			return CONSUME_YIELD;
+	}
 	prefetch_next(data, size);
 	if (size < sizeof(*h)) {
 		d->events_bad++;
@@ -514,6 +527,13 @@ static bool tables_ready(struct daemon *d)
 	return true;
 }
 
+int daemon__consume(struct daemon *d)
+{
+	d->consume_until_ns = lp_now_ns() + CONSUME_SLICE_NS;
+	d->consume_check = CONSUME_CHECK_EVERY;
+	return ring_buffer__consume(bpf_session__ringbuf(d->core.bpf));
+}
+
 int daemon__poll(struct daemon *d, int timeout_ms)
 {
 	bool had_stacks = stack_store__count(d->stacks) > 0;
@@ -524,9 +544,9 @@ int daemon__poll(struct daemon *d, int timeout_ms)
 	/* Events are sent without a wake-up until a batch is waiting
 	 * (rb_flags() in BPF): take whatever is there on every poll. */
 	if (err >= 0 || err == -EINTR) {
-		int n = ring_buffer__consume(bpf_session__ringbuf(d->core.bpf));
+		int n = daemon__consume(d);
 
-		if (n < 0 && err >= 0)
+		if (n < 0 && n != CONSUME_YIELD && err >= 0)
 			err = n;
 	}
 	/* The first symbolization opens the targets' DWARF (libc's debug

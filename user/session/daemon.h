@@ -112,6 +112,11 @@ struct daemon {
 	/* --unwind-check: BPF walks compared with libdw over the copy */
 	uint64_t check_compared, check_same, check_skipped;
 	bool stop;
+	/* A consume of the ring buffer ends by this time: events that come
+	 * faster than the daemon takes them would keep libbpf's consume
+	 * loop going, and -d, the tick and signals would wait forever. */
+	uint64_t consume_until_ns;
+	uint32_t consume_check;	       /* events until the clock is read again */
 	struct daemon_window *windows; /* window subscriptions, see daemon__window_open */
 	struct daemon_poller pollers[MAX_POLLERS];
 	int n_pollers;
@@ -127,6 +132,17 @@ void daemon__fini(struct daemon *d);
 
 /** daemon__add_target - follow process @pid: BPF filter, maps, name */
 int daemon__add_target(struct daemon *d, int pid);
+
+/**
+ * daemon__consume - hand the events in the ring buffer to the daemon, for
+ * at most a slice of time (100 ms)
+ * @d: the daemon
+ *
+ * Return: the number of events taken, -EAGAIN if the slice ended with
+ * events left (they come faster than they are taken), or a negative
+ * errno from an event's handling.
+ */
+int daemon__consume(struct daemon *d);
 
 /**
  * daemon__poll - drain events for up to @timeout_ms, and run the

@@ -120,6 +120,11 @@ static void fill_cfg(struct lp_py_cfg *c, const struct py_runtime *rt, uint64_t 
 	c->unicode_ascii_data = off16(o->ascii_size);
 	c->code_filename = off16(o->code_filename);
 	c->code_ident = (__u16)py_code_ident_offset(o);
+	c->code_flags = off16(o->code_flags);
+	/* gi_frame_state lies before gi_iframe in every supported version */
+	if (o->gen_iframe != PY_OFF_NONE && o->gen_frame_state < o->gen_iframe)
+		c->gen_state_back = off16(o->gen_iframe - o->gen_frame_state);
+	c->op_return_generator = python_op_return_generator(rt->major, rt->minor);
 }
 
 /* Find a known CPython among @pid's executable mappings; configure BPF. */

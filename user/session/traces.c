@@ -62,6 +62,7 @@ void trace_free(struct traces *t, struct trace *tr)
 	for (int i = 0; i < tr->n_values; i++) {
 		fetch_type_free(&tr->values[i].type);
 		free(tr->values[i].vals);
+		free(tr->values[i].index);
 	}
 	free(tr->links);
 	free(tr->prev);

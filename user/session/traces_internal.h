@@ -32,6 +32,10 @@ struct value_stats {
 	struct value_count *vals; /* distinct values, unordered */
 	size_t n, cap;
 	uint64_t faults;
+	/* vals by text: open addressing, index + 1 (0: empty), valid for
+	 * vals[0, indexed); a sort of vals sets indexed to 0 */
+	uint32_t *index;
+	size_t index_cap, indexed;
 };
 
 struct trace {

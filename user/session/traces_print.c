@@ -32,6 +32,13 @@ static int cmp_value_count(const void *a, const void *b)
 	return x->count < y->count ? 1 : x->count > y->count ? -1 : strcmp(x->text, y->text);
 }
 
+/* Most frequent first; the index by text is rebuilt at the next hit. */
+static void sort_values(struct value_stats *vs)
+{
+	qsort(vs->vals, vs->n, sizeof(*vs->vals), cmp_value_count);
+	vs->indexed = 0;
+}
+
 static int cmp_by_group(const void *a, const void *b)
 {
 	const struct by_group *x = a, *y = b;
@@ -132,7 +139,7 @@ int traces__values(struct traces *t, int i, int k, const char **expr, struct tra
 		return -1;
 	vs = &t->v[i]->values[k];
 	*expr = vs->expr;
-	qsort(vs->vals, vs->n, sizeof(*vs->vals), cmp_value_count);
+	sort_values(vs);
 	for (size_t j = 0; j < vs->n && n < max; j++, n++) {
 		rows[n].text = vs->vals[j].text;
 		rows[n].count = vs->vals[j].count;
@@ -148,7 +155,7 @@ static void print_values(struct trace *tr, FILE *f)
 
 		if (!vs->n)
 			continue;
-		qsort(vs->vals, vs->n, sizeof(*vs->vals), cmp_value_count);
+		sort_values(vs);
 		fprintf(f, "\n  %s: %s%s (%s)\n", tr->spec_text, vs->expr,
 			vs->at_return ? " at return" : "", vs->type.name);
 		for (size_t j = 0; j < vs->n && j < VALUE_TOP; j++)
@@ -241,7 +248,7 @@ static json_t *values_json(struct trace *tr)
 			continue;
 		v = json_object();
 		top = json_array();
-		qsort(vs->vals, vs->n, sizeof(*vs->vals), cmp_value_count);
+		sort_values(vs);
 		for (size_t j = 0; j < vs->n && j < 64; j++)
 			json_array_append_new(top,
 					      json_pack("{s:s,s:I}", "value", vs->vals[j].text,

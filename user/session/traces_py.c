@@ -270,9 +270,10 @@ static int attach_one(struct traces *t, struct trace *tr, enum bpf_probe_prog pr
 		return h;
 	}
 	lp_debug("probe '%s': %s at 0x%" PRIx64 " in '%s'", tr->spec_text,
-		 prog == PROBE_PROG_PY_START ? "frame start"
-		 : sema			     ? "frame return (python:" PY_RETURN ")"
-					     : "frame return (label)",
+		 prog == PROBE_PROG_PY_START   ? "frame start"
+		 : prog == PROBE_PROG_PY_YIELD ? "generator yield (label)"
+		 : sema			       ? "frame return (python:" PY_RETURN ")"
+					       : "frame return (label)",
 		 vaddr, loc->mapped_path);
 	return 0;
 }
@@ -307,6 +308,10 @@ static int attach_all(struct traces *t, struct trace *tr, int pid, const struct 
 	for (int i = 0; !r && !n_ret && i < pts->n_ret; i++)
 		r = attach_one(t, tr, PROBE_PROG_PY_RETURN, pid, loc, pts->ret[i].offset, 0,
 			       tr->ids[0], pts->ret[i].vaddr, err, errlen);
+	/* function__return fires at yields too; the labels need this one */
+	if (!r && !n_ret)
+		r = attach_one(t, tr, PROBE_PROG_PY_YIELD, pid, loc, pts->yield.offset, 0,
+			       tr->ids[0], pts->yield.vaddr, err, errlen);
 	return r;
 }
 

@@ -80,28 +80,67 @@ void traces_format_value(const struct fetch_type *ty, const struct lp_value *v, 
 	}
 }
 
-static bool count_known(struct value_stats *vs, const char *text)
+/* Distinct values kept per argument; the rest count as "(other)". */
+#define MAX_DISTINCT_VALUES 4096
+
+static uint64_t text_hash(const char *s)
 {
-	for (size_t i = 0; i < vs->n; i++) {
-		if (!strcmp(vs->vals[i].text, text)) {
-			vs->vals[i].count++;
-			return true;
-		}
-	}
-	return false;
+	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+	return h;
 }
 
+/* The slot of @text in vs->index: its entry's, or the empty one it would take. */
+static size_t index_slot(const struct value_stats *vs, const char *text)
+{
+	size_t mask = vs->index_cap - 1, i = text_hash(text) & mask;
+
+	while (vs->index[i] && strcmp(vs->vals[vs->index[i] - 1].text, text))
+		i = (i + 1) & mask;
+	return i;
+}
+
+/* Index vals[0, n) in a table at most half full. Return: 0 or -ENOMEM. */
+static int reindex(struct value_stats *vs)
+{
+	size_t cap = 32;
+
+	while (cap < 2 * (vs->n + 1))
+		cap *= 2;
+	if (cap != vs->index_cap) {
+		uint32_t *ix = malloc(cap * sizeof(*ix));
+
+		if (!ix)
+			return -ENOMEM;
+		free(vs->index);
+		vs->index = ix;
+		vs->index_cap = cap;
+	}
+	memset(vs->index, 0, vs->index_cap * sizeof(*vs->index));
+	for (size_t k = 0; k < vs->n; k++)
+		vs->index[index_slot(vs, vs->vals[k].text)] = (uint32_t)k + 1;
+	vs->indexed = vs->n;
+	return 0;
+}
+
+/* Count one more @text: a hash lookup, not a scan (a counter-like
+ * argument has thousands of values, and hits come by the 10,000 a second). */
 static void count_value(struct value_stats *vs, const char *text)
 {
-	if (count_known(vs, text))
+	size_t slot;
+
+	if ((vs->indexed != vs->n || 2 * (vs->n + 1) > vs->index_cap) && reindex(vs))
 		return;
-	/* Bound the table: past 4096 distinct values the rest is one
-	 * "(other)" (it was a new "(other)" per value: a table, and a scan
-	 * per hit, that grew with every hit of a counter-like argument). */
-	if (vs->n >= 4096) {
+	slot = index_slot(vs, text);
+	if (!vs->index[slot] && vs->n >= MAX_DISTINCT_VALUES) {
 		text = "(other)";
-		if (count_known(vs, text))
-			return;
+		slot = index_slot(vs, text);
+	}
+	if (vs->index[slot]) {
+		vs->vals[vs->index[slot] - 1].count++;
+		return;
 	}
 	if (vs->n == vs->cap) {
 		size_t cap = vs->cap ? vs->cap * 2 : 16;
@@ -114,6 +153,8 @@ static void count_value(struct value_stats *vs, const char *text)
 	}
 	snprintf(vs->vals[vs->n].text, sizeof(vs->vals[vs->n].text), "%s", text);
 	vs->vals[vs->n++].count = 1;
+	vs->index[slot] = (uint32_t)vs->n;
+	vs->indexed = vs->n;
 }
 
 void traces__on_hit(struct traces *t, const struct lp_hit *h)
