@@ -6,6 +6,7 @@ lib_hot() holds nearly all of its CPU; spinexit exits with the status it is
 given.
 """
 
+import json
 import os
 import re
 import shutil
@@ -305,3 +306,55 @@ def test_sigint_mid_run_writes_files(procs, liveprof, wl, tmp_path, h):
     assert not [f for f in os.listdir(out) if f.startswith(".") or f.endswith(".tmp")], \
         os.listdir(out)
     assert target.poll() is None, "the target died"
+
+
+def held_program_names(pid, h):
+    """Names of the BPF programs process @pid holds, once its load is done
+    (the set unchanged for a second: programs are verified one by one)."""
+    ids = set()
+    for _ in range(300):
+        ids = h.prog_ids_of(pid)
+        if ids:
+            break
+        time.sleep(0.1)
+    while True:
+        time.sleep(1.0)
+        again = h.prog_ids_of(pid)
+        if again == ids:
+            break
+        ids = again
+    names = set()
+    for i in ids:
+        r = subprocess.run(["bpftool", "-j", "prog", "show", "id", str(i)],
+                           capture_output=True, text=True)
+        if r.returncode == 0:
+            names.add(json.loads(r.stdout)["name"])
+    return names
+
+
+SAMPLER = {"lp_sample_cpu"}
+OFFCPU = {"lp_sched_switch", "lp_sched_waking", "lp_timer_entry", "lp_timer_exit"}
+TRACER = {"lp_func_entry", "lp_func_return", "lp_line_hit", "lp_usdt_entry", "lp_usdt_return",
+          "lp_causal_tick", "lp_timer_entry", "lp_timer_exit"}
+
+
+@pytest.mark.parametrize("args,want", [
+    ([], SAMPLER),
+    (["--offcpu"], SAMPLER | OFFCPU),
+    (["--trace", "leaf"], SAMPLER | TRACER),
+    (["--trace", "leaf", "--offcpu"], SAMPLER | OFFCPU | TRACER),
+], ids=["sampling", "offcpu", "trace", "trace-offcpu"])
+def test_loads_only_the_programs_it_can_use(liveprof, wl, procs, h, args, want):
+    """Every program loaded is verified first, which is most of liveprof's
+    start-up: --offcpu once loaded the tracing programs too (1.4 s of
+    verification here, for probes a sampling session never attaches), and
+    a C target never needs the Go return program or the py: ones."""
+    target = procs.start([wl("midleaf"), 60])
+    lp = subprocess.Popen([str(liveprof), "--no-tui", "-p", str(target.pid), "-d", "60", *args],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        names = held_program_names(lp.pid, h)
+    finally:
+        lp.send_signal(signal.SIGINT)
+        lp.wait(timeout=30)
+    assert names == want, (sorted(names - want), sorted(want - names))
