@@ -199,12 +199,33 @@ static __always_inline void push_call(struct pt_regs *ctx, struct lp_thread_call
 	fs->start_ns = bpf_ktime_get_ns();
 }
 
+/*
+ * Push the call of @probe_id entered with its return-address slot at @sp
+ * at depth @d of the thread's calls @tc (the stale ones above it
+ * dropped). A global function, verified once: as part of lp_func_entry()
+ * it was verified again for each way out of its stale-frame loop.
+ */
+__noinline int lp_begin_call(struct pt_regs *ctx, struct lp_thread_calls *tc, __u32 d,
+			     __u32 probe_id, __u64 sp)
+{
+	struct lp_probe_cfg *cfg = bpf_map_lookup_elem(&probes, &probe_id);
+
+	if (!ctx || !tc || !cfg)
+		return 0;
+	if (d >= LP_MAX_DEPTH) {
+		tc->depth = d;
+		tc->overhead_ns += lp_untimed_call(probe_id, LP_CNT_CALLS_DROPPED);
+		return 0;
+	}
+	push_call(ctx, tc, d, cfg, probe_id, sp, 0, probe_id);
+	return 0;
+}
+
 SEC("uprobe")
 int BPF_KPROBE(lp_func_entry)
 {
 	__u32 probe_id = (__u32)bpf_get_attach_cookie(ctx);
 	struct lp_thread_calls *tc;
-	struct lp_probe_cfg *cfg;
 	__u64 sp = ctx->sp;
 	__u32 d, k;
 
@@ -212,9 +233,6 @@ int BPF_KPROBE(lp_func_entry)
 	 * only where they should. With -a they fire everywhere but in us.
 	 * (liveprof probes itself on purpose once, to measure probe cost.) */
 	if (in_self() || is_paused())
-		return 0;
-	cfg = bpf_map_lookup_elem(&probes, &probe_id);
-	if (!cfg)
 		return 0;
 	tc = thread_calls_of(bpf_get_current_task_btf(), true);
 	if (!tc)
@@ -228,13 +246,7 @@ int BPF_KPROBE(lp_func_entry)
 		d--;
 		drop_stale(tc, tc->f[call_idx(d)].probe_id);
 	}
-	if (d >= LP_MAX_DEPTH) {
-		tc->depth = d;
-		tc->overhead_ns += lp_untimed_call(probe_id, LP_CNT_CALLS_DROPPED);
-		return 0;
-	}
-	push_call(ctx, tc, d, cfg, probe_id, sp, 0, probe_id);
-	return 0;
+	return lp_begin_call(ctx, tc, d, probe_id, sp);
 }
 
 /* Send the end of a sampled call, so the daemon can class its samples. */
@@ -330,33 +342,24 @@ static __always_inline bool under_sibling(const struct lp_thread_calls *tc, __u3
 	       is_sibling(top, probe_id, entry_sp, below->ip_lo);
 }
 
-static __always_inline int on_return(struct pt_regs *ctx, __u64 entry_sp)
+/*
+ * The end of the call of @probe_id (low half of @d_probe) whose frame is
+ * at @entry_sp, at depth @d (high half) of the thread's calls @tc (the
+ * stale ones above it dropped), at @now. A global function: the verifier checks it once, on its
+ * own; as part of on_return() it was checked again for each way out of the stale-frame loop, and
+ * each return program took 0.4-0.5 s to verify (436,041 instructions).
+ */
+__noinline int lp_end_call(struct pt_regs *ctx, struct lp_thread_calls *tc, __u64 d_probe,
+			   __u64 entry_sp, __u64 now)
 {
-	__u64 now = bpf_ktime_get_ns();
-	__u32 probe_id = (__u32)bpf_get_attach_cookie(ctx);
-	struct lp_thread_calls *tc;
-	struct lp_probe_cfg *cfg;
+	/* five arguments at most: the depth and the probe id share one */
+	__u32 d = d_probe >> 32, probe_id = (__u32)d_probe;
+	struct lp_probe_cfg *cfg = bpf_map_lookup_elem(&probes, &probe_id);
 	struct lp_frame_state *fs;
-	__u32 d, k;
 
-	if (in_self())
+	if (!ctx || !tc || !cfg)
 		return 0;
-	tc = thread_calls_of(bpf_get_current_task_btf(), false);
-	cfg = bpf_map_lookup_elem(&probes, &probe_id);
-	if (!tc || !cfg)
-		return 0;
-	d = tc->depth;
-	if (d > LP_MAX_DEPTH)
-		d = LP_MAX_DEPTH;
-	/* Frames deeper than ours that never returned (longjmp, exceptions). */
-	for (k = 0; k < LP_MAX_DEPTH; k++) {
-		if (d == 0 || tc->f[call_idx(d - 1)].sp >= entry_sp ||
-		    (tc->f[call_idx(d - 1)].flags & LP_FS_USDT))
-			break;
-		d--;
-		drop_stale(tc, tc->f[call_idx(d)].probe_id);
-	}
-	if (d == 0) {
+	if (d == 0 || d > LP_MAX_DEPTH) {
 		tc->depth = 0;
 		return 0;
 	}
@@ -378,6 +381,32 @@ static __always_inline int on_return(struct pt_regs *ctx, __u64 entry_sp)
 	finish_call(ctx, tc, fs, cfg, now, cfg->cost_ns);
 	tc->depth = d - 1;
 	return 0;
+}
+
+static __always_inline int on_return(struct pt_regs *ctx, __u64 entry_sp)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u32 probe_id = (__u32)bpf_get_attach_cookie(ctx);
+	struct lp_thread_calls *tc;
+	__u32 d, k;
+
+	if (in_self())
+		return 0;
+	tc = thread_calls_of(bpf_get_current_task_btf(), false);
+	if (!tc)
+		return 0;
+	d = tc->depth;
+	if (d > LP_MAX_DEPTH)
+		d = LP_MAX_DEPTH;
+	/* Frames deeper than ours that never returned (longjmp, exceptions). */
+	for (k = 0; k < LP_MAX_DEPTH; k++) {
+		if (d == 0 || tc->f[call_idx(d - 1)].sp >= entry_sp ||
+		    (tc->f[call_idx(d - 1)].flags & LP_FS_USDT))
+			break;
+		d--;
+		drop_stale(tc, tc->f[call_idx(d)].probe_id);
+	}
+	return lp_end_call(ctx, tc, ((__u64)d << 32) | probe_id, entry_sp, now);
 }
 
 /* uretprobe: the return address has been popped, so entry sp = sp - 8. */
