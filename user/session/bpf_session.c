@@ -149,6 +149,9 @@ static void size_maps(struct bpf_session *s, const struct bpf_session_opts *o)
 		bpf_program__set_autoload(k->progs.lp_py_start, false);
 		bpf_program__set_autoload(k->progs.lp_py_return, false);
 		bpf_program__set_autoload(k->progs.lp_py_yield, false);
+		/* their preallocated LRU tables: 98,304 entries to set up */
+		bpf_map__set_max_entries(k->maps.py_codes, 1);
+		bpf_map__set_max_entries(k->maps.py_gens, 1);
 	}
 }
 
