@@ -22,10 +22,11 @@ threshold.
 
 test_bias_check_in_buckets (mode const): py:work@p50 of constant work.
 The split's bias check compares the share of sampled calls classed slow
-with the range from every call's latency buckets; the threshold is a
-bucket's middle, and at a p50 of constant work that bucket can hold a
-third of the calls, so the observed share must be counted in the same
-buckets (before, a correct split was flagged at z -35 to -75).
+with the range from every call's latency buckets, so the observed share
+must be counted in the same buckets (before, with the threshold a bucket's
+middle, a correct split was flagged at z -35 to -75: at a p50 of constant
+work that bucket can hold a third of the calls). The threshold is now a
+bucket's edge (traces__hist_slow_from), where the two counts agree.
 """
 
 import json
@@ -128,6 +129,8 @@ def test_bias_check_in_buckets(procs, tmp_path):
           f"z {s['bias_z']:.1f}")
     assert sum(c for _, _, c in s["sampled_latency_hist"]) == n, s
     assert s["slow_calls_bucketed"] == in_buckets, s
+    # the threshold is a bucket's edge: by latency or by bucket, the same calls
+    assert s["slow_calls"] == in_buckets, s
     assert len(s["sampled_calls"]) == n
     share = in_buckets / n
     lo, hi = s["unbiased_slow_share_min"], s["unbiased_slow_share_max"]

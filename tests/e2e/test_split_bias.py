@@ -96,7 +96,7 @@ def run_split(run_lp, procs, wl, us, pct, hz, extra=()):
 @pytest.mark.parametrize("us,pct,hz", CASES, ids=[f"{u}us-p{p}-{h}Hz" for u, p, h in CASES])
 def test_sampled_share_matches_percentile(run_lp, procs, wl, us, pct, hz):
     r, s = run_split(run_lp, procs, wl, us, pct, hz)
-    # in the latency buckets, as the range is (the threshold is a bucket's middle)
+    # in the latency buckets, as the range is (the threshold is a bucket's edge)
     k, n = s["slow_calls_bucketed"], s["slow_calls"] + s["fast_calls"]
     all_n = s["all_slow_calls"] + s["all_fast_calls"]
     assert all_n > 1000, f"too few calls of handle: {all_n}\n{r!r}"
@@ -133,7 +133,7 @@ def test_raw_latency_shows_the_bias(run_lp, procs, wl):
     """--raw-latency classes sampled calls on what was measured, the cost of
     the sample included: the bias the correction removes must show."""
     r, s = run_split(run_lp, procs, wl, 5, 95, 999, extra=["--raw-latency"])
-    # in the latency buckets, as the range is (the threshold is a bucket's middle)
+    # in the latency buckets, as the range is (the threshold is a bucket's edge)
     k, n = s["slow_calls_bucketed"], s["slow_calls"] + s["fast_calls"]
     assert s["raw_latency"] is True
     assert "raw latencies" in r.stdout, r

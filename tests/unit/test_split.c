@@ -186,8 +186,8 @@ static struct lp_call_end end_of(uint64_t call_id, uint64_t start, uint64_t late
 
 /*
  * A call's latency as the events carry it: in the bucket the histogram
- * counted it in, at its top, so above the bucket's middle, which is the
- * threshold a percentile falling in that bucket gives.
+ * counted it in, at its top, where an error of one bucket in the
+ * threshold would show.
  */
 static uint64_t latency_in_bucket_of(uint64_t ns)
 {
@@ -225,6 +225,45 @@ static struct split *new_split(int when_line)
 	return s;
 }
 
+/* Calls of histogram @h at @ns, @n of them. */
+static void hist_add(uint64_t *h, uint64_t ns, uint64_t n)
+{
+	h[bucket_of(ns)] += n;
+}
+
+/* Where slow calls begin: the edge of the percentile's bucket that leaves
+ * the slow share nearest the one asked for, both classes kept. */
+UNIT_TEST(slow_from_nearest_share)
+{
+	static uint64_t h[LP_HIST_BUCKETS];
+	uint64_t peak_hi = traces__bucket_lower(bucket_of(4000) + 1);
+
+	CHECK_EQ_INT(traces__hist_slow_from(h, 95), 0);
+	/* one call in 100 at each of 100 spread latencies: p95 is the 95th's
+	 * bucket; counting it slow gives 6%, fast 5%, nearer 5% */
+	for (int i = 1; i <= 100; i++)
+		hist_add(h, 1000 * (uint64_t)i, 1);
+	CHECK_EQ_INT(traces__hist_slow_from(h, 95), traces__bucket_lower(bucket_of(95000) + 1));
+	/* p94.5: 6% and 5% are as near; the bucket is slow (more slow calls) */
+	CHECK_EQ_INT(traces__hist_slow_from(h, 94.5), traces__bucket_lower(bucket_of(95000)));
+	/* 97% of the calls in one bucket, the rest in the next: p95 there,
+	 * counted slow it would leave no fast call */
+	memset(h, 0, sizeof(h));
+	hist_add(h, 4000, 970);
+	hist_add(h, peak_hi, 30);
+	CHECK_EQ_INT(traces__hist_slow_from(h, 95), peak_hi);
+	/* ... a few faster calls: counted slow, 99.9% would be; fast, 3% */
+	hist_add(h, 3000, 1);
+	CHECK_EQ_INT(traces__hist_slow_from(h, 95), peak_hi);
+	/* every call in one bucket: nothing tells them apart, none is slow */
+	memset(h, 0, sizeof(h));
+	hist_add(h, 4000, 1000);
+	CHECK_EQ_INT(traces__hist_slow_from(h, 95), peak_hi);
+	/* 20% of the calls alike and slow: counted fast, none would be */
+	hist_add(h, 1000000, 250);
+	CHECK_EQ_INT(traces__hist_slow_from(h, 95), traces__bucket_lower(bucket_of(1000000)));
+}
+
 UNIT_TEST(classify_and_rank)
 {
 	struct split *s = new_split(-1);
@@ -258,7 +297,9 @@ UNIT_TEST(classify_and_rank)
 
 	CHECK_EQ_INT(split__compute(s, false, false, &r), 0);
 	CHECK_STR(r.function, "split_handle");
-	CHECK_EQ_INT(r.threshold_ns, traces__bucket_value(bucket_of(SLOW_NS)));
+	/* p95 is among the slow calls, all in one bucket: counted fast, none
+	 * would be slow; so they are, the nearest share that leaves both */
+	CHECK_EQ_INT(r.threshold_ns, traces__bucket_lower(bucket_of(SLOW_NS)));
 	CHECK_EQ_INT(r.all_slow_calls, N_SLOW);
 	CHECK_EQ_INT(r.all_fast_calls, N_FAST);
 	CHECK_EQ_INT(r.slow_calls, N_SLOW);
@@ -275,12 +316,13 @@ UNIT_TEST(classify_and_rank)
 	CHECK(k && k->slow_share == 0 && k->fast_share == 1 && k->delta == -1);
 	split_result__fini(&r);
 
-	/* at p10 every call is slow: the threshold moves, the log is re-read */
+	/* at p10 the threshold moves and the log is re-read: p10 is among the
+	 * fast calls, whose bucket counted slow would leave no fast call */
 	split__set_percentile(s, 10);
 	CHECK_EQ_INT(split__compute(s, false, false, &r), 0);
-	CHECK_EQ_INT(r.threshold_ns, traces__bucket_value(bucket_of(FAST_NS)));
-	CHECK_EQ_INT(r.slow_calls, N_FAST + N_SLOW);
-	CHECK_EQ_INT(r.fast_calls, 0);
+	CHECK_EQ_INT(r.threshold_ns, traces__bucket_lower(bucket_of(FAST_NS) + 1));
+	CHECK_EQ_INT(r.slow_calls, N_SLOW);
+	CHECK_EQ_INT(r.fast_calls, N_FAST);
 	split_result__fini(&r);
 	split__free(s);
 }

@@ -115,8 +115,8 @@ static int trace_metrics(struct daemon *d, FILE *f)
 			continue;
 		if (i == split_idx) {
 			/* The same rule as split__compute: bucket value >= threshold is slow. */
-			uint64_t thr = traces__percentile(d->traces, i, split__percentile(d->split),
-							  false);
+			uint64_t thr =
+				traces__slow_from(d->traces, i, split__percentile(d->split), false);
 
 			histogram(f, ti->func, "slow", h, thr, 1);
 			histogram(f, ti->func, "fast", h, thr, 0);

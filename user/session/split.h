@@ -44,7 +44,7 @@ struct split_result {
 	const char *function;
 	const char *frame; /* the stack frame a call of it stands in (Ruby: its method) */
 	double percentile;
-	uint64_t threshold_ns;
+	uint64_t threshold_ns; /* calls at or above it are slow: traces__slow_from() */
 	uint64_t slow_calls, fast_calls;	 /* sampled calls of each class */
 	uint64_t all_slow_calls, all_fast_calls; /* from the histogram, every call */
 	uint64_t slow_samples, fast_samples;
@@ -128,8 +128,8 @@ void split__set_window(struct split *s, int seconds);
 void split__set_percentile(struct split *s, double pct);
 int split__probe_id(const struct split *s);
 /**
- * split__threshold - the whole run's latency at the split percentile:
- * calls at or above it are slow
+ * split__threshold - where the whole run's calls above the split
+ * percentile begin (traces__slow_from): calls at or above it are slow
  * @function: if not NULL, the split function's name
  *
  * Return: 0, or -ENOENT if the function is no longer traced.

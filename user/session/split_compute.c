@@ -214,10 +214,8 @@ static void expect_sampled_slow(const struct split *s, uint64_t since, const uin
 	r->have_expected = true;
 	weighted_share(a1, a1, b1, b1, &r->unbiased_min, &r->unbiased_min_sd);
 	weighted_share(aw, vaw, bw, vbw, &r->unbiased_max, &r->unbiased_max_sd);
-	/* in the histogram's buckets, like the range: the threshold is a
-	 * bucket's middle, and at a p50 of calls of constant work that one
-	 * bucket can hold a third of the calls, which the range counts slow
-	 * and an exact comparison would split */
+	/* in the histogram's buckets, like the range (the threshold being a
+	 * bucket's edge, the same as comparing the exact latencies) */
 	obs = (double)r->slow_calls_bucketed / n;
 	r->bias_z = beyond(obs, n, r->unbiased_max, r->unbiased_max_sd, true);
 	if (r->bias_z == 0)
@@ -285,7 +283,7 @@ int split__compute(struct split *s, bool window, bool use_weight, struct split_r
 	r->filtered = s->filtered;
 	r->percentile = s->pct;
 	r->alpha = split_alpha(s);
-	r->threshold_ns = traces__percentile(s->traces, ti, s->pct, window);
+	r->threshold_ns = traces__slow_from(s->traces, ti, s->pct, window);
 
 	/* Every call, sampled or not, from the histogram. */
 	hist = calloc(LP_HIST_BUCKETS, sizeof(uint64_t));
@@ -333,7 +331,7 @@ int split__threshold(struct split *s, uint64_t *threshold_ns, const char **funct
 
 	if (ti < 0)
 		return -ENOENT;
-	*threshold_ns = traces__percentile(s->traces, ti, s->pct, false);
+	*threshold_ns = traces__slow_from(s->traces, ti, s->pct, false);
 	if (function)
 		*function = traces__info(s->traces, ti)->func;
 	return 0;
@@ -352,7 +350,7 @@ int split__compute_range(struct split *s, uint64_t since_ns, uint64_t until_ns,
 	split_names(s, ti, r);
 	r->percentile = s->pct;
 	r->alpha = split_alpha(s);
-	r->threshold_ns = traces__percentile(s->traces, ti, s->pct, false);
+	r->threshold_ns = traces__slow_from(s->traces, ti, s->pct, false);
 	/* Calls end after their samples: any call ending before the range
 	 * starts has none in it, the rest are checked sample by sample. */
 	for (size_t i = 0; i < s->n_done; i++) {

@@ -122,6 +122,25 @@ int traces__summary(struct traces *t, int i, bool window, struct trace_summary *
 uint64_t traces__percentile(struct traces *t, int i, double pct, bool window);
 
 /**
+ * traces__hist_slow_from - where the calls above the @pct percentile begin,
+ * in histogram @h (LP_HIST_BUCKETS counts): an edge of the bucket that
+ * holds the percentile
+ *
+ * Calls at or beyond it are a split's slow calls. The bucket's calls are
+ * all slow or all fast, whichever makes the slow share nearer 100 - @pct %,
+ * unless that leaves no slow or no fast call and the other does not: when
+ * most calls take the same time, the percentile's bucket holds most of
+ * them (counting it slow made every call slow), and when a few calls take
+ * the same long time, it holds all of those. Being an edge, it classes a
+ * call the same by its latency as by its bucket.
+ *
+ * Return: the latency in ns (at least 1), or 0 for an empty histogram.
+ */
+uint64_t traces__hist_slow_from(const uint64_t *h, double pct);
+/** traces__slow_from - traces__hist_slow_from() of trace index @i's histogram */
+uint64_t traces__slow_from(struct traces *t, int i, double pct, bool window);
+
+/**
  * traces__histogram - the merged bucket counts of trace index @i
  * @out: LP_HIST_BUCKETS counters
  */

@@ -133,17 +133,68 @@ double traces__hist_quantile_between(const uint64_t *h0, const uint64_t *h1, dou
 	return (double)traces__bucket_lower(LP_HIST_BUCKETS - 1);
 }
 
-uint64_t traces__percentile(struct traces *t, int i, double pct, bool window)
+/* Trace @i's merged histogram (to free), its total in *@total; NULL if none. */
+static uint64_t *merged_hist(struct traces *t, int i, bool window, uint64_t *total)
 {
-	uint64_t *h = calloc(LP_HIST_BUCKETS, sizeof(uint64_t)), total = 0, r;
+	uint64_t *h = calloc(LP_HIST_BUCKETS, sizeof(uint64_t));
 
+	*total = 0;
 	if (!h || traces__histogram(t, i, window, h)) {
 		free(h);
-		return 0;
+		return NULL;
 	}
 	for (int b = 0; b < LP_HIST_BUCKETS; b++)
+		*total += h[b];
+	return h;
+}
+
+uint64_t traces__percentile(struct traces *t, int i, double pct, bool window)
+{
+	uint64_t total, *h = merged_hist(t, i, window, &total), r;
+
+	r = h ? traces_hist_percentile(h, total, pct) : 0;
+	free(h);
+	return r;
+}
+
+uint64_t traces__hist_slow_from(const uint64_t *h, double pct)
+{
+	uint64_t total = 0, want, below = 0;
+	double target = 1.0 - pct / 100.0;
+
+	for (int b = 0; b < LP_HIST_BUCKETS; b++)
 		total += h[b];
-	r = traces_hist_percentile(h, total, pct);
+	if (!total)
+		return 0;
+	want = (uint64_t)ceil((double)total * pct / 100.0);
+	for (uint32_t b = 0; b < LP_HIST_BUCKETS; b++) {
+		uint64_t above = total - below - h[b];
+		bool slow_bucket;
+
+		if (below + h[b] < (want ? want : 1)) {
+			below += h[b];
+			continue;
+		}
+		/* The percentile is in bucket b. Its calls are slow or fast,
+		 * whichever leaves the slow share nearer the one asked for,
+		 * unless that would leave one class without calls. */
+		if (!above)
+			slow_bucket = below > 0;
+		else if (!below)
+			slow_bucket = false;
+		else
+			slow_bucket = fabs((double)(total - below) / (double)total - target) <=
+				      fabs((double)above / (double)total - target);
+		return slow_bucket && b ? traces__bucket_lower(b) : traces__bucket_lower(b + 1);
+	}
+	return traces__bucket_lower(LP_HIST_BUCKETS - 1);
+}
+
+uint64_t traces__slow_from(struct traces *t, int i, double pct, bool window)
+{
+	uint64_t total, *h = merged_hist(t, i, window, &total), r;
+
+	r = h ? traces__hist_slow_from(h, pct) : 0;
 	free(h);
 	return r;
 }
