@@ -186,23 +186,31 @@ def test_traced_latency_is_net_of_the_allocator_probes(liveprof, wl, tmp_path):
     work: the probes' cost is charged to the calls around them, while
     --raw-latency shows all of it.
 
-    Three runs: the trace alone (its net median, about 1.3-2.4 us here, is
+    Three runs at once, so that the machine's load is the same for all
+    three: the trace alone (its net median, about 1.3-2.4 us here, is
     small_buf()'s own work and the part of its own trace probes the tracer
     does not charge), with --alloc, and with --alloc --raw-latency. With the
     charge the --alloc median is the first one's; without it, one charge
     more (3-4 us a call here since free's probe moved off the single-stepped
     test, 12-20 us before). Each median is of about 2,000 calls, so what
-    moves it is the machine's load between runs, not sampling: the checks
-    stand halfway between the two outcomes, half a charge from each.
+    moves it is the load, not sampling: the checks stand halfway between the
+    two outcomes, half a charge from each. (Run one after the other, a
+    fresh clone once saw the net median 1.7 us above the base one, against
+    half a charge of 1.5 us: the load had changed between the runs.)
     """
-    def run(extra, name, alloc=True):
+    def start(extra, name, alloc=True):
         js = tmp_path / f"{name}.json"
         argv = [str(liveprof), "--no-tui", "-F", "19", "--trace", "small_buf", "-d", "3",
                 "--json", str(js), *extra, "--", wl("handler"), "alloc", "5"]
         if alloc:
             argv.insert(4, "--alloc")
-        r = subprocess.run(argv, capture_output=True, text=True, timeout=120)
-        assert r.returncode == 0, r.stderr
+        with open(tmp_path / f"{name}.err", "w") as err:  # no pipe left to fill
+            return js, subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err)
+
+    def result(run, alloc=True):
+        js, proc = run
+        proc.wait(timeout=120)
+        assert proc.returncode == 0, js.with_suffix(".err").read_text()
         doc = json.loads(js.read_text())
         tr = [t for t in doc["traces"] if t["function"] == "small_buf"][0]
         if not alloc:
@@ -210,9 +218,10 @@ def test_traced_latency_is_net_of_the_allocator_probes(liveprof, wl, tmp_path):
         cost = doc["alloc"]["probe_cost_ns"]
         return tr, cost["alloc"] + cost["free"] + cost["after_switch"], cost
 
-    base, _, _ = run([], "base", alloc=False)
-    net, charge, cost = run([], "net")
-    raw, charge_raw, _ = run(["--raw-latency"], "raw")
+    runs = [start([], "base", alloc=False), start([], "net"), start(["--raw-latency"], "raw")]
+    base, _, _ = result(runs[0], alloc=False)
+    net, charge, cost = result(runs[1])
+    raw, charge_raw, _ = result(runs[2])
     print(f"\nsmall_buf p50: {base['p50_ns']} ns without --alloc, {net['p50_ns']} ns net, "
           f"{raw['p50_ns']} ns raw; probe cost per call {charge:.0f} / {charge_raw:.0f} ns "
           f"({cost}; {base['calls']}, {net['calls']} and {raw['calls']} calls)")
