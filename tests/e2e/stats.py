@@ -19,6 +19,9 @@ Bounds:
   share_at_least  exact one-sided binomial (H0: the share is >= p0)
   shares       several shares at once: per-category binomial, Bonferroni
   two_shares   two measured shares equal: Fisher's exact test
+  clustered_share  one share pooled over windows of samples that need not
+               be independent within a window: a ratio estimator whose
+               variance comes from the windows' own spread, Student's t
   tvd          total variation distance to the expected distribution:
                E[TVD] exactly (De Moivre's binomial mean absolute deviation,
                checked against a bootstrap), plus McDiarmid's bound
@@ -180,6 +183,80 @@ def share(k, n, p0, what, rate=RATE):
         f"binomial range of a correct result (false-failure rate {_fmt_rate(rate)}); "
         f"Wilson interval {100 * w[0]:.1f}..{100 * w[1]:.1f}%")
     return k / n
+
+
+def _beta_cf(a, b, x):
+    """The continued fraction of the incomplete beta function (modified
+    Lentz), which converges fast for x < (a + 1) / (a + b + 2)."""
+    tiny, c, d = 1e-300, 1.0, 1.0 - (a + b) * x / (a + 1)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    f = d
+    for m in range(1, 400):
+        for num in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+                    -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
+            d = 1.0 + num * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + num / c
+            c = c if abs(c) > tiny else tiny
+            f *= c * d
+        if abs(c * d - 1.0) < 1e-14:
+            break
+    return f
+
+
+def beta_inc(a, b, x):
+    """The regularized incomplete beta function I_x(a, b)."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
+                     + a * math.log(x) + b * math.log1p(-x))
+    if x < (a + 1) / (a + b + 2):
+        return front * _beta_cf(a, b, x) / a
+    return 1.0 - front * _beta_cf(b, a, 1.0 - x) / b
+
+
+@functools.lru_cache(maxsize=None)
+def t_two_sided(rate, df):
+    """Student's t quantile with @df degrees of freedom: P(|T| > t) = rate."""
+    tail = lambda t: beta_inc(df / 2.0, 0.5, df / (df + t * t))  # noqa: E731, P(|T| > t)
+    lo, hi = 0.0, 1.0
+    while tail(hi) > rate:
+        hi *= 2.0
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if tail(mid) > rate else (lo, mid)
+    return hi
+
+
+def clustered_share(windows, p0, what, rate=RATE, min_windows=4):
+    """Assert that a share pooled over windows of samples fits a true share p0.
+
+    windows: [(k, n)], k of a window's n samples in the counted set. Within
+    a window the samples need not be independent (ticks that fall where the
+    scheduler lets the target run); the windows are. H0: the pooled share
+    K / N estimates p0, with the variance of a ratio estimator over
+    independent windows, sum((k_i - p n_i)^2) / N^2 * m / (m - 1) for m
+    windows (never below the binomial p0 (1 - p0) / N); the deviation over
+    its standard error is Student's t with m - 1 degrees of freedom.
+    """
+    m = len(windows)
+    assert m >= min_windows, (f"inconclusive: {what}: {m} windows, the check needs "
+                              f"{min_windows}")
+    big_k, big_n = sum(k for k, _ in windows), sum(n for _, n in windows)
+    assert big_n > 0, f"{what}: no samples"
+    p = big_k / big_n
+    var = sum((k - p * n) ** 2 for k, n in windows) / big_n ** 2 * m / (m - 1)
+    se = math.sqrt(max(var, p0 * (1 - p0) / big_n))
+    t = t_two_sided(rate, m - 1)
+    _record(what, rate)
+    assert abs(p - p0) <= t * se, (
+        f"{what}: {big_k}/{big_n} = {100.0 * p:.1f}% over {m} windows, truth "
+        f"{100.0 * p0:.1f}%: {abs(p - p0) / se:.1f} standard errors ({100 * se:.2f} points) "
+        f"off, beyond t = {t:.2f} ({m - 1} df, false-failure rate {_fmt_rate(rate)}); "
+        f"windows {[round(k / n, 3) for k, n in windows if n]}")
+    return p
 
 
 def share_at_least(k, n, p0, what, rate=RATE):

@@ -47,7 +47,11 @@ the program 0.6% faster and LINE_SMALL 0.2%. LINE_COLD runs once per
 1,000 items.
 
 Checked: each line's share of the ticks that delay it, against 3/5 and
-1/5 (exact binomial regions at 1e-4, from the tick counts in the JSON);
+1/5, pooled over its control windows (the JSON lists each window's tick
+counts): under load one window's share strayed far beyond its binomial
+spread (70.6% of 494 ticks for 60% in a fresh clone, 49% in 2 of 6 runs
+beside two busy loops), so the tolerance is a t interval from the windows'
+own spread (stats.clustered_share, at 1e-4);
 LINE_BIG helps (its 95% sign-test interval is above 0) and more than
 LINE_SMALL; LINE_COLD is skipped with its reason. The impacts themselves
 are not compared with 0.6 and 0.2: under the load of the other tests the
@@ -371,7 +375,10 @@ def test_lines_as_candidates(runs, procs, liveprof, wl, tmp_path, h):
         assert c["kind"] == "line" and c["verdict"] != "skipped", c
         n = c["share_ticks"]
         stats.enough(n, 300, f"{c['function']}: ticks of the target")
-        stats.share(round(n * c["cpu_share"] / 100), n, truth, f"{c['function']}'s share")
+        wins = c["share_windows"]
+        assert sum(u for _, u in wins) == n, c
+        assert abs(100 * sum(k for k, _ in wins) / n - c["cpu_share"]) < 1e-6, c
+        stats.clustered_share(wins, truth, f"{c['function']}'s share")
     assert big["ci_low"] > 0, big
     assert big["impact"] > small["impact"], (big, small)
     assert cold["verdict"] == "skipped" and "too little" in cold["skipped"], cold

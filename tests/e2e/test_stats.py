@@ -153,3 +153,33 @@ def test_binomial_mad_exact():
         pmf = stats.binom_pmf(n, p)
         direct = sum(pmf[k] * abs(k - n * p) for k in range(n + 1))
         assert abs(stats.binom_mad(n, p) - direct) < 1e-9, (n, p)
+
+
+@pytest.mark.parametrize("rate,df,table", [(0.05, 1, 12.706), (0.05, 10, 2.228),
+                                           (0.01, 5, 4.032), (0.001, 20, 3.850)])
+def test_t_quantile_matches_tables(rate, df, table):
+    """Student's t quantiles as printed in statistical tables (3 decimals)."""
+    assert abs(stats.t_two_sided(rate, df) - table) < 5e-4
+
+
+def test_clustered_share_rate():
+    """Windows whose shares stray beyond the binomial (each window's true
+    share drawn around p0, then binomial counts): the pooled check fails at
+    most at its rate (checked at 0.05), where the plain binomial one fails
+    far more often."""
+    rng = random.Random(11)
+    p0, rate, bad, bad_binom = 0.6, 0.05, 0, 0
+    lo, hi = stats.acceptance(8 * 450, p0, rate)
+    for _ in range(TRIALS):
+        wins = []
+        for _ in range(8):
+            p, n = min(0.95, max(0.05, rng.gauss(p0, 0.07))), 450
+            # the window's binomial count, by its normal approximation
+            k = round(rng.gauss(n * p, math.sqrt(n * p * (1 - p))))
+            wins.append((min(n, max(0, k)), n))
+        bad += fails(stats.clustered_share, wins, p0, "sim", rate)
+        bad_binom += not lo <= sum(w[0] for w in wins) <= hi
+    stats.reset()
+    assert lower(bad, TRIALS) <= rate, bad
+    assert upper(bad, TRIALS) >= 0.3 * rate, f"far more conservative than designed: {bad}"
+    assert lower(bad_binom, TRIALS) > 3 * rate, bad_binom

@@ -184,6 +184,8 @@ static int calibrate(struct causal_ctx *x, struct causal_cand *c, struct cand_ac
 		if (err)
 			return err;
 		add_control(c, &w, &a->timed, &a->sum, &a->calls, &a->span);
+		if (c->is_line)
+			causal_line_add_control(c, &w);
 		sum.cand_calls += w.cand_calls;
 		sum.line_ticks += w.line_ticks;
 		sum.line_user += w.line_user;
@@ -220,6 +222,8 @@ static int run_pair(struct causal_ctx *x, struct causal_cand *c, struct cand_acc
 	if (err)
 		return err;
 	add_control(c, &ctl, &a->timed, &a->sum, &a->calls, &a->span);
+	if (c->is_line)
+		causal_line_add_control(c, &ctl);
 	/* The delay asked for, not the wall time waited: a thread preempted
 	 * inside its wait overshoots the deadline (on a loaded CPU, 108-134%
 	 * of the asked delay was waited in the lock scenario), and that time

@@ -62,6 +62,12 @@ struct causal_cand {
 	double seconds;	    /* spent on it */
 	bool is_line;	    /* a FILE:LINE: delays triggered by ticks in it (causal_line.c) */
 	double share_ticks; /* a line: the target's user-mode ticks its cpu_share is of */
+	/* A line: each control window's ticks in it and in the target's user
+	 * code. On a loaded machine one window's share strays far beyond its
+	 * binomial spread (49% and 71% for 60%, 450 ticks), so the share is
+	 * pooled over all of them and each is reported, for its spread. */
+	uint32_t win_hits[CAUSAL_MAX_PAIRS + 8], win_user[CAUSAL_MAX_PAIRS + 8];
+	int n_win;
 };
 
 struct causal_run {

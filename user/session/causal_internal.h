@@ -77,6 +77,8 @@ void causal_line_read(struct causal_ctx *x, struct causal_win *at);
 uint64_t causal_line_delay(struct causal_ctx *x, struct causal_cand *c,
 			   const struct causal_win *calib);
 double causal_line_frac(const struct causal_win *w);
+/* A control window of line candidate @c: its ticks into c's share. */
+void causal_line_add_control(struct causal_cand *c, const struct causal_win *w);
 
 /* Let the daemon run @ns; 0, -EINTR (stop), -ESRCH (targets gone). */
 int causal_wait(struct causal_ctx *x, uint64_t ns);

@@ -137,10 +137,6 @@ uint64_t causal_line_delay(struct causal_ctx *x, struct causal_cand *c,
 {
 	double r = x->o->delay_pct / 100.0, hits = calib->cand_calls, period, cpu;
 
-	/* its share of the target's user-mode time, from the same ticks */
-	if (calib->line_user > 0)
-		c->cpu_share = 100.0 * hits / calib->line_user;
-	c->share_ticks = calib->line_user;
 	c->mean_ns = 0; /* a line has no duration of its own */
 	c->calls_per_s = calib->span_ns > 0 ? hits / calib->span_ns * 1e9 : 0;
 	period = tick_period(calib);
@@ -171,4 +167,23 @@ double causal_line_frac(const struct causal_win *w)
 	double own = w->cand_calls * tick_period(w);
 
 	return own > 0 && w->waited_ns > 0 ? w->waited_ns / own : NAN;
+}
+
+void causal_line_add_control(struct causal_cand *c, const struct causal_win *w)
+{
+	double hits = 0, user = 0;
+
+	if (c->n_win >= (int)(sizeof(c->win_hits) / sizeof(c->win_hits[0])))
+		return;
+	c->win_hits[c->n_win] = (uint32_t)w->cand_calls;
+	c->win_user[c->n_win] = (uint32_t)w->line_user;
+	c->n_win++;
+	/* its share of the target's user-mode time, from the same ticks */
+	for (int i = 0; i < c->n_win; i++) {
+		hits += c->win_hits[i];
+		user += c->win_user[i];
+	}
+	if (user > 0)
+		c->cpu_share = 100.0 * hits / user;
+	c->share_ticks = user;
 }

@@ -137,8 +137,17 @@ static json_t *cand_json(const struct causal_cand *c)
 	json_object_set_new(o, "calls_per_s", num(c->calls_per_s));
 	json_object_set_new(o, "delay_pct", num(delay_pct(c)));
 	json_object_set_new(o, "kind", json_string(c->is_line ? "line" : "function"));
-	if (c->is_line)
+	if (c->is_line) {
+		json_t *wins = json_array();
+
+		for (int i = 0; i < c->n_win; i++)
+			json_array_append_new(wins, json_pack("[I,I]", (json_int_t)c->win_hits[i],
+							      (json_int_t)c->win_user[i]));
 		json_object_set_new(o, "share_ticks", json_integer((json_int_t)c->share_ticks));
+		/* [ticks in the line, ticks in the target's user code] per
+		 * control window: the share's spread from window to window */
+		json_object_set_new(o, "share_windows", wins);
+	}
 	json_object_set_new(o, "seconds", json_real(c->seconds));
 	return o;
 }
