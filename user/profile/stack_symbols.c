@@ -48,6 +48,7 @@ void stack_symbols__free(struct stack_symbols *ss)
 	free(ss->redo);
 	free(ss->addr_cache);
 	free(ss->remap);
+	free(ss->path_hashes);
 	profile__free(ss->table);
 	free(ss);
 }

@@ -94,9 +94,10 @@ int stack_symbols__forget(struct stack_symbols *ss, uint32_t id);
  * stack_symbols__path_hash - hash of stack @id's frames as name-level
  * views show them: everything but the frames' addresses
  *
- * Return: 0, or -ENOENT if @id is not symbolized.
+ * Each frame's own hash is computed once per frame and kept.
+ * Return: 0, -ENOENT if @id is not symbolized, or -ENOMEM.
  */
-int stack_symbols__path_hash(const struct stack_symbols *ss, uint32_t id, uint64_t *hash);
+int stack_symbols__path_hash(struct stack_symbols *ss, uint32_t id, uint64_t *hash);
 
 /**
  * stack_symbols__same_path - whether stacks @a and @b show as the same

@@ -92,6 +92,11 @@ struct stack_symbols {
 		uint32_t pid, id;
 		char name[72]; /* "": empty */
 	} root;
+	/* frame table id -> its frame_path_hash(), for the frames below
+	 * n_path_hashes: a stack's path hash (reclaim hashes every stack it
+	 * folds) took three mixes per frame, a sixth of the daemon's CPU */
+	uint64_t *path_hashes;
+	size_t n_path_hashes, cap_path_hashes;
 	/* frame table id -> id in the profile being built, +1 (0 = unmapped) */
 	uint32_t *remap;
 	size_t remap_cap;

@@ -32,18 +32,41 @@ static bool frame_same_path(const struct frame *a, const struct frame *b)
 	       (a->kind != FRAME_ROOT || a->addr == b->addr);
 }
 
-int stack_symbols__path_hash(const struct stack_symbols *ss, uint32_t id, uint64_t *hash)
+/* ss->path_hashes for every frame of the table so far; 0 or -ENOMEM. */
+static int path_hashes_update(struct stack_symbols *ss)
+{
+	size_t n = ss->table->n_frames;
+
+	if (n > ss->cap_path_hashes) {
+		size_t cap = n + n / 2 + 256;
+		uint64_t *h = realloc(ss->path_hashes, cap * sizeof(*h));
+
+		if (!h)
+			return -ENOMEM;
+		ss->path_hashes = h;
+		ss->cap_path_hashes = cap;
+	}
+	for (; ss->n_path_hashes < n; ss->n_path_hashes++)
+		ss->path_hashes[ss->n_path_hashes] =
+			frame_path_hash(0, &ss->table->frames[ss->n_path_hashes]);
+	return 0;
+}
+
+int stack_symbols__path_hash(struct stack_symbols *ss, uint32_t id, uint64_t *hash)
 {
 	uint32_t ids[MAX_FRAMES], depth;
 	uint64_t h;
 
 	if (id >= ss->n || !ss->stacks[id].packed)
 		return -ENOENT;
+	if (ss->n_path_hashes < ss->table->n_frames && path_hashes_update(ss))
+		return -ENOMEM;
 	depth = sym_ids_unpack(&ss->stacks[id], ids);
+	/* one multiply per frame: the frames' own hashes are mixed already */
 	h = depth;
 	for (uint32_t i = 0; i < depth; i++)
-		h = frame_path_hash(h, &ss->table->frames[ids[i]]);
-	*hash = h;
+		h = (h ^ ss->path_hashes[ids[i]]) * 0x9e3779b97f4a7c15ULL;
+	*hash = lp_mix64(h);
 	return 0;
 }
 
