@@ -13,6 +13,7 @@
 
 #define X86_64_DWARF_RBP 6
 #define X86_64_DWARF_RSP 7
+#define X86_64_DWARF_RIP 16 /* the return address column */
 
 /* Functions sampled per module by unwinder__module_has_fp(). */
 #define FP_SAMPLE_FUNCS 256

@@ -202,6 +202,11 @@ def test_debian_binary_matches_perf(tmp_path):
     finally:
         target.kill()
         target.wait()
+    # Every stack reaches _start: Debian's python3 runs shallow here, well
+    # within the 16 KiB copied. A sample in a PLT stub (whose CFA rule
+    # reads rip) ended at the stub before libdwfl was given rip.
+    cut = [ln for ln in open(folded) if ";_start;" not in ln]
+    assert not cut, cut[:5]
     script = str(tmp_path / "perf.txt")
     with open(script, "w") as f:
         subprocess.run(["perf", "script", "-i", data, "-F", "comm,tid,time,ip,sym"],
