@@ -6,6 +6,7 @@ uselib.c, argso2.c and reqs.c print the exact counts and values they produced
 every call is seen). The source of midleaf.c and rate.c gives the rest.
 """
 
+import json
 import math
 import os
 import re
@@ -318,3 +319,67 @@ def test_no_probe_left_after_exit(how, procs, liveprof, wl, tmp_path, h):
     # scale (above their geometric mean), not by a fixed fraction of `before`.
     assert before >= 4 * during, f"the probe costs too little to tell: {before:.0f} vs {during:.0f}"
     assert after >= math.sqrt(before * during), (before, during, after)
+
+
+def calls_at(rows, t, after):
+    """rate.c's call count at its last row at or before @t (after=False) or
+    its first row at or after @t (after=True)."""
+    sel = [r for r in rows if (r[0] >= t if after else r[0] <= t)]
+    assert sel, f"no rate.c row {'after' if after else 'before'} {t}"
+    return (sel[0] if after else sel[-1])[1]
+
+
+def test_trace_attaches_while_sampling(procs, liveprof, wl, tmp_path, h):
+    """The tracing programs are verified while liveprof already samples
+    (bpf_session_deferred.c): samples are counted before the trace's
+    probes are attached, the trace is attached once the programs load
+    (the -v line saying so), then gets the whole -d, and counts the calls
+    made meanwhile. Ground truth: rate.c's own count of tick() calls,
+    logged every 100 ms with the monotonic time (which Python's
+    time.monotonic() shares)."""
+    log = tmp_path / "rate.log"
+    target = procs.start([wl("rate"), log], settle=0.5)
+    seconds = 1.5
+    lp = subprocess.Popen([str(liveprof), "--no-tui", "--top", "0", "-p", str(target.pid),
+                           "-F", "999", "--interval", "0.005", "-d", str(seconds), "-v",
+                           "--trace", "tick", "--json", str(tmp_path / "o.json")],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    before = []  # times reports were read before the programs were attached
+    samples, calls, t_ready, out = 0, None, None, []
+    for line in lp.stdout:
+        now = time.monotonic()
+        out.append(line)
+        m = re.match(r"--- [\d.]+ s: (\d+) samples", line)
+        if m:
+            samples, calls = int(m.group(1)), None
+        m = re.match(r"tick\s+(\d+)\s+\d+\s", line)  # not its "untimed" line
+        if m:
+            calls = int(m.group(1))
+            if t_ready is None and samples:
+                before.append((now, calls))
+        if "programs verified" in line and t_ready is None:
+            t_ready = now
+    lp.wait(timeout=30)
+    t_exit = time.monotonic()
+    assert lp.returncode == 0, "".join(out[-30:])
+    assert t_ready, "no line saying the tracing programs were loaded"
+    data = json.loads((tmp_path / "o.json").read_text())
+    traced = next(t for t in data["traces"] if t["spec"] == "tick")["calls"]
+    # reports come every 5 ms and verifying the tracing programs takes
+    # 100+ ms (they used to be loaded before sampling began)
+    assert len(before) >= 3, f"{len(before)} reports with samples before the programs loaded"
+    assert not any(c for _, c in before), f"calls counted before the programs loaded: {before}"
+    time.sleep(0.25)  # rate.c's next row
+    rows = h.read_rates(log)
+    # the probes go on right after the line: between the last report before
+    # it (read up to 0.1 s late under load) and the end of the run
+    t_attach_lo = before[-1][0] - 0.1
+    hi = calls_at(rows, t_exit, True) - calls_at(rows, t_attach_lo, False)
+    # and surely on from 0.1 s after it for -d less 0.1 s (the read's lag)
+    lo = calls_at(rows, t_ready + seconds - 0.1, False) - calls_at(rows, t_ready + 0.1, True)
+    print(f"\n{len(before)} reports with samples before the tracing programs loaded; the "
+          f"run ended {t_exit - t_ready:.2f} s after; tick() calls traced {traced}, made "
+          f"meanwhile [{lo}, {hi}]")
+    assert lo <= traced <= hi
+    # -d counts from the attach: the run ends no earlier than -d after it
+    assert t_exit - t_ready >= seconds - 0.05, t_exit - t_ready

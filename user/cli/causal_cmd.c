@@ -344,6 +344,9 @@ static int open_daemon(struct daemon *d, struct options *po, const struct causal
 	}
 	if (!rc)
 		rc = daemon__start(d);
+	/* experiments need their probes: the programs loaded and attached */
+	if (!rc && daemon__programs_ready(d, true) < 0)
+		rc = EXIT_BPF;
 	return rc;
 }
 

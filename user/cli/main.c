@@ -237,6 +237,11 @@ static void batch_loop(struct daemon *d, const struct options *o)
 	uint64_t next_print =
 		o->interval_s ? d->core.start_ns + (uint64_t)(o->interval_s * 1e9) : 0;
 
+	/* The traces asked for here get the whole duration: it counts from
+	 * when their probes are attached (the programs are verified while the
+	 * daemon samples). */
+	bool wait_probes = deadline && (o->n_traces || o->split_spec);
+
 	while (!g_stop) {
 		uint64_t now = lp_now_ns();
 		int err = daemon__poll(d, poll_timeout_ms(now, next_print, deadline));
@@ -244,6 +249,12 @@ static void batch_loop(struct daemon *d, const struct options *o)
 		if (err && err != -EINTR) {
 			lp_err("reading events: %s", strerror(-err));
 			break;
+		}
+		if (d->load_error)
+			break; /* printed */
+		if (wait_probes && d->programs_done) {
+			wait_probes = false;
+			deadline = d->ready_ns + (uint64_t)(o->duration_s * 1e9);
 		}
 		now = lp_now_ns();
 		if (deadline && now >= deadline)
@@ -405,6 +416,9 @@ static int run(struct options *o)
 		rc = setup_traces(&d, o);
 	if (!rc)
 		rc = start_alloc(&d, o);
+	/* a launched command runs once its probes are attached */
+	if (!rc && child && daemon__programs_ready(&d, true) < 0)
+		rc = EXIT_BPF;
 	if (!rc && child) {
 		rc = release(go_fd, status_fd, child, o->command[0]) ? EXIT_NO_TARGET : EXIT_OK;
 		go_fd = status_fd = -1;
@@ -419,7 +433,7 @@ static int run(struct options *o)
 		serve__stop(http);
 		http = NULL;
 		daemon__finish(&d);
-		rc = report__finish(&d, stdout);
+		rc = d.load_error ? EXIT_BPF : report__finish(&d, stdout);
 	}
 	end_child(&d, child, &go_fd, &status_fd);
 	serve__stop(http);

@@ -21,6 +21,7 @@
 #include "user/session/bpf_session_internal.h"
 #include "user/session/min_btf.h"
 #include "user/session/unwind_tables.h"
+#include "user/util/log.h"
 #include "liveprof.skel.h"
 
 static bool g_verbose;
@@ -29,7 +30,7 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 {
 	if (level == LIBBPF_DEBUG || !g_verbose)
 		return 0;
-	return vfprintf(stderr, fmt, args);
+	return vfprintf(LP_LOG, fmt, args); /* the loader thread's are kept */
 }
 
 static void *map_mmap(struct bpf_map *map, size_t *len)
@@ -44,22 +45,6 @@ static void *map_mmap(struct bpf_map *map, size_t *len)
 		return NULL;
 	*len = sz;
 	return mem;
-}
-
-/*
- * Time every timer interrupt (cost.bpf.h): a sample's cost is then
- * measured whole. Without the tracepoints the sampler charges its own
- * time plus the calibrated rest.
- */
-static void attach_timer_bracket(struct bpf_session *s)
-{
-	struct liveprof_bpf *k = s->skel;
-
-	if (!k->links.lp_timer_entry)
-		k->links.lp_timer_entry = bpf_program__attach(k->progs.lp_timer_entry);
-	if (!k->links.lp_timer_exit)
-		k->links.lp_timer_exit = bpf_program__attach(k->progs.lp_timer_exit);
-	k->bss->timer_bracket = k->links.lp_timer_entry && k->links.lp_timer_exit;
 }
 
 /* The skeleton's constants from @o, before the load; -EINVAL for a bad size. */
@@ -244,6 +229,12 @@ int bpf_session__open(struct bpf_session **out, const struct bpf_session_opts *o
 		goto fail;
 	size_maps(s, o);
 	bpf_session_choose_uprobe_kind(s, o);
+	/* what the first sample does not need is verified in the background */
+	if (o->tracing || o->offcpu) {
+		err = bpf_session_defer_open(s, open_skel, o->loaded_hook, o->loaded_ctx);
+		if (err)
+			goto fail;
+	}
 	err = liveprof_bpf__load(s->skel);
 	if (btf_fd >= 0)
 		close(btf_fd);
@@ -252,13 +243,11 @@ int bpf_session__open(struct bpf_session **out, const struct bpf_session_opts *o
 		err = err < 0 ? err : -EINVAL;
 		goto fail;
 	}
-	if (o->offcpu) {
-		err = liveprof_bpf__attach(s->skel);
+	if (s->def) {
+		err = bpf_session_defer_start(s);
 		if (err)
 			goto fail;
 	}
-	if (o->tracing || o->offcpu)
-		attach_timer_bracket(s);
 	s->hist_mem = map_mmap(s->skel->maps.hist, &s->hist_len);
 	s->stats_mem = map_mmap(s->skel->maps.probe_stats, &s->stats_len);
 	if (o->kernel_unwind)
@@ -357,7 +346,11 @@ int bpf_session__start_sampling(struct bpf_session *s, unsigned int hz)
 
 int bpf_session__start_causal_ticks(struct bpf_session *s, uint64_t period_ns)
 {
-	return open_cpu_clocks(s, period_ns, s->skel->progs.lp_causal_tick);
+	int err = bpf_session__programs_ready(s, true);
+
+	if (err < 0)
+		return err;
+	return open_cpu_clocks(s, period_ns, bpf_session_prog_skel(s)->progs.lp_causal_tick);
 }
 
 int bpf_session__add_pid(struct bpf_session *s, uint32_t pid)
@@ -465,6 +458,9 @@ void bpf_session__close(struct bpf_session *s)
 		bpf_session__stop_sampling(s);
 	for (int i = 0; i < MAX_UPROBE_LINKS; i++)
 		bpf_session__detach(s, i);
+	/* after its links, before the maps it shares */
+	bpf_session_defer_close(s);
+	free(s->waiting);
 	bpf_session__detach_calib(s);
 	ring_buffer__free(s->rb);
 	if (s->hist_mem)

@@ -559,6 +559,8 @@ int daemon__poll(struct daemon *d, int timeout_ms)
 		d->symbolized = true;
 		daemon__symbolize_new(d);
 	}
+	/* the programs verified in the background, attached once they are */
+	daemon__programs_ready(d, false);
 	now = lp_now_ns();
 	/* A library a trace waits for is looked for at every poll, not only
 	 * at the tick: calls made in the meantime would be missed. */

@@ -62,6 +62,8 @@ struct daemon_poller {
 
 #define MAX_POLLERS 4
 
+struct daemon_calib;
+
 struct daemon {
 	struct session_core core; /* opts, bpf, symbols, procs, child, times */
 	struct symbolizer *sym;
@@ -80,6 +82,11 @@ struct daemon {
 	int child_status;      /* wait status once it exited */
 	bool child_exited;
 	bool symbolized; /* the first symbolization has run */
+	/* the programs verified in the background (bpf_session.h) */
+	struct daemon_calib *calib; /* the sample cost their loader measures */
+	bool programs_done;	    /* their load ended: ready, or load_error */
+	int load_error;		    /* its negative errno */
+	uint64_t ready_ns;	    /* when they were attached */
 
 	struct counts total; /* whole run */
 	/* --offcpu: blocks by (waiter stack, waker stack) pair, see holders.h */
@@ -228,6 +235,17 @@ int daemon__open(struct daemon *d, struct options *o, bool tracing);
 
 /** daemon__start - start sampling at the daemon's frequency; EXIT_* like daemon__open */
 int daemon__start(struct daemon *d);
+
+/**
+ * daemon__programs_ready - whether the tracing and off-CPU programs, which
+ * are verified while the daemon samples, are attached (with the uprobes
+ * asked for meanwhile); daemon__poll() asks without waiting
+ * @wait: wait for them
+ *
+ * Return: 1 (also for sessions without them), 0 while they load, or the
+ * load's negative errno (printed once).
+ */
+int daemon__programs_ready(struct daemon *d, bool wait);
 
 /**
  * daemon__finish - stop sampling, take the events still in the ring

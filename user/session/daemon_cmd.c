@@ -40,6 +40,19 @@ static int bpf_open_error(int err, bool verbose)
 	return EXIT_BPF;
 }
 
+/* The sample cost, measured by the loader thread (bpf_session.h). */
+struct daemon_calib {
+	struct sample_cost cost;
+	int err;
+};
+
+static void calibrate_after_load(struct bpf_session *bpf, void *ctx)
+{
+	struct daemon_calib *c = ctx;
+
+	c->err = sample_cost__calibrate(bpf, &c->cost);
+}
+
 int daemon__open(struct daemon *d, struct options *o, bool tracing)
 {
 	struct bpf_session_opts bo = {
@@ -67,9 +80,19 @@ int daemon__open(struct daemon *d, struct options *o, bool tracing)
 		.interp_frames = !o->no_interp,
 	};
 	struct bpf_session *bpf = NULL;
+	struct daemon_calib *calib = NULL;
 	int err;
 
 	memset(d, 0, sizeof(*d));
+	/* Before any sample can land in a traced call: its cost is charged.
+	 * Measured in the loader thread, before the probes are attached. */
+	if (bo.tracing && !o->no_sample_calib) {
+		calib = calloc(1, sizeof(*calib));
+		if (!calib)
+			return EXIT_RUNTIME;
+		bo.loaded_hook = calibrate_after_load;
+		bo.loaded_ctx = calib;
+	}
 	if (bo.tracing) {
 		target_kind__needs(o, &bo.go_returns, &bo.py_probes);
 		lp_debug("loading the Go return program: %s; the py: programs: %s",
@@ -77,18 +100,41 @@ int daemon__open(struct daemon *d, struct options *o, bool tracing)
 			 bo.py_probes ? "yes" : "no (no CPython target)");
 	}
 	err = bpf_session__open(&bpf, &bo);
-	if (err)
+	if (err) {
+		free(calib);
 		return bpf_open_error(err, o->verbose);
+	}
 	err = daemon__init(d, o, bpf);
+	d->calib = calib; /* daemon__close() frees it, after the loader ended */
 	if (err) {
 		lp_err("cannot set up: %s", strerror(-err));
 		d->core.bpf = bpf; /* daemon__close() frees it */
 		return EXIT_RUNTIME;
 	}
-	/* Before any sample can land in a traced call: its cost is charged. */
-	if (bo.tracing && !o->no_sample_calib && sample_cost__calibrate(bpf, &d->core.sample_cost))
-		lp_warn("cannot measure what a sample costs; sampled calls' latencies include it");
 	return EXIT_OK;
+}
+
+int daemon__programs_ready(struct daemon *d, bool wait)
+{
+	int r;
+
+	if (d->programs_done)
+		return d->load_error ? d->load_error : 1;
+	r = bpf_session__programs_ready(d->core.bpf, wait);
+	if (r == 0)
+		return 0;
+	d->programs_done = true;
+	d->ready_ns = lp_now_ns();
+	if (r < 0) {
+		d->load_error = r;
+		return r;
+	}
+	if (d->calib && d->calib->err)
+		lp_warn("cannot measure what a sample costs; sampled calls' latencies include it");
+	else if (d->calib)
+		d->core.sample_cost = d->calib->cost;
+	traces__programs_ready(d->traces);
+	return 1;
 }
 
 int daemon__start(struct daemon *d)
@@ -128,9 +174,11 @@ void daemon__finish(struct daemon *d)
 void daemon__close(struct daemon *d)
 {
 	struct bpf_session *bpf = d->core.bpf;
+	struct daemon_calib *calib = d->calib;
 
 	daemon__fini(d);
-	bpf_session__close(bpf);
+	bpf_session__close(bpf); /* ends the loader thread, which writes @calib */
+	free(calib);
 }
 
 int daemon__set_freq(struct daemon *d, unsigned int hz)

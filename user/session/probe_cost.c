@@ -199,6 +199,10 @@ int probe_cost_measure(struct bpf_session *bpf, int probe_id, enum probe_insn_cl
 	err = self_offset((void *)classes[c].stub, &off);
 	if (err)
 		return err;
+	/* timed with the probes live: the programs must be loaded */
+	err = bpf_session__programs_ready(bpf, true);
+	if (err < 0)
+		return err;
 	err = bpf_session__set_probe(bpf, probe_id, &cfg, NULL, 0);
 	if (err)
 		return err;

@@ -90,6 +90,13 @@ int traces__add_by(struct traces *t, const char *spec, const char *by, char *err
 int traces__set_when(struct traces *t, int func_id, int line_id);
 
 void traces__tick(struct traces *t, uint64_t now_ns);
+
+/**
+ * traces__programs_ready - the session's programs, loaded in the
+ * background, are attached with the probes that waited for them: their
+ * traces' attached_ns is that moment (bpf_session__ready_ns)
+ */
+void traces__programs_ready(struct traces *t);
 void traces__on_hit(struct traces *t, const struct lp_hit *h);
 void traces__set_window(struct traces *t, int seconds);
 

@@ -367,6 +367,26 @@ int traces__add(struct traces *t, const char *spec, char *err, size_t errlen)
 	return traces__add_by(t, spec, NULL, err, errlen);
 }
 
+/**
+ * traces_attach_time - when probes attached now go in: now, or 0 while the
+ * session's programs are still loading (bpf_session__programs_ready), for
+ * traces__programs_ready() to stamp
+ * @t: the traces
+ */
+uint64_t traces_attach_time(const struct traces *t)
+{
+	return bpf_session__ready_ns(t->c->bpf) == UINT64_MAX ? 0 : lp_now_ns();
+}
+
+void traces__programs_ready(struct traces *t)
+{
+	uint64_t ready = bpf_session__ready_ns(t ? t->c->bpf : NULL);
+
+	for (int i = 0; t && ready != UINT64_MAX && i < t->n; i++)
+		if (!t->v[i]->pending && !t->v[i]->info.attached_ns)
+			t->v[i]->info.attached_ns = ready;
+}
+
 int traces__add_by(struct traces *t, const char *spec, const char *by, char *err, size_t errlen)
 {
 	struct trace *tr, **v;
@@ -465,7 +485,7 @@ int traces__add_by(struct traces *t, const char *spec, const char *by, char *err
 	}
 	tr->info.id = tr->ids[0];
 	if (!tr->pending)
-		tr->info.attached_ns = lp_now_ns();
+		tr->info.attached_ns = traces_attach_time(t);
 	return tr->ids[0];
 }
 

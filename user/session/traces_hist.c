@@ -238,6 +238,18 @@ static uint64_t window_untimed(struct traces *t, struct trace *tr)
 		n += tr->untimed_slots[i];
 	return n;
 }
+/* How long @tr's probes have been live: 0 s if they are not in yet. */
+static double live_seconds(const struct traces *t, const struct trace *tr)
+{
+	uint64_t end = t->c->end_ns ? t->c->end_ns : lp_now_ns();
+	uint64_t from = t->c->start_ns;
+
+	if (!tr->info.attached_ns)
+		return 0;
+	if (tr->info.attached_ns > from)
+		from = tr->info.attached_ns;
+	return end > from ? (end - from) / 1e9 : 0;
+}
 
 int traces__summary(struct traces *t, int i, bool window, struct trace_summary *out)
 {
@@ -260,8 +272,7 @@ int traces__summary(struct traces *t, int i, bool window, struct trace_summary *
 		if (h[b])
 			maxb = b;
 	}
-	span = window ? t->n_slots
-		      : ((t->c->end_ns ? t->c->end_ns : lp_now_ns()) - t->c->start_ns) / 1e9;
+	span = window ? t->n_slots : live_seconds(t, tr);
 	if (tr->info.kind == TRACE_LINE) {
 		/* line probes count hits; no latency */
 		out->calls = window ? 0 : trace_calls(t, tr);
@@ -315,7 +326,7 @@ static void retry_pending(struct traces *t, struct trace *tr)
 		return;
 	traces_attach_all(t, tr, err, sizeof(err));
 	if (!tr->pending) {
-		tr->info.attached_ns = lp_now_ns();
+		tr->info.attached_ns = traces_attach_time(t);
 		lp_debug("attached '%s' (its library is loaded now)", tr->spec_text);
 	}
 }
