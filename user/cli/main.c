@@ -237,10 +237,10 @@ static void batch_loop(struct daemon *d, const struct options *o)
 	uint64_t next_print =
 		o->interval_s ? d->core.start_ns + (uint64_t)(o->interval_s * 1e9) : 0;
 
-	/* The traces asked for here get the whole duration: it counts from
-	 * when their probes are attached (the programs are verified while the
-	 * daemon samples). */
-	bool wait_probes = deadline && (o->n_traces || o->split_spec);
+	/* The traces asked for here and the off-CPU profile get the whole
+	 * duration: it counts from when their programs, verified while the
+	 * daemon samples, are attached. */
+	bool wait_probes = deadline && (o->n_traces || o->split_spec || o->offcpu);
 
 	while (!g_stop) {
 		uint64_t now = lp_now_ns();

@@ -101,8 +101,9 @@ static int on_sample(struct daemon *d, const struct lp_sample *s, size_t size)
 		d->events_bad++;
 		return 0;
 	}
-	/* liveprof's own calibration thread (sample_cost.c), never a target */
-	if (s->pid == d->self_pid)
+	/* liveprof's own calibration thread (sample_cost.c), never a target;
+	 * and a sample from before the profile's start (daemon__restart) */
+	if (s->pid == d->self_pid || s->time_ns < d->count_from_ns)
 		return 0;
 	sample_raw_stack(d, s, us, &rs, &h);
 	id = stack_store__intern_hash(d->stacks, &rs, h);
@@ -300,6 +301,16 @@ int daemon__init(struct daemon *d, struct options *o, struct bpf_session *bpf)
 		return err;
 	d->core.start_ns = d->last_tick_ns = lp_now_ns();
 	return bpf_session__set_ringbuf_cb(bpf, on_event, d);
+}
+
+void daemon__restart(struct daemon *d, uint64_t from_ns)
+{
+	d->count_from_ns = from_ns;
+	d->core.start_ns = from_ns;
+	counts__clear(&d->total);
+	for (int i = 0; i < d->n_slots; i++)
+		counts__clear(&d->slots[i]);
+	d->samples = d->truncated = d->unwind_errors = d->unwind_ns = 0;
 }
 
 int daemon__set_window(struct daemon *d, int seconds)

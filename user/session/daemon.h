@@ -87,6 +87,7 @@ struct daemon {
 	bool programs_done;	    /* their load ended: ready, or load_error */
 	int load_error;		    /* its negative errno */
 	uint64_t ready_ns;	    /* when they were attached */
+	uint64_t count_from_ns;	    /* samples taken before are dropped (0: none) */
 
 	struct counts total; /* whole run */
 	/* --offcpu: blocks by (waiter stack, waker stack) pair, see holders.h */
@@ -237,10 +238,21 @@ int daemon__open(struct daemon *d, struct options *o, bool tracing);
 int daemon__start(struct daemon *d);
 
 /**
+ * daemon__restart - start the profile again at @from_ns (CLOCK_MONOTONIC):
+ * what was counted so far is dropped, and so are the samples taken before
+ * it that are still to be read; the stacks stay interned
+ */
+void daemon__restart(struct daemon *d, uint64_t from_ns);
+
+/**
  * daemon__programs_ready - whether the tracing and off-CPU programs, which
  * are verified while the daemon samples, are attached (with the uprobes
  * asked for meanwhile); daemon__poll() asks without waiting
  * @wait: wait for them
+ *
+ * An --offcpu profile starts again when the off-CPU programs go in
+ * (daemon__restart), so that it weighs on-CPU and off-CPU time over one
+ * and the same span.
  *
  * Return: 1 (also for sessions without them), 0 while they load, or the
  * load's negative errno (printed once).

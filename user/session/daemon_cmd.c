@@ -134,6 +134,8 @@ int daemon__programs_ready(struct daemon *d, bool wait)
 	else if (d->calib)
 		d->core.sample_cost = d->calib->cost;
 	traces__programs_ready(d->traces);
+	if (d->core.opts->offcpu)
+		daemon__restart(d, bpf_session__ready_ns(d->core.bpf));
 	return 1;
 }
 
