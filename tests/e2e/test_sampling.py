@@ -358,3 +358,37 @@ def test_loads_only_the_programs_it_can_use(liveprof, wl, procs, h, args, want):
         lp.send_signal(signal.SIGINT)
         lp.wait(timeout=30)
     assert names == want, (sorted(names - want), sorted(want - names))
+
+
+def test_offcpu_profile_starts_with_its_programs(procs, liveprof, wl, tmp_path):
+    """--offcpu samples at once while its programs are verified in the
+    background, then starts the profile again when they are attached
+    (daemon__restart), so that on-CPU and off-CPU time cover one span: the
+    count of samples drops at that line, and the run lasts -d after it."""
+    target = procs.start([wl("rate"), tmp_path / "rate.log"], settle=0.3)
+    seconds = 1.0
+    lp = subprocess.Popen([str(liveprof), "--no-tui", "--top", "0", "-p", str(target.pid),
+                           "-F", "999", "--offcpu", "--interval", "0.005", "-d", str(seconds),
+                           "-v", "--json", str(tmp_path / "o.json")],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    before, after, t_ready, out = [], [], None, []
+    for line in lp.stdout:
+        out.append(line)
+        m = re.match(r"--- [\d.]+ s: (\d+) samples", line)
+        if m:
+            (after if t_ready else before).append(int(m.group(1)))
+        if "programs verified and attached" in line and t_ready is None:
+            t_ready = time.monotonic()
+    lp.wait(timeout=30)
+    t_exit = time.monotonic()
+    assert lp.returncode == 0, "".join(out[-30:])
+    assert t_ready, "no line saying the off-CPU programs were attached"
+    data = json.loads((tmp_path / "o.json").read_text())
+    print(f"\nsamples counted before the attach: {max(before, default=0)}; after it: "
+          f"{data['samples']} in {data['duration_s']:.2f} s")
+    # a spinning target at 999 Hz: samples before the 50+ ms of verifying
+    assert max(before, default=0) > 0, "no sample before the off-CPU programs were attached"
+    assert after and after[0] < max(before), (before[-3:], after[:3])
+    # the profile spans -d from the attach, and holds no more than it can
+    assert t_exit - t_ready >= seconds - 0.05, t_exit - t_ready
+    assert data["samples"] <= 999 * data["duration_s"] * 1.05 + 5, data

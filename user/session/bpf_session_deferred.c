@@ -193,7 +193,6 @@ static int finish(struct bpf_session *s)
 
 	pthread_join(def->thread, NULL);
 	def->joined = true;
-	def->ready_ns = lp_now_ns();
 	if (def->log)
 		fwrite(def->log, 1, def->log_len, stderr);
 	free(def->log);
@@ -205,11 +204,13 @@ static int finish(struct bpf_session *s)
 		lp_err("cannot load the tracing and off-CPU programs: %s%s", strerror(-err),
 		       s->verbose ? "" : " (run with -v for the verifier log)");
 		def->err = err;
-	} else {
-		lp_debug("tracing and off-CPU programs verified %.0f ms after sampling began",
-			 (def->ready_ns - def->start_ns) / 1e6);
 	}
 	bpf_session_attach_waiting(s, err);
+	/* after the attaches: from here on, all of them count */
+	def->ready_ns = lp_now_ns();
+	if (!err)
+		lp_debug("programs verified and attached %.0f ms after sampling began",
+			 (def->ready_ns - def->start_ns) / 1e6);
 	return err;
 }
 
