@@ -124,18 +124,21 @@ int daemon__programs_ready(struct daemon *d, bool wait)
 	if (r == 0)
 		return 0;
 	d->programs_done = true;
-	d->ready_ns = lp_now_ns();
 	if (r < 0) {
 		d->load_error = r;
 		return r;
 	}
+	/* one moment for the deadline, the traces and the restart */
+	d->ready_ns = bpf_session__ready_ns(d->core.bpf);
+	if (!d->ready_ns) /* nothing was loaded in the background */
+		d->ready_ns = lp_now_ns();
 	if (d->calib && d->calib->err)
 		lp_warn("cannot measure what a sample costs; sampled calls' latencies include it");
 	else if (d->calib)
 		d->core.sample_cost = d->calib->cost;
 	traces__programs_ready(d->traces);
 	if (d->core.opts->offcpu)
-		daemon__restart(d, bpf_session__ready_ns(d->core.bpf));
+		daemon__restart(d, d->ready_ns);
 	return 1;
 }
 

@@ -238,6 +238,7 @@ static uint64_t window_untimed(struct traces *t, struct trace *tr)
 		n += tr->untimed_slots[i];
 	return n;
 }
+
 /* How long @tr's probes have been live: 0 s if they are not in yet. */
 static double live_seconds(const struct traces *t, const struct trace *tr)
 {
