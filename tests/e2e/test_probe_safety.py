@@ -121,9 +121,13 @@ class Gated:
         self.err_thread.start()
 
     def _read_out(self):
+        # Ready at the first report after the -v line saying the programs,
+        # verified while liveprof already samples, are attached with the
+        # probes (a report alone can come before them).
         for line in self.lp.stdout:
             self.out.append(line)
-            if line.startswith("--- "):
+            if line.startswith("--- ") and any("programs verified and attached" in l
+                                               for l in list(self.err)):
                 self.ready.set()
         self.ready.set()
 
