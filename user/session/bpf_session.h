@@ -44,7 +44,7 @@ struct bpf_session_opts {
 	/*
 	 * With tracing or offcpu, their programs are verified in a thread
 	 * while the session samples; then @loaded_hook(session, @loaded_ctx)
-	 * runs in that thread, before any of them is attached.
+	 * runs in the thread that finds them loaded, before any is attached.
 	 */
 	void (*loaded_hook)(struct bpf_session *s, void *ctx);
 	void *loaded_ctx;

@@ -66,7 +66,7 @@ void bpf_session_choose_uprobe_kind(struct bpf_session *s, const struct bpf_sess
  * bpf_session_deferred.c. defer_open: a second instance of the object
  * (from @open) takes the programs @s does not need to sample, before @s is
  * loaded; defer_start: once @s is loaded, it shares @s's maps and a thread
- * loads it, then runs @hook(@s, @hook_ctx). Both return 0 or a negative
+ * loads it; the join runs @hook(@s, @hook_ctx). Both return 0 or a negative
  * errno.
  */
 int bpf_session_defer_open(struct bpf_session *s, struct liveprof_bpf *(*open)(int *btf_fd),

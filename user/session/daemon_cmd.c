@@ -40,7 +40,7 @@ static int bpf_open_error(int err, bool verbose)
 	return EXIT_BPF;
 }
 
-/* The sample cost, measured by the loader thread (bpf_session.h). */
+/* The sample cost, measured when the programs are loaded (bpf_session.h). */
 struct daemon_calib {
 	struct sample_cost cost;
 	int err;
@@ -85,7 +85,7 @@ int daemon__open(struct daemon *d, struct options *o, bool tracing)
 
 	memset(d, 0, sizeof(*d));
 	/* Before any sample can land in a traced call: its cost is charged.
-	 * Measured in the loader thread, before the probes are attached. */
+	 * Measured when the programs are loaded, before the probes go in. */
 	if (bo.tracing && !o->no_sample_calib) {
 		calib = calloc(1, sizeof(*calib));
 		if (!calib)
@@ -182,7 +182,7 @@ void daemon__close(struct daemon *d)
 	struct daemon_calib *calib = d->calib;
 
 	daemon__fini(d);
-	bpf_session__close(bpf); /* ends the loader thread, which writes @calib */
+	bpf_session__close(bpf); /* ends the loader thread first */
 	free(calib);
 }
 
