@@ -83,8 +83,15 @@ class Tui:
         deadline = time.monotonic() + timeout
         while True:
             s = self.screen()
+            # A capture can land in the middle of a redraw (the new view's
+            # top rows above the old view's bottom rows): a screen counts
+            # once a second capture, a moment later, satisfies it too.
             if pred(s):
-                return s
+                time.sleep(0.05)
+                again = self.screen()
+                if pred(again):
+                    return again
+                continue
             if time.monotonic() > deadline:
                 pytest.fail(f"{what} within {timeout}s; screen:\n" + "\n".join(s))
             time.sleep(0.1)
