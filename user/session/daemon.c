@@ -216,17 +216,10 @@ static void prefetch_next(const void *data, size_t size)
  * stops at a callback's negative return, with that event taken. */
 #define CONSUME_YIELD (-EAGAIN)
 
-static int on_event(void *ctx, void *data, size_t size)
+static int dispatch(struct daemon *d, void *data, size_t size)
 {
-	struct daemon *d = ctx;
 	const struct lp_event_hdr *h = data;
 
-	if (--d->consume_check == 0) {
-		d->consume_check = CONSUME_CHECK_EVERY;
-		if (lp_now_ns() > d->consume_until_ns)
-			return CONSUME_YIELD;
-	}
-	prefetch_next(data, size);
 	if (size < sizeof(*h)) {
 		d->events_bad++;
 		return 0;
@@ -254,6 +247,24 @@ static int on_event(void *ctx, void *data, size_t size)
 		d->events_bad++;
 		return 0;
 	}
+}
+
+static int on_event(void *ctx, void *data, size_t size)
+{
+	struct daemon *d = ctx;
+	int err;
+
+	prefetch_next(data, size);
+	err = dispatch(d, data, size);
+	/* After the event, not before it: libbpf counts the event whose
+	 * callback stops the consume as consumed, so a yield that came
+	 * first lost one event per slice. */
+	if (!err && --d->consume_check == 0) {
+		d->consume_check = CONSUME_CHECK_EVERY;
+		if (lp_now_ns() > d->consume_until_ns)
+			return CONSUME_YIELD;
+	}
+	return err;
 }
 
 int daemon__init(struct daemon *d, struct options *o, struct bpf_session *bpf)
