@@ -42,6 +42,8 @@ DEB_TEST  += debuginfod
 DEB_TEST  += systemtap-sdt-dev
 # the DWARF of /usr/bin/python3.11 (by build-id): where --trace py: probes
 DEB_TEST  += python3.11-dbg
+# test_serve_hostile's check that no descriptor is closed twice
+DEB_TEST  += strace
 DEPS_STAMP := $(OUT)/.deps-ok
 
 CFLAGS_COMMON := -g -O2 -Wall -Wextra -Werror -std=gnu11 -D_GNU_SOURCE \

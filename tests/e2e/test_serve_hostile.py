@@ -2,10 +2,14 @@
 log line, and the sampler keeps running (liveprof_samples_total grows)."""
 
 import concurrent.futures
+import os
 import re
+import shutil
+import signal
 import socket
 import subprocess
 import time
+import urllib.request
 
 import pytest
 
@@ -123,6 +127,54 @@ def test_slowloris(srv):
     assert closed_after is not None and closed_after < 16, closed_after
     assert log_has(srv, r"closed \d+ connections? that sent no complete request"), \
         srv.stderr()[-2000:]
+
+
+def test_no_descriptor_closed_twice(liveprof, wl, procs, tmp_path, srv):
+    """No close() of a descriptor already closed: in a process with more than
+    one thread, the number may by then be a socket libmicrohttpd accepted, which
+    it then finds gone and aborts on ("Failed to remove FD from epoll set").
+    The perf events of the sample-cost calibration (every round, from the join
+    on) and of the sampler (at the end) belong to their BPF links, which close
+    them. Deterministic: each of those used to close its event a second time."""
+    strace = shutil.which("strace")
+    if not strace:
+        pytest.skip("needs strace")
+    trace = tmp_path / "close.strace"
+    err_path = tmp_path / "closes.stderr"
+    target = procs.start([wl("fastslow"), "60"])
+    with open(err_path, "w") as err:
+        p = subprocess.Popen([strace, "-f", "-qq", "-e", "trace=close", "-o", str(trace),
+                              str(liveprof), "serve", "--http", "127.0.0.1:0", "-v", "-p",
+                              str(target.pid), "-F", "199"],
+                             stdout=subprocess.DEVNULL, stderr=err)
+    try:
+        # the calibration runs when the deferred programs are joined, before
+        # this line; then a round per daemon tick
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and p.poll() is None:
+            text = err_path.read_text()
+            if "programs verified and attached" in text and "serving http://" in text:
+                break
+            time.sleep(0.1)
+        text = err_path.read_text()
+        assert "programs verified and attached" in text, text[-3000:]
+        url = re.search(r"serving (http://\S+)/", text).group(1)
+        for _ in range(3):
+            with urllib.request.urlopen(url + "/metrics", timeout=30) as r:
+                assert r.status == 200
+            time.sleep(0.5)
+        # to liveprof itself: strace ignores SIGINT while its command runs
+        child = int(open(f"/proc/{p.pid}/task/{p.pid}/children").read().split()[0])
+        os.kill(child, signal.SIGINT)
+        p.wait(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    calls = trace.read_text()
+    assert "close(" in calls, calls[-2000:]
+    twice = [line for line in calls.splitlines() if "EBADF" in line]
+    assert not twice, "\n".join(twice[:20])
 
 
 def test_hundred_concurrent_scrapes(srv):

@@ -293,10 +293,15 @@ struct ring_buffer *bpf_session__ringbuf(struct bpf_session *s)
 void bpf_session__stop_sampling(struct bpf_session *s)
 {
 	for (int i = 0; i < s->nr_cpus; i++) {
-		bpf_link__destroy(s->perf_links[i]);
-		s->perf_links[i] = NULL;
-		if (s->perf_fds[i] >= 0)
+		/* A link owns its perf event (libbpf closes it on destroy):
+		 * closing it again here would close whatever took the number
+		 * in between, in another thread. Only an event no link took
+		 * (its attach failed) is ours to close. */
+		if (s->perf_links[i])
+			bpf_link__destroy(s->perf_links[i]);
+		else if (s->perf_fds[i] >= 0)
 			close(s->perf_fds[i]);
+		s->perf_links[i] = NULL;
 		s->perf_fds[i] = -1;
 	}
 }

@@ -247,6 +247,9 @@ const volatile struct lp_probe_stats *bpf_session__probe_stats(struct bpf_sessio
  * of the daemon's own thread @tid as if it were a target (one at a time;
  * see sample_cost.c); the daemon drops those samples
  *
+ * On success the attachment owns @perf_fd: bpf_session__detach_calib()
+ * closes it, and the caller must not. On failure it stays the caller's.
+ *
  * Return: 0 or a negative errno.
  */
 int bpf_session__attach_calib(struct bpf_session *s, int perf_fd, uint32_t tid);

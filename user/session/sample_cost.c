@@ -265,7 +265,11 @@ static int one_round(struct bpf_session *bpf, struct sample_cost *c, struct samp
 	ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
 	run_pieces(count, with, idx, &nw, without, &nwo);
 	ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
+	/* The link owned the event and closed it: a second close() would
+	 * hit whatever took the number since, in another thread (a socket
+	 * libmicrohttpd just accepted, which then aborts it). */
 	bpf_session__detach_calib(bpf);
+	fd = -1;
 	if (nw < ROUND_SAMPLED / 2 || nwo < ROUND_SAMPLED) {
 		lp_debug("sample cost: %zu pieces with a sample, %zu without: no round", nw, nwo);
 		err = -EAGAIN;
