@@ -49,6 +49,13 @@ struct lp_thread_calls {
 	 * (pygen.bpf.h): while there are any, a return probe looks further */
 	__u32 py_gens;
 	__u32 pad;
+	/* The last return through the uretprobe trampoline, written by the
+	 * return program (tracer.bpf.h): the call's return-address slot,
+	 * where it returned to, and %rax as the trampoline pushed it into
+	 * that slot. The call's frame is gone by then, yet the kernel has
+	 * not written the return address back: unwind.bpf.h takes it from
+	 * here, and checks the slot holds one of the two. */
+	__u64 tramp_slot, tramp_ret, tramp_ax;
 	struct lp_frame_state f[LP_MAX_DEPTH];
 };
 

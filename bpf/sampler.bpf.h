@@ -13,8 +13,8 @@
  * sampled, so that their returns send LP_EV_CALL_END. Marking here is
  * what keeps the event rate bounded by the sampling rate.
  */
-static __always_inline void tag_calls(struct lp_sample *s, struct task_struct *task,
-				      bool is_current)
+static __always_inline const struct lp_thread_calls *
+tag_calls(struct lp_sample *s, struct task_struct *task, bool is_current)
 {
 	struct lp_thread_calls *tc = thread_calls_of(task, false);
 	__u64 rets[LP_MAX_CALLS] = {};
@@ -22,7 +22,7 @@ static __always_inline void tag_calls(struct lp_sample *s, struct task_struct *t
 
 	s->n_calls = 0;
 	if (!tc)
-		return;
+		return NULL;
 	depth = tc->depth;
 	if (depth > LP_MAX_DEPTH)
 		depth = LP_MAX_DEPTH;
@@ -50,10 +50,16 @@ static __always_inline void tag_calls(struct lp_sample *s, struct task_struct *t
 		s->calls[i].ret_slot = f->sp;
 	}
 	s->n_calls = depth - first;
+	return tc;
 }
 
-/* The user stack by the CFI walk (unwind.bpf.h), fixed up for the calls in s->calls. */
-static __always_inline void walk_ustack(struct lp_sample *s, __u32 tgid)
+/*
+ * The user stack by the CFI walk (unwind.bpf.h), fixed up for the calls in
+ * s->calls and the thread's last return (@tc's, may be NULL); @kmode: the
+ * tick interrupted the kernel.
+ */
+static __always_inline void walk_ustack(struct lp_sample *s, __u32 tgid,
+					const struct lp_thread_calls *tc, __u32 kmode)
 {
 	struct lp_unwind_state *st = unwind_begin(0);
 
@@ -67,6 +73,10 @@ static __always_inline void walk_ustack(struct lp_sample *s, __u32 tgid)
 			break;
 		unwind_add_fix(st, s->calls[i].ret_slot, s->calls[i].ret_addr);
 	}
+	if (tc)
+		unwind_set_return(st, tc->tramp_slot, tc->tramp_ret, tc->tramp_ax, kmode);
+	else
+		unwind_set_return(st, 0, 0, 0, kmode);
 	unwind_user(st, tgid, s->regs.ip, s->regs.sp, s->regs.bp);
 	__builtin_memcpy(s->ustack, st->pcs, sizeof(s->ustack));
 	s->n_ustack = st->n <= LP_MAX_USTACK ? st->n : LP_MAX_USTACK;
@@ -74,13 +84,27 @@ static __always_inline void walk_ustack(struct lp_sample *s, __u32 tgid)
 }
 
 /*
+ * LP_SF_KMODE when the tick interrupted the kernel (a system call, a page
+ * fault, a probe's handler): the user frames then say where the thread
+ * entered the kernel, not user code that ran, and a ranking of user code
+ * (causal --candidates auto) leaves such samples out. Kernel addresses
+ * have the top bit set.
+ */
+static __always_inline __u32 kernel_mode_flag(const struct bpf_perf_event_data *ctx)
+{
+	return (__s64)ctx->regs.ip < 0 ? LP_SF_KMODE : 0;
+}
+
+/*
  * Fill everything but the weight and the flags that depend on the caller.
  * @ctx is the program context, used by bpf_get_stack.
  */
-static __always_inline void fill_sample(void *ctx, struct lp_sample *s, __u32 tgid, __u32 tid)
+static __always_inline void fill_sample(struct bpf_perf_event_data *ctx, struct lp_sample *s,
+					__u32 tgid, __u32 tid)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct pt_regs *uregs = (struct pt_regs *)bpf_task_pt_regs(task);
+	const struct lp_thread_calls *tc;
 	long n;
 
 	s->hdr.type = LP_EV_SAMPLE;
@@ -101,9 +125,9 @@ static __always_inline void fill_sample(void *ctx, struct lp_sample *s, __u32 tg
 	s->regs.sp = BPF_CORE_READ(uregs, sp);
 	s->regs.bp = BPF_CORE_READ(uregs, bp);
 
-	tag_calls(s, task, true);
+	tc = tag_calls(s, task, true);
 	if (kernel_unwind) {
-		walk_ustack(s, tgid);
+		walk_ustack(s, tgid, tc, kernel_mode_flag(ctx));
 	} else {
 		n = bpf_get_stack(ctx, s->ustack, sizeof(s->ustack), BPF_F_USER_STACK);
 		if (n < 0) {
@@ -212,18 +236,6 @@ static __always_inline struct lp_sample_buf *this_cpu_buf(void)
 	__u32 cpu = bpf_get_smp_processor_id();
 
 	return bpf_map_lookup_elem(&sample_buf, &cpu);
-}
-
-/*
- * LP_SF_KMODE when the tick interrupted the kernel (a system call, a page
- * fault, a probe's handler): the user frames then say where the thread
- * entered the kernel, not user code that ran, and a ranking of user code
- * (causal --candidates auto) leaves such samples out. Kernel addresses
- * have the top bit set.
- */
-static __always_inline __u32 kernel_mode_flag(const struct bpf_perf_event_data *ctx)
-{
-	return (__s64)ctx->regs.ip < 0 ? LP_SF_KMODE : 0;
 }
 
 /* --call-graph copy: every sample carries --stack-size bytes of stack. */

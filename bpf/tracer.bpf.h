@@ -383,7 +383,7 @@ __noinline int lp_end_call(struct pt_regs *ctx, struct lp_thread_calls *tc, __u6
 	return 0;
 }
 
-static __always_inline int on_return(struct pt_regs *ctx, __u64 entry_sp)
+static __always_inline int on_return(struct pt_regs *ctx, __u64 entry_sp, bool via_tramp)
 {
 	__u64 now = bpf_ktime_get_ns();
 	__u32 probe_id = (__u32)bpf_get_attach_cookie(ctx);
@@ -395,6 +395,13 @@ static __always_inline int on_return(struct pt_regs *ctx, __u64 entry_sp)
 	tc = thread_calls_of(bpf_get_current_task_btf(), false);
 	if (!tc)
 		return 0;
+	/* First: a sample may come before this program ends (see calls.bpf.h).
+	 * The kernel has set ip to the real return address already. */
+	if (via_tramp) {
+		tc->tramp_slot = entry_sp;
+		tc->tramp_ret = ctx->ip;
+		tc->tramp_ax = ctx->ax;
+	}
 	d = tc->depth;
 	if (d > LP_MAX_DEPTH)
 		d = LP_MAX_DEPTH;
@@ -413,14 +420,14 @@ static __always_inline int on_return(struct pt_regs *ctx, __u64 entry_sp)
 SEC("uretprobe")
 int BPF_KRETPROBE(lp_func_return)
 {
-	return on_return(ctx, ctx->sp - 8);
+	return on_return(ctx, ctx->sp - 8, true);
 }
 
 /* A uprobe on a `ret` instruction (Go binaries): sp is still the entry sp. */
 SEC("uprobe")
 int BPF_KPROBE(lp_func_ret_insn)
 {
-	return on_return(ctx, ctx->sp);
+	return on_return(ctx, ctx->sp, false);
 }
 
 SEC("uprobe")
