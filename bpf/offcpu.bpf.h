@@ -82,8 +82,6 @@ static __always_inline void walk_switched_out(struct offcpu_stash *s, struct tas
 				unwind_add_fix(st, tc->f[k & (LP_MAX_DEPTH - 1)].sp, rets[i]);
 		}
 	}
-	/* switched out in the kernel: its user registers may be mid-change */
-	unwind_set_return(st, 0, 0, 0, 1);
 	unwind_user(st, tgid, s->ip, s->sp, s->bp);
 	__builtin_memcpy(s->ustack, st->pcs, sizeof(s->ustack));
 	s->ustack_bytes = (st->n <= LP_MAX_USTACK ? st->n : LP_MAX_USTACK) * sizeof(__u64);
@@ -240,7 +238,6 @@ int BPF_PROG(lp_sched_waking, struct task_struct *p)
 
 		if (!us)
 			return 0;
-		unwind_set_return(us, 0, 0, 0, 1);
 		unwind_user(us, tgid, BPF_CORE_READ(uregs, ip), BPF_CORE_READ(uregs, sp),
 			    BPF_CORE_READ(uregs, bp));
 		__builtin_memcpy(st->wstack, us->pcs, sizeof(st->wstack));

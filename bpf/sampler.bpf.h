@@ -55,11 +55,10 @@ tag_calls(struct lp_sample *s, struct task_struct *task, bool is_current)
 
 /*
  * The user stack by the CFI walk (unwind.bpf.h), fixed up for the calls in
- * s->calls and the thread's last return (@tc's, may be NULL); @kmode: the
- * tick interrupted the kernel.
+ * s->calls and for the thread's last return (@tc's, may be NULL).
  */
 static __always_inline void walk_ustack(struct lp_sample *s, __u32 tgid,
-					const struct lp_thread_calls *tc, __u32 kmode)
+					const struct lp_thread_calls *tc)
 {
 	struct lp_unwind_state *st = unwind_begin(0);
 
@@ -74,9 +73,7 @@ static __always_inline void walk_ustack(struct lp_sample *s, __u32 tgid,
 		unwind_add_fix(st, s->calls[i].ret_slot, s->calls[i].ret_addr);
 	}
 	if (tc)
-		unwind_set_return(st, tc->tramp_slot, tc->tramp_ret, tc->tramp_ax, kmode);
-	else
-		unwind_set_return(st, 0, 0, 0, kmode);
+		unwind_set_return(st, tc->tramp_slot, tc->tramp_ret, tc->tramp_ax);
 	unwind_user(st, tgid, s->regs.ip, s->regs.sp, s->regs.bp);
 	__builtin_memcpy(s->ustack, st->pcs, sizeof(s->ustack));
 	s->n_ustack = st->n <= LP_MAX_USTACK ? st->n : LP_MAX_USTACK;
@@ -84,23 +81,10 @@ static __always_inline void walk_ustack(struct lp_sample *s, __u32 tgid,
 }
 
 /*
- * LP_SF_KMODE when the tick interrupted the kernel (a system call, a page
- * fault, a probe's handler): the user frames then say where the thread
- * entered the kernel, not user code that ran, and a ranking of user code
- * (causal --candidates auto) leaves such samples out. Kernel addresses
- * have the top bit set.
- */
-static __always_inline __u32 kernel_mode_flag(const struct bpf_perf_event_data *ctx)
-{
-	return (__s64)ctx->regs.ip < 0 ? LP_SF_KMODE : 0;
-}
-
-/*
  * Fill everything but the weight and the flags that depend on the caller.
  * @ctx is the program context, used by bpf_get_stack.
  */
-static __always_inline void fill_sample(struct bpf_perf_event_data *ctx, struct lp_sample *s,
-					__u32 tgid, __u32 tid)
+static __always_inline void fill_sample(void *ctx, struct lp_sample *s, __u32 tgid, __u32 tid)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct pt_regs *uregs = (struct pt_regs *)bpf_task_pt_regs(task);
@@ -127,7 +111,7 @@ static __always_inline void fill_sample(struct bpf_perf_event_data *ctx, struct 
 
 	tc = tag_calls(s, task, true);
 	if (kernel_unwind) {
-		walk_ustack(s, tgid, tc, kernel_mode_flag(ctx));
+		walk_ustack(s, tgid, tc);
 	} else {
 		n = bpf_get_stack(ctx, s->ustack, sizeof(s->ustack), BPF_F_USER_STACK);
 		if (n < 0) {
@@ -236,6 +220,18 @@ static __always_inline struct lp_sample_buf *this_cpu_buf(void)
 	__u32 cpu = bpf_get_smp_processor_id();
 
 	return bpf_map_lookup_elem(&sample_buf, &cpu);
+}
+
+/*
+ * LP_SF_KMODE when the tick interrupted the kernel (a system call, a page
+ * fault, a probe's handler): the user frames then say where the thread
+ * entered the kernel, not user code that ran, and a ranking of user code
+ * (causal --candidates auto) leaves such samples out. Kernel addresses
+ * have the top bit set.
+ */
+static __always_inline __u32 kernel_mode_flag(const struct bpf_perf_event_data *ctx)
+{
+	return (__s64)ctx->regs.ip < 0 ? LP_SF_KMODE : 0;
 }
 
 /* --call-graph copy: every sample carries --stack-size bytes of stack. */

@@ -66,7 +66,7 @@ struct lp_unwind_state {
 	__u32 bp_ok;  /* rbp is known in this frame */
 	__u32 exact;  /* pc is exact (after a signal frame), not a return address */
 	__u32 via_fp; /* pc came from a frame-pointer step */
-	__u32 kmode;  /* sampled in the kernel: the user registers may be mid-change */
+	__u32 pad;
 	__u32 n_fix;
 	__u32 tgid;
 	struct lp_unwind_fix fix[LP_MAX_CALLS];
@@ -353,10 +353,10 @@ static __always_inline void to_caller(struct lp_unwind_state *st, __u64 ret, __u
  * the slot still holds %rax: read as a return address, it made a wrong
  * frame (19 of 3,529 samples of a traced 1 us call cut as unwind errors
  * in the daemon). The return program's note tells both states apart: the
- * slot holds its return address or its %rax. Without a note (another
- * tool's uretprobe), only a value outside the trampoline is taken, as
- * before, and only once the system call is over (user mode): inside it,
- * the slot may still be %rax.
+ * slot holds its return address or its %rax. Where no note vouches for
+ * the slot (another tool's uretprobe, or the thread's calls not readable
+ * at this sample), the slot's value is taken unless it is the trampoline,
+ * as before: right once the kernel has written it back.
  */
 static __always_inline int returned_through(struct lp_unwind_state *st, __u64 want, __u64 *ret,
 					    __u64 *slot)
@@ -365,12 +365,9 @@ static __always_inline int returned_through(struct lp_unwind_state *st, __u64 wa
 
 	if (bpf_probe_read_user(&v, 8, (const void *)want))
 		return -1;
-	if (st->tramp_slot == want && st->tramp_ret && (v == st->tramp_ret || v == st->tramp_ax)) {
-		*ret = st->tramp_ret;
-		*slot = want;
-		return 0;
-	}
-	if (st->kmode || in_uprobe_tramp(v))
+	if (st->tramp_slot == want && st->tramp_ret && (v == st->tramp_ret || v == st->tramp_ax))
+		v = st->tramp_ret;
+	else if (in_uprobe_tramp(v))
 		return -1;
 	*ret = v;
 	*slot = want;
@@ -538,22 +535,17 @@ static __always_inline struct lp_unwind_state *unwind_begin(__u32 slot)
 	if (st) {
 		st->n_fix = 0;
 		st->tramp_slot = st->tramp_ret = st->tramp_ax = 0;
-		st->kmode = 0;
 	}
 	return st;
 }
 
-/*
- * The thread's last return through the trampoline (calls.bpf.h), and
- * whether it was sampled in the kernel (@kmode), for returned_through().
- */
+/* The thread's last return through the trampoline (calls.bpf.h), for returned_through(). */
 static __always_inline void unwind_set_return(struct lp_unwind_state *st, __u64 slot, __u64 ret,
-					      __u64 ax, __u32 kmode)
+					      __u64 ax)
 {
 	st->tramp_slot = slot;
 	st->tramp_ret = ret;
 	st->tramp_ax = ax;
-	st->kmode = kmode;
 }
 
 /* A return-address slot a pending uretprobe overwrote, and what it held. */
