@@ -324,28 +324,6 @@ void daemon__restart(struct daemon *d, uint64_t from_ns)
 	d->samples = d->truncated = d->unwind_errors = d->unwind_ns = 0;
 }
 
-int daemon__set_window(struct daemon *d, int seconds)
-{
-	struct counts *slots;
-
-	if (seconds < 1 || seconds > MAX_WINDOW_SLOTS)
-		return -EINVAL;
-	slots = calloc(seconds, sizeof(*slots));
-	if (!slots)
-		return -ENOMEM;
-	for (int i = 0; i < d->n_slots; i++)
-		counts__free(&d->slots[i]);
-	free(d->slots);
-	d->slots = slots;
-	d->n_slots = seconds;
-	d->cur_slot = 0;
-	if (d->traces)
-		traces__set_window(d->traces, seconds);
-	if (d->split)
-		split__set_window(d->split, seconds);
-	return 0;
-}
-
 void daemon__fini(struct daemon *d)
 {
 	while (d->windows)
@@ -430,40 +408,6 @@ static void tick(struct daemon *d, uint64_t now)
 	}
 }
 
-int daemon__window_open(struct daemon *d, struct daemon_window *w, uint64_t duration_ns)
-{
-	if (!duration_ns)
-		return -EINVAL;
-	counts__init(&w->counts);
-	counts__init(&w->holders);
-	w->start_ns = lp_now_ns();
-	w->end_ns = w->start_ns + duration_ns;
-	w->next = d->windows;
-	d->windows = w;
-	return 0;
-}
-
-void daemon__window_close(struct daemon *d, struct daemon_window *w)
-{
-	for (struct daemon_window **p = &d->windows; *p; p = &(*p)->next) {
-		if (*p == w) {
-			*p = w->next;
-			counts__free(&w->counts);
-			counts__free(&w->holders);
-			return;
-		}
-	}
-}
-
-int daemon__window_active(const struct daemon *d)
-{
-	int n = 0;
-
-	for (const struct daemon_window *w = d->windows; w; w = w->next)
-		n++;
-	return n;
-}
-
 int daemon__add_poller(struct daemon *d, int fd, void (*fn)(void *ctx), void *ctx)
 {
 	if (d->n_pollers == MAX_POLLERS)
@@ -480,27 +424,6 @@ void daemon__remove_poller(struct daemon *d, void *ctx)
 		if (d->pollers[i].ctx != ctx)
 			d->pollers[n++] = d->pollers[i];
 	d->n_pollers = n;
-}
-
-/*
- * Windows whose end has passed are handed over. Events are consumed on
- * every poll, so by now every sample stamped before the end is in.
- */
-static void finish_windows(struct daemon *d, uint64_t now)
-{
-	struct daemon_window **p = &d->windows;
-
-	while (*p) {
-		struct daemon_window *w = *p;
-
-		if (now < w->end_ns) {
-			p = &w->next;
-			continue;
-		}
-		*p = w->next;
-		w->next = NULL;
-		w->done(w, w->ctx); /* may free w */
-	}
 }
 
 /*
@@ -592,19 +515,10 @@ int daemon__poll(struct daemon *d, int timeout_ms)
 		d->last_tick_ns += 1000000000ULL;
 		tick(d, now);
 	}
-	finish_windows(d, now);
+	daemon__finish_windows(d, now);
 	for (int i = 0; i < d->n_pollers; i++)
 		d->pollers[i].fn(d->pollers[i].ctx);
 	if (err == -EINTR)
 		return -EINTR;
 	return err < 0 ? err : 0;
-}
-
-int daemon__window_counts(struct daemon *d, struct counts *out)
-{
-	counts__clear(out);
-	for (int i = 0; i < d->n_slots; i++)
-		if (counts__merge(out, &d->slots[i]))
-			return -ENOMEM;
-	return 0;
 }

@@ -210,6 +210,14 @@ void daemon__window_close(struct daemon *d, struct daemon_window *w);
 int daemon__window_active(const struct daemon *d);
 
 /**
+ * daemon__finish_windows - hand over the subscriptions whose end has
+ * passed by @now (each one's @done, which may free it). Events are
+ * consumed on every poll, so by then every sample stamped before the end
+ * is in.
+ */
+void daemon__finish_windows(struct daemon *d, uint64_t now);
+
+/**
  * daemon__add_poller - wait on @fd together with the ring buffer in
  * daemon__poll() and call @fn(@ctx) after every poll, in the daemon's thread
  *
