@@ -395,8 +395,9 @@ static __always_inline int on_return(struct pt_regs *ctx, __u64 entry_sp, bool v
 	tc = thread_calls_of(bpf_get_current_task_btf(), false);
 	if (!tc)
 		return 0;
-	/* First: a sample may come before this program ends (see calls.bpf.h).
-	 * The kernel has set ip to the real return address already. */
+	/* The note unwind.bpf.h reads once this program is done and the
+	 * kernel has yet to write the return address back (calls.bpf.h);
+	 * ip is the real return address already. */
 	if (via_tramp) {
 		tc->tramp_slot = entry_sp;
 		tc->tramp_ret = ctx->ip;

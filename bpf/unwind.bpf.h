@@ -343,8 +343,8 @@ static __always_inline void to_caller(struct lp_unwind_state *st, __u64 ret, __u
 
 /*
  * The return address of the call that is returning through the
- * trampoline (at offset 0xd or after, its frame gone), whose slot is
- * @want: 0 and *@ret, *@slot set, or -1.
+ * trampoline (at offset 0xd or after, its frame gone) from slot @slot,
+ * or 0 if it cannot be told.
  *
  * The uretprobe system call puts the pushed registers back, sets ip to
  * the real return address, runs the return programs, then writes that
@@ -358,20 +358,15 @@ static __always_inline void to_caller(struct lp_unwind_state *st, __u64 ret, __u
  * at this sample), the slot's value is taken unless it is the trampoline,
  * as before: right once the kernel has written it back.
  */
-static __always_inline int returned_through(struct lp_unwind_state *st, __u64 want, __u64 *ret,
-					    __u64 *slot)
+static __always_inline __u64 returned_through(const struct lp_unwind_state *st, __u64 slot)
 {
 	__u64 v;
 
-	if (bpf_probe_read_user(&v, 8, (const void *)want))
-		return -1;
-	if (st->tramp_slot == want && st->tramp_ret && (v == st->tramp_ret || v == st->tramp_ax))
-		v = st->tramp_ret;
-	else if (in_uprobe_tramp(v))
-		return -1;
-	*ret = v;
-	*slot = want;
-	return 0;
+	if (bpf_probe_read_user(&v, 8, (const void *)slot))
+		return 0;
+	if (st->tramp_slot == slot && st->tramp_ret && (v == st->tramp_ret || v == st->tramp_ax))
+		return st->tramp_ret;
+	return in_uprobe_tramp(v) ? 0 : v;
 }
 
 /*
@@ -425,8 +420,11 @@ __noinline int lp_uw_uprobe_state(struct lp_unwind_state *st)
 				found = true;
 			}
 		}
-		if (!found && off >= 0xd && pushed > 0)
-			found = !returned_through(st, sp + pushed - 8, &ret, &slot);
+		if (!found && off >= 0xd && pushed > 0) {
+			slot = sp + pushed - 8;
+			ret = returned_through(st, slot);
+			found = ret != 0;
+		}
 		if (!found) {
 			st->flags |= LP_SF_UTRUNC;
 			return 1;
