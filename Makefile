@@ -75,7 +75,8 @@ CLI_LIB     := $(OUT)/libcli.a
 
 UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(UNIT_SRCS))
-BENCH_BINS := $(patsubst tests/bench/%.c,$(OUT)/tests/bench/%,$(wildcard tests/bench/*.c))
+BENCH_BINS := $(patsubst tests/bench/%.c,$(OUT)/tests/bench/%,\
+	$(filter-out %.bpf.c,$(wildcard tests/bench/*.c)))
 WL_SRCS    := $(wildcard tests/workloads/*.c)
 
 # libFuzzer harnesses: clang with coverage, ASan and UBSan. The layers they
@@ -148,6 +149,14 @@ $(OUT)/%.skel.h: $(OUT)/bpf/%.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@
 
+# The benchmarks' own BPF (tests/bench/*.bpf.c), built the same way.
+$(OUT)/bpf/%.bpf.o: tests/bench/%.bpf.c vmlinux/vmlinux.h | $(DEPS_STAMP)
+	$(call msg,BPF,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) -g -O2 -Wall -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Ibpf -I. \
+		-MMD -MP -MF $(@:.o=.d) -MT $@ -c $< -o $@.raw.o
+	$(Q)$(BPFTOOL) gen object $@ $@.raw.o && rm -f $@.raw.o
+
 # ---- user space ---------------------------------------------------------
 $(OUT)/%.o: %.c $(BPF_SKELS) | $(DEPS_STAMP)
 	$(call msg,CC,$@)
@@ -210,6 +219,7 @@ $(OUT)/tests/%: tests/unit/%.c tests/unit/unit.h $(CLI_LIB) $(LAYER_LIBS)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS_COMMON) $(CFLAGS) -Itests/unit -o $@ $< $(CLI_LIB) $(LAYER_LIBS) $(LDLIBS)
 
+$(OUT)/tests/bench/multi_floor: $(OUT)/latency_floor.skel.h
 $(OUT)/tests/bench/%: tests/bench/%.c $(LAYER_LIBS)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)

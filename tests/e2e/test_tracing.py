@@ -334,7 +334,8 @@ def test_trace_attaches_while_sampling(procs, liveprof, wl, tmp_path, h):
     (bpf_session_deferred.c): samples are counted before the trace's
     probes are attached, the trace is attached once the programs load
     (the -v line saying so), then gets the whole -d, and counts the calls
-    made meanwhile. Ground truth: rate.c's own count of tick() calls,
+    made meanwhile. Until then, its row says it is attaching. Ground
+    truth: rate.c's own count of tick() calls,
     logged every 100 ms with the monotonic time (which Python's
     time.monotonic() shares)."""
     log = tmp_path / "rate.log"
@@ -346,6 +347,7 @@ def test_trace_attaches_while_sampling(procs, liveprof, wl, tmp_path, h):
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     before = []  # times reports were read before the programs were attached
     samples, calls, t_ready, out = 0, None, None, []
+    reports = []  # [read before the -v line, says "attaching"], per report
     for line in lp.stdout:
         now = time.monotonic()
         out.append(line)
@@ -355,8 +357,11 @@ def test_trace_attaches_while_sampling(procs, liveprof, wl, tmp_path, h):
         m = re.match(r"tick\s+(\d+)\s+\d+\s", line)  # not its "untimed" line
         if m:
             calls = int(m.group(1))
+            reports.append([t_ready is None, False])
             if t_ready is None and samples:
                 before.append((now, calls))
+        if "(attaching: its programs are being verified)" in line:
+            reports[-1][1] = True
         if "programs verified" in line and t_ready is None:
             t_ready = now
     lp.wait(timeout=30)
@@ -369,6 +374,9 @@ def test_trace_attaches_while_sampling(procs, liveprof, wl, tmp_path, h):
     # 100+ ms (they used to be loaded before sampling began)
     assert len(before) >= 3, f"{len(before)} reports with samples before the programs loaded"
     assert not any(c for _, c in before), f"calls counted before the programs loaded: {before}"
+    # and those zeros say why: not yet attached, not "no calls"
+    assert all(marked for early, marked in reports if early), reports
+    assert not reports[-1][1], "still 'attaching' in the last report"
     time.sleep(0.25)  # rate.c's next row
     rows = h.read_rates(log)
     # the probes go on right after the line: between the last report before

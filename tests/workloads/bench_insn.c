@@ -25,22 +25,32 @@ long insn_r15(long x);
 long insn_lea(long x);
 long insn_sub(long x);
 
-/* Same work in each: a few instructions after the probed one. */
+/* Same work in each: a few instructions after the probed one. Each has
+ * its call frame information, as compiled code has: in a file with
+ * .eh_frame, liveprof proves a function's start by its FDE and does not
+ * take a bare symbol's word for it (dwarf/probe_prove.c). */
 __asm__(".text\n"
-	".globl insn_rbp\n.type insn_rbp,@function\ninsn_rbp:\n"
-	"\tpush %rbp\n\tmov %rsp,%rbp\n\tlea 1(%rdi),%rax\n\tpop %rbp\n\tret\n"
+	".globl insn_rbp\n.type insn_rbp,@function\ninsn_rbp:\n.cfi_startproc\n"
+	"\tpush %rbp\n.cfi_def_cfa_offset 16\n.cfi_offset %rbp,-16\n"
+	"\tmov %rsp,%rbp\n.cfi_def_cfa_register %rbp\n\tlea 1(%rdi),%rax\n"
+	"\tpop %rbp\n.cfi_def_cfa %rsp,8\n\tret\n.cfi_endproc\n"
 	".size insn_rbp,.-insn_rbp\n"
-	".globl insn_rbx\n.type insn_rbx,@function\ninsn_rbx:\n"
-	"\tpush %rbx\n\tlea 1(%rdi),%rbx\n\tmov %rbx,%rax\n\tpop %rbx\n\tret\n"
+	".globl insn_rbx\n.type insn_rbx,@function\ninsn_rbx:\n.cfi_startproc\n"
+	"\tpush %rbx\n.cfi_def_cfa_offset 16\n.cfi_offset %rbx,-16\n"
+	"\tlea 1(%rdi),%rbx\n\tmov %rbx,%rax\n\tpop %rbx\n.cfi_def_cfa_offset 8\n"
+	"\tret\n.cfi_endproc\n"
 	".size insn_rbx,.-insn_rbx\n"
-	".globl insn_r15\n.type insn_r15,@function\ninsn_r15:\n"
-	"\tpush %r15\n\tlea 1(%rdi),%r15\n\tmov %r15,%rax\n\tpop %r15\n\tret\n"
+	".globl insn_r15\n.type insn_r15,@function\ninsn_r15:\n.cfi_startproc\n"
+	"\tpush %r15\n.cfi_def_cfa_offset 16\n.cfi_offset %r15,-16\n"
+	"\tlea 1(%rdi),%r15\n\tmov %r15,%rax\n\tpop %r15\n.cfi_def_cfa_offset 8\n"
+	"\tret\n.cfi_endproc\n"
 	".size insn_r15,.-insn_r15\n"
-	".globl insn_lea\n.type insn_lea,@function\ninsn_lea:\n"
-	"\tlea 1(%rdi),%rax\n\tnop\n\tnop\n\tret\n"
+	".globl insn_lea\n.type insn_lea,@function\ninsn_lea:\n.cfi_startproc\n"
+	"\tlea 1(%rdi),%rax\n\tnop\n\tnop\n\tret\n.cfi_endproc\n"
 	".size insn_lea,.-insn_lea\n"
-	".globl insn_sub\n.type insn_sub,@function\ninsn_sub:\n"
-	"\tsub $8,%rsp\n\tlea 1(%rdi),%rax\n\tadd $8,%rsp\n\tret\n"
+	".globl insn_sub\n.type insn_sub,@function\ninsn_sub:\n.cfi_startproc\n"
+	"\tsub $8,%rsp\n.cfi_def_cfa_offset 16\n\tlea 1(%rdi),%rax\n"
+	"\tadd $8,%rsp\n.cfi_def_cfa_offset 8\n\tret\n.cfi_endproc\n"
 	".size insn_sub,.-insn_sub\n");
 
 static volatile long sink;
@@ -63,8 +73,11 @@ int main(int argc, char **argv)
 	static const struct {
 		const char *name;
 		long (*fn)(long);
-	} classes[] = {{"rbp", insn_rbp}, {"rbx", insn_rbx}, {"r15", insn_r15},
-		       {"lea", insn_lea}, {"sub", insn_sub}};
+	} classes[] = {{"rbp", insn_rbp},
+		       {"rbx", insn_rbx},
+		       {"r15", insn_r15},
+		       {"lea", insn_lea},
+		       {"sub", insn_sub}};
 	long (*fn)(long) = NULL;
 	double seconds = argc > 2 ? atof(argv[2]) : 1e9;
 	unsigned long long start, period, cpu0, n = 0;

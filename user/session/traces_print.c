@@ -114,6 +114,10 @@ static void print_summary_row(FILE *f, const struct trace *tr, const struct trac
 	if (tr->pending)
 		fprintf(f, "    (waiting for '%s' to be loaded)\n",
 			tr->usdt ? tr->usdt->binary : tr->spec.binary);
+	else if (!tr->info.attached_ns)
+		/* sampling starts first; the tracing programs are verified
+		 * beside it (bpf_session_deferred.c): its zeros mean not yet */
+		fprintf(f, "    (attaching: its programs are being verified)\n");
 }
 
 static void print_latency_histogram(struct traces *t, int i, FILE *f)

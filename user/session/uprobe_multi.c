@@ -33,7 +33,8 @@ struct uprobe_multi_attr {
 };
 
 static int link_create(int prog_fd, int pid, const char *path, uint64_t offset,
-		       uint64_t ref_ctr_offset, uint64_t cookie, bool retprobe)
+		       uint64_t ref_ctr_offset, uint64_t cookie, uint32_t attach_type,
+		       uint32_t multi_flags)
 {
 	union bpf_attr attr;
 	struct uprobe_multi_attr *a = (struct uprobe_multi_attr *)&attr;
@@ -44,14 +45,14 @@ static int link_create(int prog_fd, int pid, const char *path, uint64_t offset,
 		       "the link attributes fit bpf_attr");
 	memset(&attr, 0, sizeof(attr));
 	a->prog_fd = (uint32_t)prog_fd;
-	a->attach_type = LP_ATTACH_UPROBE_MULTI;
+	a->attach_type = attach_type;
 	a->path = (uint64_t)(uintptr_t)path;
 	a->offsets = (uint64_t)(uintptr_t)offsets;
 	a->cookies = (uint64_t)(uintptr_t)cookies;
 	if (ref_ctr_offset)
 		a->ref_ctr_offsets = (uint64_t)(uintptr_t)ref_ctrs;
 	a->cnt = 1;
-	a->multi_flags = retprobe ? UPROBE_MULTI_RETURN : 0;
+	a->multi_flags = multi_flags;
 	a->pid = pid > 0 ? (uint32_t)pid : 0; /* 0: every process */
 	fd = (int)syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
 	return fd < 0 ? -errno : fd;
@@ -76,7 +77,7 @@ bool uprobe_multi_supported(void)
 	}
 	/* A kernel that knows the link type looks the path up, and "/" is
 	 * no regular file: -EBADF. One that does not refuses the type. */
-	err = link_create(prog, -1, "/", 0, 0, 0, false);
+	err = link_create(prog, -1, "/", 0, 0, 0, LP_ATTACH_UPROBE_MULTI, 0);
 	if (err >= 0)
 		close(err);
 	close(prog);
@@ -87,5 +88,11 @@ bool uprobe_multi_supported(void)
 int uprobe_multi_attach(int prog_fd, int pid, const char *path, uint64_t offset,
 			uint64_t ref_ctr_offset, uint64_t cookie, bool retprobe)
 {
-	return link_create(prog_fd, pid, path, offset, ref_ctr_offset, cookie, retprobe);
+	return link_create(prog_fd, pid, path, offset, ref_ctr_offset, cookie,
+			   LP_ATTACH_UPROBE_MULTI, retprobe ? UPROBE_MULTI_RETURN : 0);
+}
+
+int uprobe_multi_attach_session(int prog_fd, int pid, const char *path, uint64_t offset)
+{
+	return link_create(prog_fd, pid, path, offset, 0, 0, LP_ATTACH_UPROBE_SESSION, 0);
 }

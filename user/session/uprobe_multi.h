@@ -18,6 +18,8 @@
 
 /* The program's expected_attach_type for uprobe_multi links. */
 #define LP_ATTACH_UPROBE_MULTI 48
+/* ... and for uprobe_multi session links (Linux 6.13+). */
+#define LP_ATTACH_UPROBE_SESSION 57
 
 /**
  * uprobe_multi_supported - whether this kernel creates uprobe_multi links
@@ -44,5 +46,21 @@ bool uprobe_multi_supported(void);
  */
 int uprobe_multi_attach(int prog_fd, int pid, const char *path, uint64_t offset,
 			uint64_t ref_ctr_offset, uint64_t cookie, bool retprobe);
+
+/**
+ * uprobe_multi_attach_session - attach @prog_fd at both ends of a function
+ * @prog_fd: a program loaded with expected_attach_type LP_ATTACH_UPROBE_SESSION
+ * @pid: the process to fire in, or -1 for every process
+ * @path: the file (as for a classic uprobe)
+ * @offset: file offset of the function's entry
+ *
+ * A session link runs one program at the entry and again at the return,
+ * with a per-call cookie (bpf_session_cookie()) kept by the kernel between
+ * the two. Only the benchmarks use it, to bound what a latency tracer
+ * needs per call (tests/bench/latency_floor.bpf.c).
+ *
+ * Return: the link's file descriptor (closing it detaches), or -errno.
+ */
+int uprobe_multi_attach_session(int prog_fd, int pid, const char *path, uint64_t offset);
 
 #endif /* LP_SESSION_UPROBE_MULTI_H */
