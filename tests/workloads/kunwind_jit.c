@@ -1,9 +1,13 @@
 /*
  * kunwind_jit.c - code in an anonymous executable mapping, as a JIT makes
- * it: jit_caller() (no frame pointers) calls a generated function that
- * keeps a frame (push %rbp; mov %rsp,%rbp, like the JITs of V8 and the
- * JVM) and counts down a loop. No CFI describes it: an unwinder must
- * fall back to frame pointers there, or stop with a marked frame.
+ * it: jit_caller() (no frame pointers) calls, in turn, two generated
+ * functions that keep a frame (push %rbp; mov %rsp,%rbp, like the JITs of
+ * V8 and the JVM): one counts down a loop, the other calls back into
+ * jit_callback(), compiled code that spins as long. No CFI describes the
+ * generated code: an unwinder must fall back to frame pointers there, or
+ * stop with a marked frame. Ground truth, from this source: about half
+ * the samples are main;jit_caller;[generated], the other half
+ * main;jit_caller;[generated];jit_callback.
  */
 #include <string.h>
 #include <sys/mman.h>
@@ -20,10 +24,28 @@ static const unsigned char code[] = {
 	0xc3,			      /* ret */
 };
 
-__attribute__((noinline, noclone)) void jit_caller(void (*fn)(void))
+/* The second function, at CALLBACK_AT: calls the function in %rdi. */
+#define CALLBACK_AT 64
+static const unsigned char calls_back[] = {
+	0x55,		  /* push %rbp */
+	0x48, 0x89, 0xe5, /* mov %rsp,%rbp */
+	0xff, 0xd7,	  /* call *%rdi */
+	0x5d,		  /* pop %rbp */
+	0xc3,		  /* ret */
+};
+
+/* As long as the generated loop: 0x100000 rounds. */
+__attribute__((noinline, noclone)) void jit_callback(void)
+{
+	for (unsigned int i = 0; i < 0x100000; i++)
+		sink++;
+}
+
+__attribute__((noinline, noclone)) void jit_caller(void (*fn)(void), void (*back)(void (*)(void)))
 {
 	for (;;) {
 		fn();
+		back(jit_callback);
 		sink++;
 	}
 }
@@ -36,6 +58,7 @@ int main(void)
 	if (p == MAP_FAILED)
 		return 3;
 	memcpy(p, code, sizeof(code));
-	jit_caller((void (*)(void))p);
+	memcpy((char *)p + CALLBACK_AT, calls_back, sizeof(calls_back));
+	jit_caller((void (*)(void))p, (void (*)(void (*)(void)))((char *)p + CALLBACK_AT));
 	return 0;
 }

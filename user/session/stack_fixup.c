@@ -240,9 +240,10 @@ unsigned int stack_fixup__cut(struct symbolizer *sym, struct code_spans *spans, 
 		/* no maps to judge by (a process gone before we saw it): keep */
 		if (k == SYM_ADDR_UNKNOWN)
 			continue;
-		/* the leaf is where the thread runs, whatever it is; callers
-		 * are only believed in code we can name */
-		if (i == 0 && (k == SYM_ADDR_ANON || k == SYM_ADDR_UPROBES))
+		/* JIT code is code: a caller there was reached by its frame
+		 * pointer, which JITs keep. The leaf is where the thread runs,
+		 * whatever it is, the single-step page included. */
+		if (k == SYM_ADDR_ANON || (i == 0 && k == SYM_ADDR_UPROBES))
 			continue;
 		return i;
 	}

@@ -83,10 +83,12 @@ struct code_spans {
  * @pcs: leaf first
  * @n: entries in @pcs
  *
- * Every pc must lie in an executable mapping of a file, the vdso or
- * vsyscall; the leaf may also be in JIT code or the [uprobes] page (a
- * single-step). The first pc that is not (a stack or heap address, data
- * taken for a return address, the trampoline) ends the stack.
+ * Every pc must lie in executable memory: a mapping of a file, the vdso,
+ * vsyscall, or anonymous memory (JIT code, which V8 and the JVM run with
+ * frame pointers; the unwinders step through it by them); the leaf may
+ * also be in the [uprobes] page (a single-step). The first pc that is not
+ * (a stack or heap address, data taken for a return address, the
+ * trampoline) ends the stack.
  *
  * Return: the count of good frames, <= @n; < @n means the stack was cut.
  */
