@@ -21,6 +21,7 @@
 #include "elf_symtab.h"
 #include "proc_maps.h"
 #include "symbolize.h"
+#include "perf_map.h"
 #include "symbolize_internal.h"
 #include "user/util/util.h"
 
@@ -84,6 +85,7 @@ void sym_proc_free(struct sym_proc *p)
 {
 	free(p->maps);
 	free(p->exported);
+	perf_map__free(p->jit);
 	free(p);
 }
 
@@ -284,8 +286,8 @@ static bool same_layout(const struct sym_map *a, size_t na, const struct sym_map
 	if (na != nb)
 		return false;
 	for (size_t i = 0; i < na; i++)
-		if (a[i].start != b[i].start || a[i].end != b[i].end || a[i].offset != b[i].offset ||
-		    a[i].dev != b[i].dev || a[i].ino != b[i].ino)
+		if (a[i].start != b[i].start || a[i].end != b[i].end ||
+		    a[i].offset != b[i].offset || a[i].dev != b[i].dev || a[i].ino != b[i].ino)
 			return false;
 	return true;
 }

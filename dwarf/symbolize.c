@@ -23,6 +23,7 @@
 #include "kallsyms.h"
 #include "sym_dwarf.h"
 #include "symbolize.h"
+#include "perf_map.h"
 #include "symbolize_internal.h"
 #include "user/util/util.h"
 
@@ -247,6 +248,20 @@ uint64_t symbolizer__addr_of(struct symbolizer *s, int pid, uint64_t dev, uint64
 	return 0;
 }
 
+/* The perf map's name for JIT code at @addr of @pid, interned; NULL: none. */
+static const char *jit_name(struct symbolizer *s, int pid, uint64_t addr)
+{
+	struct sym_proc *p = sym_proc_find(s, pid);
+	const char *name;
+
+	if (!p)
+		return NULL;
+	if (!p->jit)
+		p->jit = perf_map__new(pid);
+	name = p->jit ? perf_map__lookup(p->jit, addr) : NULL;
+	return name ? sym_intern(s, name) : NULL;
+}
+
 int symbolizer__resolve(struct symbolizer *s, int pid, uint64_t addr, struct sym_frame *out,
 			int max)
 {
@@ -267,6 +282,8 @@ int symbolizer__resolve(struct symbolizer *s, int pid, uint64_t addr, struct sym
 	fo = addr - m->start + m->offset;
 	if (!m->et) {
 		unknown_frame(out, m->module, m->path, m->path[0] == '/' ? fo : addr - m->start);
+		if (!m->path[0])
+			out->func = jit_name(s, pid, addr);
 		return 1;
 	}
 	/* file offset -> ELF vaddr through its PT_LOAD: PIE, non-PIE and load bias alike */

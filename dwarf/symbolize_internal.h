@@ -38,6 +38,7 @@ struct sym_proc {
 	struct sym_map *maps;
 	size_t nmaps;
 	struct sym_mapping *exported;
+	struct perf_map *jit; /* its JIT's names (perf_map.h), read at first need */
 };
 
 struct rframe {

@@ -7,9 +7,12 @@
  * generated code: an unwinder must fall back to frame pointers there, or
  * stop with a marked frame. Ground truth, from this source: about half
  * the samples are main;jit_caller;[generated], the other half
- * main;jit_caller;[generated];jit_callback.
+ * main;jit_caller;[generated];jit_callback. With --perf-map it names the
+ * generated code in /tmp/perf-PID.map (jit_countdown, jit_calls_back).
  */
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/mman.h>
 
 static volatile unsigned long sink;
@@ -50,7 +53,24 @@ __attribute__((noinline, noclone)) void jit_caller(void (*fn)(void), void (*back
 	}
 }
 
-int main(void)
+/* Name the generated code in /tmp/perf-PID.map, as a JIT does for profilers. */
+static void write_perf_map(const char *p)
+{
+	char path[64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)getpid());
+	f = fopen(path, "w");
+	if (!f)
+		return;
+	fprintf(f, "%lx %zx jit_countdown\n", (unsigned long)p, sizeof(code));
+	fprintf(f, "%lx %zx jit_calls_back\n", (unsigned long)(p + CALLBACK_AT),
+		sizeof(calls_back));
+	fclose(f);
+}
+
+/* Usage: kunwind_jit [--perf-map] */
+int main(int argc, char **argv)
 {
 	void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS,
 		       -1, 0);
@@ -59,6 +79,8 @@ int main(void)
 		return 3;
 	memcpy(p, code, sizeof(code));
 	memcpy((char *)p + CALLBACK_AT, calls_back, sizeof(calls_back));
+	if (argc > 1 && !strcmp(argv[1], "--perf-map"))
+		write_perf_map(p);
 	jit_caller((void (*)(void))p, (void (*)(void (*)(void)))((char *)p + CALLBACK_AT));
 	return 0;
 }
