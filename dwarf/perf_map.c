@@ -19,11 +19,12 @@
 
 #include "perf_map.h"
 
-#define MAX_ENTRIES (1u << 21) /* functions kept; the rest are not named */
-#define MAX_NAME    255
-#define MAX_READ    (64u << 20)	       /* bytes read per refresh */
-#define REFRESH_NS  (100ull * 1000000) /* at most one read per 100 ms */
-#define SCAN_BACK   64		       /* entries looked at before the address */
+#define MAX_ENTRIES    (1u << 21) /* functions kept; the rest are not named */
+#define MAX_NAME       255
+#define MAX_READ       (64u << 20)	  /* bytes read per refresh */
+#define REFRESH_NS     (100ull * 1000000) /* at most one read per 100 ms, */
+#define REFRESH_BUDGET 20		  /* and 20 times its own length apart */
+#define SCAN_BACK      64		  /* entries looked at before the address */
 
 struct pm_entry {
 	uint64_t start, end;
@@ -36,7 +37,7 @@ struct perf_map {
 	dev_t dev;
 	ino_t ino;
 	off_t read_to; /* bytes of complete lines read */
-	uint64_t last_try_ns;
+	uint64_t next_try_ns;
 	struct pm_entry *e;
 	size_t n, cap;
 	char *names;
@@ -203,16 +204,16 @@ static int open_checked(const struct perf_map *pm, struct stat *st)
 /* Read what the file gained since the last read (all of it if it is new). */
 static void refresh(struct perf_map *pm)
 {
-	uint64_t now = now_ns();
+	uint64_t now = now_ns(), spent;
 	struct stat st;
 	size_t want;
 	ssize_t got;
 	char *buf;
 	int fd;
 
-	if (pm->last_try_ns && now - pm->last_try_ns < REFRESH_NS)
+	if (now < pm->next_try_ns)
 		return;
-	pm->last_try_ns = now;
+	pm->next_try_ns = now + REFRESH_NS;
 	fd = open_checked(pm, &st);
 	if (fd < 0)
 		return;
@@ -227,11 +228,18 @@ static void refresh(struct perf_map *pm)
 	buf = want ? malloc(want) : NULL;
 	got = buf ? pread(fd, buf, want, pm->read_to) : -1;
 	if (got > 0) {
-		pm->read_to += (off_t)parse_lines(pm, buf, (size_t)got);
+		size_t used = parse_lines(pm, buf, (size_t)got);
+
+		/* a line longer than a whole read is no line: step over it */
+		pm->read_to += (off_t)(used || (size_t)got < MAX_READ ? used : (size_t)got);
 		qsort(pm->e, pm->n, sizeof(*pm->e), cmp_entry);
 	}
 	free(buf);
 	close(fd);
+	/* a JIT that never stops writing costs us at most 1/20 of a CPU */
+	spent = now_ns() - now;
+	if (pm->next_try_ns < now + REFRESH_BUDGET * spent)
+		pm->next_try_ns = now + REFRESH_BUDGET * spent;
 }
 
 static const char *find(const struct perf_map *pm, uint64_t addr)

@@ -85,6 +85,36 @@ UNIT_TEST(perf_map_appended_lines_found)
 	unlink(path);
 }
 
+UNIT_TEST(perf_map_line_longer_than_a_read)
+{
+	struct perf_map *pm = perf_map__new((int)getpid());
+	struct timespec wait = {.tv_nsec = 50 * 1000000};
+	const char *name = NULL;
+	static char junk[1 << 20];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)getpid());
+	f = fopen(path, "w");
+	CHECK(f != NULL);
+	if (!f)
+		return;
+	memset(junk, 'x', sizeof(junk));
+	for (int i = 0; i < 65; i++) /* 65 MiB without a newline, then a line */
+		fwrite(junk, 1, sizeof(junk), f);
+	fputs("\n1000 10 after_the_junk\n", f);
+	fclose(f);
+	/* the junk is stepped over, read by read; each read is paid for by a
+	 * wait of 20 times its length */
+	for (int i = 0; i < 100 && !name; i++) {
+		name = perf_map__lookup(pm, 0x1000);
+		if (!name)
+			nanosleep(&wait, NULL);
+	}
+	CHECK_STR(name, "after_the_junk");
+	perf_map__free(pm);
+	unlink(path);
+}
+
 UNIT_TEST(perf_map_not_believed)
 {
 	char target[64];
