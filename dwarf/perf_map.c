@@ -232,7 +232,8 @@ static void refresh(struct perf_map *pm)
 
 		/* a line longer than a whole read is no line: step over it */
 		pm->read_to += (off_t)(used || (size_t)got < MAX_READ ? used : (size_t)got);
-		qsort(pm->e, pm->n, sizeof(*pm->e), cmp_entry);
+		if (pm->n) /* pm->e is still NULL before the first entry */
+			qsort(pm->e, pm->n, sizeof(*pm->e), cmp_entry);
 	}
 	free(buf);
 	close(fd);
