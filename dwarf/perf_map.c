@@ -14,10 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "perf_map.h"
+#include "user/util/util.h"
 
 #define MAX_ENTRIES    (1u << 21) /* functions kept; the rest are not named */
 #define MAX_NAME       255
@@ -44,14 +44,6 @@ struct perf_map {
 	size_t names_len, names_cap;
 	uint32_t seq;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
 
 struct perf_map *perf_map__new(int pid)
 {
@@ -204,7 +196,7 @@ static int open_checked(const struct perf_map *pm, struct stat *st)
 /* Read what the file gained since the last read (all of it if it is new). */
 static void refresh(struct perf_map *pm)
 {
-	uint64_t now = now_ns(), spent;
+	uint64_t now = lp_now_ns(), spent;
 	struct stat st;
 	size_t want;
 	ssize_t got;
@@ -238,7 +230,7 @@ static void refresh(struct perf_map *pm)
 	free(buf);
 	close(fd);
 	/* a JIT that never stops writing costs us at most 1/20 of a CPU */
-	spent = now_ns() - now;
+	spent = lp_now_ns() - now;
 	if (pm->next_try_ns < now + REFRESH_BUDGET * spent)
 		pm->next_try_ns = now + REFRESH_BUDGET * spent;
 }
