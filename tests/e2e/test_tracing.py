@@ -55,7 +55,7 @@ def test_percentiles_vs_ground_truth(run_lp, wl, tmp_path, h):
     assert len(lat) == n
     for spec in ("work", "work(i)"):
         t = r.trace(spec)
-        assert t["calls"] == n and not t.get("untimed"), t
+        assert t["calls"] == n and t["untimed_calls"] == 0, t
         report = []
         for q, key in ((50, "p50_ns"), (95, "p95_ns"), (99, "p99_ns")):
             want = h.percentile(lat, q)
@@ -391,3 +391,21 @@ def test_trace_attaches_while_sampling(procs, liveprof, wl, tmp_path, h):
     assert lo <= traced <= hi
     # -d counts from the attach: the run ends no earlier than -d after it
     assert t_exit - t_ready >= seconds - 0.05, t_exit - t_ready
+
+
+def test_no_untimed_calls_at_attach(procs, liveprof, wl, tmp_path):
+    """A hot function traced in a running process: no call straddles the
+    attach. bench_call calls bench_target() in a tight loop (about one call
+    per 1.5 us traced); it is neither recursive nor deep, so every call
+    liveprof counts must be timed. The entry probe used to go on before the
+    return probe: the calls that entered in between kept a frame whose
+    return was never hijacked, and were counted untimed (25 per attach)."""
+    target = procs.start([wl("bench_call")], settle=0.3)
+    js = tmp_path / "o.json"
+    r = subprocess.run([str(liveprof), "--no-tui", "--top", "0", "-p", str(target.pid), "-F", "99",
+                        "-d", "1", "--trace", "bench_target", "--json", str(js)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    t = next(t for t in json.loads(js.read_text())["traces"] if t["spec"] == "bench_target")
+    assert t["calls"] > 10000, t
+    assert t["untimed_calls"] == 0, t
