@@ -34,6 +34,7 @@ struct pm_entry {
 
 struct perf_map {
 	int pid;
+	char path[96]; /* the map in the process's /tmp, named by its own pid */
 	dev_t dev;
 	ino_t ino;
 	off_t read_to; /* bytes of complete lines read */
@@ -44,15 +45,6 @@ struct perf_map {
 	size_t names_len, names_cap;
 	uint32_t seq;
 };
-
-struct perf_map *perf_map__new(int pid)
-{
-	struct perf_map *pm = calloc(1, sizeof(*pm));
-
-	if (pm)
-		pm->pid = pid;
-	return pm;
-}
 
 void perf_map__free(struct perf_map *pm)
 {
@@ -85,6 +77,18 @@ static int ns_pid(int pid)
 	}
 	fclose(f);
 	return last;
+}
+
+struct perf_map *perf_map__new(int pid)
+{
+	struct perf_map *pm = calloc(1, sizeof(*pm));
+
+	if (!pm)
+		return NULL;
+	pm->pid = pid;
+	/* a process keeps its pid namespace: the name is found once */
+	snprintf(pm->path, sizeof(pm->path), "/proc/%d/root/tmp/perf-%d.map", pid, ns_pid(pid));
+	return pm;
 }
 
 /* One "START SIZE NAME" line; false if it is not one. */
@@ -174,15 +178,14 @@ static int cmp_entry(const void *a, const void *b)
  * process's user (the owner of /proc/PID) or by root. */
 static int open_checked(const struct perf_map *pm, struct stat *st)
 {
-	char path[96];
+	char proc_dir[32];
 	struct stat proc;
 	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%d", pm->pid);
-	if (stat(path, &proc))
+	snprintf(proc_dir, sizeof(proc_dir), "/proc/%d", pm->pid);
+	if (stat(proc_dir, &proc))
 		return -errno;
-	snprintf(path, sizeof(path), "/proc/%d/root/tmp/perf-%d.map", pm->pid, ns_pid(pm->pid));
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	fd = open(pm->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return -errno;
 	if (fstat(fd, st) || !S_ISREG(st->st_mode) ||
