@@ -523,6 +523,20 @@ UNIT_TEST(counts_dense)
 	CHECK_EQ_INT(n, 0);
 	CHECK_EQ_INT(c.n, 999);
 	CHECK_EQ_INT(c.total_count, 1000 * 1001 / 2);
+	/* a map whose target moves on too: each count moves once, as a
+	 * map applied to the table as it was (not chained) */
+	memset(map, 0, sizeof(map));
+	map[10] = 20 + 1; /* 10 -> 20 */
+	map[20] = 30 + 1; /* 20 -> 30 */
+	CHECK_EQ_INT(counts__remap(&c, map, 1100), 0);
+	counts__get(&c, 20, &n, &w);
+	CHECK_EQ_INT(n, 11);
+	counts__get(&c, 30, &n, &w);
+	CHECK_EQ_INT(n, 21 + 31);
+	counts__get(&c, 10, &n, &w);
+	CHECK_EQ_INT(n, 0);
+	CHECK_EQ_INT(c.n, 998);
+	CHECK_EQ_INT(c.total_count, 1000 * 1001 / 2);
 	counts__clear(&c);
 	CHECK(c.dense && c.n == 0 && c.total_count == 0);
 	counts__free(&c);

@@ -218,13 +218,65 @@ static uint32_t remapped(uint32_t id, const uint32_t *map, size_t n_map)
 	return id < n_map && map[id] ? map[id] - 1 : id;
 }
 
+/*
+ * Dense counts are remapped where they are: a folded id's slot moves into
+ * its kept id's. Building a new table instead wrote every page of one as
+ * large as the whole run's ids, at each reclaim pass, and faulted them in
+ * again: most of what a pass cost on a run of distinct stacks.
+ */
+static bool moves_twice(const uint32_t *map, size_t n_map, size_t i)
+{
+	size_t to = map[i] - 1;
+
+	return to < n_map && map[to] && map[to] - 1 != to;
+}
+
+/* Return: 0, 1 if @map moves some counts twice (rebuild), or -ENOMEM. */
+static int remap_dense(struct counts *c, const uint32_t *map, size_t n_map)
+{
+	size_t need = 0;
+
+	/* room first, so that a failure changes nothing; a target that moves
+	 * on itself would take what was moved into it along */
+	for (size_t i = 0; i < c->cap && i < n_map; i++) {
+		if (!c->slots[i].id || !map[i])
+			continue;
+		if (moves_twice(map, n_map, i))
+			return 1;
+		if (map[i] > need)
+			need = map[i];
+	}
+	if (need > c->cap && dense_grow(c, need))
+		return -ENOMEM;
+	for (size_t i = 0; i < c->cap && i < n_map; i++) {
+		struct stack_count *from = &c->slots[i], *to;
+
+		if (!from->id || !map[i] || map[i] - 1 == i)
+			continue;
+		to = &c->slots[map[i] - 1];
+		if (!to->id) {
+			to->id = map[i];
+			c->n++;
+		}
+		to->count += from->count;
+		to->weight_ns += from->weight_ns;
+		*from = (struct stack_count){0};
+		c->n--;
+	}
+	return 0;
+}
+
 int counts__remap(struct counts *c, const uint32_t *map, size_t n_map)
 {
 	struct counts old = *c;
 	size_t cap = old.cap;
 
+	int err;
+
 	if (!old.cap)
 		return 0;
+	if (old.dense && (err = remap_dense(c, map, n_map)) <= 0)
+		return err;
 	/* dense: as many slots as the highest id that will be counted needs */
 	for (size_t i = 0; old.dense && i < old.cap; i++)
 		while (old.slots[i].id && remapped(old.slots[i].id - 1, map, n_map) >= cap)

@@ -362,6 +362,10 @@ static int symbolize_one(struct stack_symbols *ss, const struct raw_stack *rs,
 		err = push_kernel_addr(ss, sym, rs->kernel[i], ids, &depth);
 	if (!err && (rs->flags & STACK_F_OFFCPU))
 		err = push_marker(ss, ids, &depth, "[off-cpu]");
+	/* reclaim hashes every stack it folds: here the ids are in the
+	 * cache, there the packed ones of a stack seconds old were not */
+	if (!err)
+		err = stack_symbols_path_hash_of(ss, ids, depth, &out->path_hash);
 	if (err)
 		return err;
 	len = sym_ids_pack(ids, depth, packed);

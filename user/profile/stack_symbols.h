@@ -94,8 +94,8 @@ int stack_symbols__forget(struct stack_symbols *ss, uint32_t id);
  * stack_symbols__path_hash - hash of stack @id's frames as name-level
  * views show them: everything but the frames' addresses
  *
- * Each frame's own hash is computed once per frame and kept.
- * Return: 0, -ENOENT if @id is not symbolized, or -ENOMEM.
+ * It is computed when the stack is symbolized, and kept beside its frames.
+ * Return: 0, or -ENOENT if @id is not symbolized.
  */
 int stack_symbols__path_hash(struct stack_symbols *ss, uint32_t id, uint64_t *hash);
 

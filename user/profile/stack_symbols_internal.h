@@ -34,9 +34,10 @@ struct addr_frames {
  * stack's bytes are most of what it costs, see stack_store.c).
  */
 struct sym_stack {
-	uint8_t *packed; /* NULL: not symbolized yet */
-	uint16_t depth;	 /* frames, at most MAX_FRAMES */
-	uint16_t len;	 /* bytes of packed[] */
+	uint8_t *packed;    /* NULL: not symbolized yet */
+	uint64_t path_hash; /* stack_symbols__path_hash(), taken while the ids are at hand */
+	uint16_t depth;	    /* frames, at most MAX_FRAMES */
+	uint16_t len;	    /* bytes of packed[] */
 };
 
 /* @depth ids as varints into @out (5 * @depth bytes); the bytes written. */
@@ -102,5 +103,17 @@ struct stack_symbols {
 	size_t remap_cap;
 	struct profile *remap_for;
 };
+
+/**
+ * stack_symbols_path_hash_of - the path hash of a stack of frame ids
+ * @ss:    the stack symbols whose frame table the ids are of
+ * @ids:   the frame ids, root first
+ * @depth: how many
+ * @hash:  set to the hash stack_symbols__path_hash() gives such a stack
+ *
+ * Return: 0, or -ENOMEM (the frames' own hashes could not be kept).
+ */
+int stack_symbols_path_hash_of(struct stack_symbols *ss, const uint32_t *ids, uint32_t depth,
+			       uint64_t *hash);
 
 #endif /* LP_PROFILE_STACK_SYMBOLS_INTERNAL_H */

@@ -52,21 +52,25 @@ static int path_hashes_update(struct stack_symbols *ss)
 	return 0;
 }
 
-int stack_symbols__path_hash(struct stack_symbols *ss, uint32_t id, uint64_t *hash)
+int stack_symbols_path_hash_of(struct stack_symbols *ss, const uint32_t *ids, uint32_t depth,
+			       uint64_t *hash)
 {
-	uint32_t ids[MAX_FRAMES], depth;
-	uint64_t h;
+	uint64_t h = depth;
 
-	if (id >= ss->n || !ss->stacks[id].packed)
-		return -ENOENT;
 	if (ss->n_path_hashes < ss->table->n_frames && path_hashes_update(ss))
 		return -ENOMEM;
-	depth = sym_ids_unpack(&ss->stacks[id], ids);
 	/* one multiply per frame: the frames' own hashes are mixed already */
-	h = depth;
 	for (uint32_t i = 0; i < depth; i++)
 		h = (h ^ ss->path_hashes[ids[i]]) * 0x9e3779b97f4a7c15ULL;
 	*hash = lp_mix64(h);
+	return 0;
+}
+
+int stack_symbols__path_hash(struct stack_symbols *ss, uint32_t id, uint64_t *hash)
+{
+	if (id >= ss->n || !ss->stacks[id].packed)
+		return -ENOENT;
+	*hash = ss->stacks[id].path_hash;
 	return 0;
 }
 
