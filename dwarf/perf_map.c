@@ -44,6 +44,7 @@ struct perf_map {
 	char *names;
 	size_t names_len, names_cap;
 	uint32_t seq;
+	uint64_t version; /* counts the reads that changed the entries */
 };
 
 void perf_map__free(struct perf_map *pm)
@@ -199,6 +200,8 @@ static int open_checked(const struct perf_map *pm, struct stat *st)
 /* Read what the file gained since the last read (all of it if it is new). */
 static void refresh(struct perf_map *pm)
 {
+	size_t n_before = pm->n;
+	off_t from = pm->read_to;
 	uint64_t now = lp_now_ns(), spent;
 	struct stat st;
 	size_t want;
@@ -232,6 +235,9 @@ static void refresh(struct perf_map *pm)
 	}
 	free(buf);
 	close(fd);
+	/* entries added, or the file started over: a name seen may be another now */
+	if (pm->n != n_before || pm->read_to < from)
+		pm->version++;
 	/* a JIT that never stops writing costs us at most 1/20 of a CPU */
 	spent = lp_now_ns() - now;
 	if (pm->next_try_ns < now + REFRESH_BUDGET * spent)
@@ -268,4 +274,15 @@ const char *perf_map__lookup(struct perf_map *pm, uint64_t addr)
 		return name;
 	refresh(pm);
 	return find(pm, addr);
+}
+
+uint64_t perf_map__refresh(struct perf_map *pm)
+{
+	refresh(pm);
+	return pm->version;
+}
+
+uint64_t perf_map__version(const struct perf_map *pm)
+{
+	return pm->version;
 }

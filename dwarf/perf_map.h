@@ -42,6 +42,27 @@ struct perf_map *perf_map__new(int pid);
  */
 const char *perf_map__lookup(struct perf_map *pm, uint64_t addr);
 
+/**
+ * perf_map__refresh - read what the file gained since it was last read
+ * @pm: from perf_map__new()
+ *
+ * A lookup reads the file again only when it misses; a name found may
+ * still have been replaced by a later line since (the JIT reused the
+ * address). Call this now and then to see those. Reads are at most one
+ * per 100 ms, and spaced at least 20 times their own length apart.
+ *
+ * Return: perf_map__version() after the read.
+ */
+uint64_t perf_map__refresh(struct perf_map *pm);
+
+/**
+ * perf_map__version - a number that changes whenever a read added lines
+ * or found the file started over: a name looked up before it changed may
+ * be another one now
+ * @pm: from perf_map__new()
+ */
+uint64_t perf_map__version(const struct perf_map *pm);
+
 /** perf_map__free - free @pm (NULL is fine) */
 void perf_map__free(struct perf_map *pm);
 

@@ -107,6 +107,20 @@ struct sym_proc *sym_proc_find(struct symbolizer *s, int pid)
 	return NULL;
 }
 
+void symbolizer__refresh_jit(struct symbolizer *s)
+{
+	for (size_t i = 0; i < s->procs_cap; i++) {
+		struct perf_map *pm = s->procs[i] ? s->procs[i]->jit : NULL;
+
+		if (pm && !s->procs[i]->dead) {
+			uint64_t version = perf_map__version(pm);
+
+			if (perf_map__refresh(pm) != version)
+				s->jit_generation++;
+		}
+	}
+}
+
 static int proc_insert(struct symbolizer *s, struct sym_proc *p)
 {
 	size_t mask, i;

@@ -253,12 +253,19 @@ static const char *jit_name(struct symbolizer *s, int pid, uint64_t addr)
 {
 	struct sym_proc *p = sym_proc_find(s, pid);
 	const char *name;
+	uint64_t version;
 
 	if (!p)
 		return NULL;
 	if (!p->jit)
 		p->jit = perf_map__new(pid);
-	name = p->jit ? perf_map__lookup(p->jit, addr) : NULL;
+	if (!p->jit)
+		return NULL;
+	version = perf_map__version(p->jit);
+	name = perf_map__lookup(p->jit, addr);
+	/* a miss read the file again: what callers cached may be renamed */
+	if (perf_map__version(p->jit) != version)
+		s->jit_generation++;
 	return name ? sym_intern(s, name) : NULL;
 }
 
@@ -334,6 +341,11 @@ int symbolizer__resolve_kernel(struct symbolizer *s, uint64_t addr, struct sym_f
 }
 
 uint64_t symbolizer__generation(const struct symbolizer *s)
+{
+	return s->maps_generation + s->jit_generation;
+}
+
+uint64_t symbolizer__maps_generation(const struct symbolizer *s)
 {
 	return s->maps_generation;
 }

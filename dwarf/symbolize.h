@@ -153,9 +153,28 @@ int symbolizer__mappings(struct symbolizer *s, int pid, const struct sym_mapping
 
 /**
  * symbolizer__generation - a number that changes whenever the mappings of
- * any known process change or a process is added: what a caller cached
- * per (pid, address) is valid while it stays the same
+ * any known process change, a process is added, or a JIT's perf map gained
+ * lines (the names of its code may have changed): what a caller cached per
+ * (pid, address) is valid while it stays the same
  */
 uint64_t symbolizer__generation(const struct symbolizer *s);
+
+/**
+ * symbolizer__maps_generation - as symbolizer__generation(), for the
+ * mappings alone: it changes only when mappings were read and differed,
+ * or a process was added
+ */
+uint64_t symbolizer__maps_generation(const struct symbolizer *s);
+
+/**
+ * symbolizer__refresh_jit - read what the perf maps of known processes
+ * gained since they were last read (perf_map__refresh())
+ *
+ * A name looked up once is cached by callers until the generation
+ * changes, and a lookup that finds a name reads the map no further: this
+ * is what shows them a JIT's later lines for addresses it reused, or the
+ * first line of code sampled before its line was written.
+ */
+void symbolizer__refresh_jit(struct symbolizer *s);
 
 #endif /* LP_DWARF_SYMBOLIZE_H */

@@ -78,6 +78,7 @@ struct symbolizer {
 	bool ksyms_tried;
 
 	uint64_t maps_generation; /* bumped when any process's mappings change */
+	uint64_t jit_generation;  /* bumped when a JIT's perf map gained lines */
 };
 
 /**

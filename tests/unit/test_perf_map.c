@@ -85,6 +85,31 @@ UNIT_TEST(perf_map_appended_lines_found)
 	unlink(path);
 }
 
+/* A name found is not read again by lookups; a refresh sees the JIT's
+ * later line for the same address, and says so by its version. */
+UNIT_TEST(perf_map_refresh_sees_reuse)
+{
+	struct perf_map *pm = perf_map__new((int)getpid());
+	struct timespec wait = {.tv_nsec = 120 * 1000000};
+	uint64_t v;
+
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)getpid());
+	write_map("w", "1000 10 one\n");
+	CHECK_STR(perf_map__lookup(pm, 0x1000), "one");
+	v = perf_map__version(pm);
+	write_map("a", "1000 10 uno\n");
+	nanosleep(&wait, NULL);
+	CHECK_STR(perf_map__lookup(pm, 0x1000), "one");
+	CHECK(perf_map__version(pm) == v);
+	CHECK(perf_map__refresh(pm) != v);
+	CHECK_STR(perf_map__lookup(pm, 0x1000), "uno");
+	v = perf_map__version(pm);
+	nanosleep(&wait, NULL);
+	CHECK(perf_map__refresh(pm) == v); /* nothing new */
+	perf_map__free(pm);
+	unlink(path);
+}
+
 UNIT_TEST(perf_map_line_longer_than_a_read)
 {
 	struct perf_map *pm = perf_map__new((int)getpid());

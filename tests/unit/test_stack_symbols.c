@@ -4,13 +4,16 @@
  * cache of stack_symbols.c, in this process: an address seen in one stack
  * is the same frame in the next, and a library replaced by another at
  * the same address is named anew, because the symbolizer's generation
- * moved when the mappings did.
+ * moved when the mappings did; so is JIT code the perf map renames.
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "unit.h"
@@ -263,6 +266,70 @@ UNIT_TEST(test_replaced_library_named_anew)
 	unlink(pb);
 	snprintf(pa, sizeof(pa), "rm -rf %s", tmpdir);
 	CHECK(system(pa) == 0);
+}
+
+/* Appends @line to this process's perf map (/tmp/perf-PID.map). */
+static void perf_map_append(const char *line)
+{
+	char path[64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)getpid());
+	f = fopen(path, "a");
+	CHECK(f != NULL);
+	if (f) {
+		fputs(line, f);
+		fclose(f);
+	}
+}
+
+/*
+ * JIT code in anonymous executable memory is named from the perf map, and
+ * the name a frame got is cached per address: a line the JIT writes later
+ * for the same address (it reused it), or the first line of code sampled
+ * before its line was written, shows once the map is read again
+ * (symbolizer__refresh_jit(), at each daemon tick), not never.
+ */
+UNIT_TEST(test_jit_renamed_in_place)
+{
+	struct stack_symbols_opts o = {.inline_frames = true};
+	struct stack_symbols *ss = stack_symbols__new(&o);
+	struct stack_store *store = stack_store__new(false);
+	struct symbolizer *sym = symbolizer__new(false);
+	struct timespec wait = {.tv_nsec = 120 * 1000000}; /* map reads: 100 ms apart */
+	char line[128], path[64];
+	uint8_t *code = mmap(NULL, 8192, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint64_t a, b;
+	const char *name;
+
+	CHECK(ss && store && sym && code != MAP_FAILED);
+	if (!ss || !store || !sym || code == MAP_FAILED)
+		return;
+	a = (uint64_t)(uintptr_t)code + 0x10;
+	b = (uint64_t)(uintptr_t)code + 0x1010;
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)getpid());
+	unlink(path);
+	snprintf(line, sizeof(line), "%" PRIx64 " 100 JS:first_fn\n", a - 0x10);
+	perf_map_append(line);
+	CHECK_EQ_INT(symbolizer__add_pid(sym, getpid()), 0);
+	CHECK_STR(leaf_name(store, ss, sym, a + 1), "JS:first_fn");
+	/* sampled before the JIT wrote its line */
+	name = leaf_name(store, ss, sym, b + 1);
+	CHECK(name && !strstr(name, "second_fn"));
+	snprintf(line, sizeof(line), "%" PRIx64 " 100 JS:reused_fn\n%" PRIx64 " 100 JS:second_fn\n",
+		 a - 0x10, b - 0x10);
+	perf_map_append(line);
+	nanosleep(&wait, NULL);
+	/* cached: the map is not read for addresses whose names are known */
+	CHECK_STR(leaf_name(store, ss, sym, a + 1), "JS:first_fn");
+	symbolizer__refresh_jit(sym);
+	CHECK_STR(leaf_name(store, ss, sym, a + 1), "JS:reused_fn");
+	CHECK_STR(leaf_name(store, ss, sym, b + 1), "JS:second_fn");
+	unlink(path);
+	munmap(code, 8192);
+	symbolizer__free(sym);
+	stack_store__free(store);
+	stack_symbols__free(ss);
 }
 
 UNIT_MAIN()

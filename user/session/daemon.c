@@ -378,6 +378,8 @@ static void tick(struct daemon *d, uint64_t now)
 	}
 	if (d->utab)
 		unwind_tables__tick(d->utab, now);
+	/* JIT code renamed in place (an address reused) shows from here on */
+	symbolizer__refresh_jit(d->sym);
 	daemon__symbolize_new(d);
 	if (d->traces)
 		traces__tick(d->traces, now);

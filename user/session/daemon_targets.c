@@ -218,7 +218,7 @@ uint64_t daemon__maps_reads(struct daemon *d)
 
 	if (d->utab)
 		unwind_tables__stats(d->utab, &st);
-	return symbolizer__generation(d->sym) + unwinder__reports(d->unwind) + st.scans;
+	return symbolizer__maps_generation(d->sym) + unwinder__reports(d->unwind) + st.scans;
 }
 
 void daemon__refresh_maps(struct daemon *d, struct target_proc *p, uint64_t now, bool force)
