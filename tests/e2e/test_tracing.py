@@ -69,6 +69,40 @@ def test_percentiles_vs_ground_truth(run_lp, wl, tmp_path, h):
         assert t["max_ns"] <= max(lat) * 1.05
 
 
+def test_longjmp_skipped_returns(run_lp, wl, tmp_path, h):
+    """Calls whose return a longjmp skips (jumps.c): hop() spins 2 ms and
+    longjmps out through bail() in 5 rounds of 20; the other 15 return
+    after 200 us (12) or 1 ms (3). Each skipped call's frames are found
+    stale at hop's next entry: counted untimed, exactly the jumps, and never
+    paired with a later return (that call would time over 2 ms). The
+    returning calls' p50 and p95 sit inside the 200 us and 1 ms plateaus."""
+    truth_file = tmp_path / "latencies.txt"
+    r = run_lp(["-F", "99", "--trace", "hop", "--trace", "bail", "--", wl("jumps"), 800,
+                truth_file], timeout=90)
+    assert r.rc == 0, r
+    calls = int(printed(r.stdout, r"^calls (\d+)$")[0])
+    jumps = int(printed(r.stdout, r"^jumps (\d+)$")[0])
+    lat = sorted(int(x) for x in truth_file.read_text().split())
+    # jumps.c: 800 rounds, the last dropped (it would jump); i % 4 == 3 jumps
+    assert calls == 799 and jumps == sum(1 for i in range(calls) if i % 4 == 3)
+    assert len(lat) == calls - jumps
+    hop, bail = r.trace("hop"), r.trace("bail")
+    print(f"\nhop: {hop['calls']} calls, {hop['untimed_calls']} untimed, p50 {hop['p50_ns']}, "
+          f"p95 {hop['p95_ns']}, max {hop['max_ns']}; bail: {bail['calls']} calls, "
+          f"{bail['untimed_calls']} untimed")
+    assert hop["calls"] == calls and hop["untimed_calls"] == jumps, hop
+    assert bail["calls"] == jumps and bail["untimed_calls"] == jumps, bail
+    for q, key in ((50, "p50_ns"), (95, "p95_ns")):
+        want = h.percentile(lat, q)
+        assert abs(hop[key] - want) <= 0.05 * want, f"p{q}: {hop[key]} vs truth {want}"
+    assert hop["max_ns"] <= max(lat) * 1.05, (hop["max_ns"], max(lat))
+    # the table says why, and shows no latency for a function never timed
+    row = next(l for l in r.stdout.splitlines() if l.startswith("bail ") and "untimed" not in l)
+    assert row.split()[3:9] == ["-"] * 6, row
+    assert any(l.startswith("hop ") and "untimed" in l and "longjmp" in l
+               for l in r.stdout.splitlines()), r.stdout
+
+
 @pytest.fixture(scope="module")
 def calls_run(liveprof, wl, tmp_path_factory, h):
     """One run of calls.c: recursion, a static function and a loop line."""

@@ -86,28 +86,29 @@ static int read_sorted_groups(struct traces *t, struct trace *tr, struct by_grou
 
 static void print_summary_row(FILE *f, const struct trace *tr, const struct trace_summary *s)
 {
-	char c[6][16];
+	char c[6][16] = {"-", "-", "-", "-", "-", "-"};
 
-	if (tr->info.kind == TRACE_LINE) {
-		fprintf(f, "%-28.28s %10" PRIu64 " %9.0f %9s %9s %9s %9s %9s %9s %6.2f%%%s\n",
-			tr->spec_text, s->calls, s->rate, "-", "-", "-", "-", "-", "-",
-			tr->info.est_overhead_pct, tr->info.detached ? " detached" : "");
-	} else {
+	/* a line has no latency; a function whose every call went untimed
+	 * has none measured (its zeros would read as calls that took 0 ns) */
+	if (tr->info.kind != TRACE_LINE && !(s->calls && s->untimed >= s->calls)) {
 		lp_fmt_ns(s->p50, c[0], 16);
 		lp_fmt_ns(s->p90, c[1], 16);
 		lp_fmt_ns(s->p95, c[2], 16);
 		lp_fmt_ns(s->p99, c[3], 16);
 		lp_fmt_ns(s->p999, c[4], 16);
 		lp_fmt_ns(s->max, c[5], 16);
-		fprintf(f, "%-28.28s %10" PRIu64 " %9.0f %9s %9s %9s %9s %9s %9s %6.2f%%%s\n",
-			tr->spec_text, s->calls, s->rate, c[0], c[1], c[2], c[3], c[4], c[5],
-			tr->info.est_overhead_pct, tr->info.detached ? " detached" : "");
+	}
+	fprintf(f, "%-28.28s %10" PRIu64 " %9.0f %9s %9s %9s %9s %9s %9s %6.2f%%%s\n",
+		tr->spec_text, s->calls, s->rate, c[0], c[1], c[2], c[3], c[4], c[5],
+		tr->info.est_overhead_pct, tr->info.detached ? " detached" : "");
+	if (tr->info.kind != TRACE_LINE) {
 		/* beside the figures it affects: the percentiles are of the
 		 * timed calls only */
 		if (s->untimed)
 			fprintf(f,
 				"%-28.28s %10" PRIu64 " untimed (deeper than %d nested traced "
-				"calls or 64 pending returns): counted, not in the "
+				"calls or 64 pending returns, or their return skipped by "
+				"longjmp or an exception): counted, not in the "
 				"percentiles\n",
 				tr->spec_text, s->untimed, LP_MAX_DEPTH);
 	}
@@ -125,8 +126,15 @@ static void print_latency_histogram(struct traces *t, int i, FILE *f)
 	uint64_t *h = calloc(LP_HIST_BUCKETS, sizeof(uint64_t));
 
 	if (h && !traces__histogram(t, i, false, h)) {
+		uint64_t timed = 0;
+
+		for (int b = 0; b < LP_HIST_BUCKETS; b++)
+			timed += h[b];
 		fprintf(f, "\n  %s latency:\n", t->v[i]->spec_text);
-		print_histogram(h, f);
+		if (timed)
+			print_histogram(h, f);
+		else
+			fprintf(f, "    (no call timed)\n");
 	}
 	free(h);
 }
