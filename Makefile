@@ -37,6 +37,8 @@ DEB_BUILD := clang llvm libbpf-dev libelf-dev libdw-dev zlib1g-dev libjansson-de
 DEB_BUILD += libdebuginfod-dev
 DEB_TEST  := python3 python3-pytest python3-pytest-xdist tmux chromium elfutils linux-perf bpftrace \
 	golang-go ruby xz-utils libclang-rt-14-dev procps libc6-dbg prometheus nodejs valgrind
+# tests/workloads/throws.cc: C++ exceptions through traced functions
+DEB_TEST  += g++
 DEB_TEST  += debuginfod
 # <sys/sdt.h>: the USDT probes of tests/workloads/usdt.c
 DEB_TEST  += systemtap-sdt-dev

@@ -131,3 +131,59 @@ bool elf_is_go(Elf *elf)
 		return true;
 	return has_symbol(elf, "runtime.main");
 }
+
+/* The names of the runtimes and entry points that unwind a thread's stack. */
+static int names_unwinder(const GElf_Sym *sym, const char *name, void *arg)
+{
+	static const char *const names[] = {"__cxa_throw", "__gxx_personality_v0",
+					    "_Unwind_RaiseException"};
+
+	(void)sym;
+	(void)arg;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(name, names[i]))
+			return 1;
+	return 0;
+}
+
+/* A DT_NEEDED entry of @elf names a C++ runtime. */
+static bool needs_cxx_runtime(Elf *elf)
+{
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *data;
+		GElf_Dyn dyn;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC || !sh.sh_entsize)
+			continue;
+		data = elf_getdata(scn, NULL);
+		for (size_t i = 0; data && i < data->d_size / sh.sh_entsize; i++) {
+			const char *lib;
+
+			if (!gelf_getdyn(data, (int)i, &dyn) || dyn.d_tag == DT_NULL)
+				break;
+			lib = dyn.d_tag == DT_NEEDED ? elf_strptr(elf, sh.sh_link, dyn.d_un.d_val)
+						     : NULL;
+			if (lib && lib_is_cxx_runtime(lib))
+				return true;
+		}
+	}
+	return false;
+}
+
+bool lib_is_cxx_runtime(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	return !strncmp(base, "libstdc++.so", 12) || !strncmp(base, "libc++.so", 9);
+}
+
+bool elf_unwinds(Elf *elf)
+{
+	if (!elf || elf_kind(elf) != ELF_K_ELF)
+		return false;
+	return needs_cxx_runtime(elf) || for_each_symbol(elf, names_unwinder, NULL) == 1;
+}

@@ -240,6 +240,25 @@ int x86_insn_info(const uint8_t *p, size_t avail, struct x86_insn *out);
 bool elf_is_go(Elf *elf);
 
 /**
+ * elf_unwinds - can code of this file unwind a thread's stack through its
+ * callers' frames (throw a C++ exception, panic in Rust)
+ * @elf: the open file
+ *
+ * True when it needs a C++ runtime (DT_NEEDED libstdc++ or libc++), or
+ * names __cxa_throw, __gxx_personality_v0 or _Unwind_RaiseException,
+ * defined or imported. Such an unwinder reads every caller's return
+ * address: where a return probe put the [uprobes] trampoline instead, it
+ * finds no unwind table and the process aborts (std::terminate()).
+ */
+bool elf_unwinds(Elf *elf);
+
+/**
+ * lib_is_cxx_runtime - does @path (or a bare file name) name a C++
+ * runtime library (libstdc++.so*, libc++.so*)
+ */
+bool lib_is_cxx_runtime(const char *path);
+
+/**
  * elf_vaddr_to_offset - file offset of a link-time address
  * @elf: the open file
  * @vaddr: address inside a PT_LOAD segment's file image

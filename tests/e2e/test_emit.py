@@ -501,7 +501,8 @@ def test_go_function_traced(liveprof, tmp_path):
             p.kill()
             p.wait()
         assert r.returncode == 0, r.stderr[-2000:]
-        loads = re.search(r"loading the Go return program: (\w+)[^;]*; the py: programs: (\w+)",
+        loads = re.search(r"loading the ret-instruction return program: (\w+)[^;]*; "
+                          r"the py: programs: (\w+)",
                           r.stderr)
         assert loads, r.stderr[-2000:]
         assert loads.groups() == (("yes", "no") if lang == "go" else ("no", "no")), loads.group(0)

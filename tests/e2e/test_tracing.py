@@ -103,6 +103,117 @@ def test_longjmp_skipped_returns(run_lp, wl, tmp_path, h):
                for l in r.stdout.splitlines()), r.stdout
 
 
+def check_cxx_throws(r, truth_file, h, how):
+    """throws.cc's ground truth against a run of liveprof on it."""
+    calls = int(printed(r.stdout, r"^calls (\d+)$")[0])
+    caught = int(printed(r.stdout, r"^caught (\d+)$")[0])
+    lat = sorted(int(x) for x in truth_file.read_text().split())
+    # throws.cc: i % 4 == 3 throws, the last round never does
+    assert caught == sum(1 for i in range(calls) if i % 4 == 3) and len(lat) == calls - caught
+    for spec in ("middle", "thrower"):
+        t = r.trace(spec)
+        print(f"\n{how}: {spec} {t['calls']} calls, {t['untimed_calls']} untimed, "
+              f"p50 {t['p50_ns']}, p95 {t['p95_ns']} (the program: {calls} calls, "
+              f"{caught} thrown)")
+    t = r.trace("middle")
+    for q, key in ((50, "p50_ns"), (95, "p95_ns")):
+        want = h.percentile(lat, q)
+        assert abs(t[key] - want) <= 0.05 * want, f"p{q}: {t[key]} vs truth {want}"
+    return calls, caught
+
+
+def test_cxx_exception_through_traced_functions(run_lp, wl, tmp_path, h):
+    """A C++ exception thrown through two traced functions (throws.cc). A
+    return probe put the [uprobes] trampoline where libgcc's unwinder looks
+    for the caller: the first throw aborted the target (std::terminate,
+    signal 6). In a process that can unwind (it needs libstdc++), liveprof
+    probes the functions' ret instructions instead: the program runs to
+    its end, every thrown call is counted untimed, and the returning calls'
+    p50 and p95 sit inside the 1 ms and 4 ms plateaus."""
+    truth_file = tmp_path / "latencies.txt"
+    r = run_lp(["-F", "99", "-v", "--trace", "middle", "--trace", "thrower", "--",
+                wl("throws"), 400, truth_file], timeout=120)
+    assert r.rc == 0, r
+    assert "killed by signal" not in r.stdout + r.stderr, r  # SIGABRT before
+    assert re.search(r"probe 'thrower': ret-insn at", r.stderr), r.stderr[-3000:]
+    assert not re.search(r"probe '\w+': return at", r.stderr), r.stderr[-3000:]
+    calls, caught = check_cxx_throws(r, truth_file, h, "launched")
+    for spec in ("middle", "thrower"):
+        t = r.trace(spec)
+        assert t["calls"] == calls and t["untimed_calls"] == caught, t
+
+
+def test_cxx_exception_attached_to_running(liveprof, wl, procs, tmp_path, h):
+    """The same, attached to the running program with -p: its libstdc++ is
+    among its mappings. It starts its rounds once liveprof says its probes
+    are on; liveprof stops when the program has exited."""
+    truth_file, js = tmp_path / "latencies.txt", tmp_path / "o.json"
+    target = procs.start([wl("throws"), 400, truth_file, "wait"], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+    lp = subprocess.Popen([str(liveprof), "--no-tui", "--top", "0", "-F", "99", "-v", "-p",
+                           str(target.pid), "--trace", "middle", "--trace", "thrower", "-d", "120",
+                           "--json", str(js)],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    err = []
+    for line in lp.stderr:
+        err.append(line)
+        if "programs verified and attached" in line:
+            target.stdin.write("go\n")
+            target.stdin.close()
+            break
+    out = target.stdout.read()
+    target.wait(timeout=60)
+    err.append(lp.stderr.read())
+    lp.wait(timeout=60)
+    stderr = "".join(err)
+    assert target.returncode == 0, f"the target ended with {target.returncode}: {stderr[-2000:]}"
+    assert lp.returncode == 0, stderr[-3000:]
+    assert re.search(r"probe 'middle': ret-insn at", stderr), stderr[-3000:]
+    r = type("Run", (), {})()
+    r.stdout, r.stderr = out, stderr
+    traces = {t["spec"]: t for t in json.loads(js.read_text())["traces"]}
+    r.trace = traces.__getitem__
+    calls, caught = check_cxx_throws(r, truth_file, h, "attached")
+    for spec in ("middle", "thrower"):
+        t = traces[spec]
+        assert t["calls"] == calls and t["untimed_calls"] == caught, t
+
+
+def test_cxx_runtime_loaded_after_attach_detaches(liveprof, wl, procs, tmp_path):
+    """A C program traced with return probes that then loads a C++ plugin
+    (dlplug.c, libcxxplug.so): its callback cb() is unwound by the plugin's
+    exceptions every other call. Once liveprof sees libstdc++ in the maps
+    it detaches the trace, with a warning, before the program goes on to
+    throw; kept attached, the first throw through cb() aborted it."""
+    js = tmp_path / "o.json"
+    target = procs.start([wl("dlplug"), 200], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         text=True)
+    lp = subprocess.Popen([str(liveprof), "--no-tui", "--top", "0", "-F", "99", "-v", "-p",
+                           str(target.pid), "--trace", "cb", "-d", "120", "--json", str(js)],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    err, said = [], {"programs verified and attached": "go\n", "detached 'cb'": "go\n"}
+    for line in lp.stderr:
+        err.append(line)
+        for k in list(said):
+            if k in line:
+                target.stdin.write(said.pop(k))
+                target.stdin.flush()
+        if not said:
+            break
+    target.stdin.close()
+    out = target.stdout.read()
+    target.wait(timeout=60)
+    err.append(lp.stderr.read())
+    lp.wait(timeout=60)
+    stderr = "".join(err)
+    assert "probe 'cb': return at" in stderr, stderr[-3000:]
+    assert not said, f"liveprof never said {list(said)}: {stderr[-3000:]}"
+    assert target.returncode == 0, f"the target ended with {target.returncode}: {stderr[-2000:]}"
+    assert printed(out, r"^rounds (\d+)$") == ["200"] and printed(out, r"^caught (\d+)$") == ["100"]
+    t = next(t for t in json.loads(js.read_text())["traces"] if t["spec"] == "cb")
+    assert t["detached"], t
+
+
 @pytest.fixture(scope="module")
 def calls_run(liveprof, wl, tmp_path_factory, h):
     """One run of calls.c: recursion, a static function and a loop line."""

@@ -128,7 +128,7 @@ static void size_maps(struct bpf_session *s, const struct bpf_session_opts *o)
 		bpf_program__set_autoload(k->progs.lp_timer_exit, false);
 	}
 	/* Targets that cannot use them (target_kind.h) */
-	if (!o->tracing || !o->go_returns)
+	if (!o->tracing || !o->ret_insn_returns)
 		bpf_program__set_autoload(k->progs.lp_func_ret_insn, false);
 	if (!o->tracing || !o->py_probes) {
 		bpf_program__set_autoload(k->progs.lp_py_start, false);

@@ -23,8 +23,9 @@ struct bpf_session_opts {
 	bool kernel_stacks;
 	bool offcpu;
 	bool tracing; /* load the uprobe programs (in the background: ~0.35 s here) */
-	/* with tracing: also the Go `ret`-instruction program, the py: pair */
-	bool go_returns;
+	/* with tracing: also the `ret`-instruction program (Go targets, and
+	 * those that unwind their stacks: target_kind.h), the py: pair */
+	bool ret_insn_returns;
 	bool py_probes;
 	uint64_t offcpu_min_ns;
 	unsigned int ringbuf_mb; /* 0: 8 MiB, 32 MiB with a stack copy */
@@ -148,7 +149,7 @@ void bpf_session__detach(struct bpf_session *s, int handle);
 /**
  * bpf_session__has_prog - whether the program behind @prog was loaded (the
  * Go and py: programs are loaded only for targets that can use them:
- * bpf_session_opts.go_returns, .py_probes); attaching one that was not
+ * bpf_session_opts.ret_insn_returns, .py_probes); attaching one that was not
  * fails with -ENOEXEC
  */
 bool bpf_session__has_prog(const struct bpf_session *s, enum bpf_probe_prog prog);

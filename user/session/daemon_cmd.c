@@ -94,9 +94,9 @@ int daemon__open(struct daemon *d, struct options *o, bool tracing)
 		bo.loaded_ctx = calib;
 	}
 	if (bo.tracing) {
-		target_kind__needs(o, &bo.go_returns, &bo.py_probes);
-		lp_debug("loading the Go return program: %s; the py: programs: %s",
-			 bo.go_returns ? "yes" : "no (no Go target)",
+		target_kind__needs(o, &bo.ret_insn_returns, &bo.py_probes);
+		lp_debug("loading the ret-instruction return program: %s; the py: programs: %s",
+			 bo.ret_insn_returns ? "yes" : "no (no Go target, none that unwinds)",
 			 bo.py_probes ? "yes" : "no (no CPython target)");
 	}
 	err = bpf_session__open(&bpf, &bo);

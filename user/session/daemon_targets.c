@@ -21,6 +21,7 @@
 #include "user/session/daemon.h"
 #include "user/session/python_procs.h"
 #include "user/session/ruby_procs.h"
+#include "user/session/traces.h"
 #include "user/session/unwind_tables.h"
 #include "user/util/log.h"
 #include "user/util/util.h"
@@ -245,6 +246,8 @@ void daemon__refresh_maps(struct daemon *d, struct target_proc *p, uint64_t now,
 	/* dlclose: a module's rows go with its last mapping */
 	if (d->utab)
 		err |= unwind_tables__scan(d->utab, p->pid, now);
+	if (d->traces)
+		traces__maps_changed(d->traces, p->pid);
 	free(p->maps);
 	p->maps = err ? NULL : text;
 	p->maps_len = err ? 0 : len;

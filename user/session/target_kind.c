@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * target_kind.c - is a target Go, is it CPython (see target_kind.h).
+ * target_kind.c - is a target Go, does it unwind its stack (C++), is it
+ * CPython (see target_kind.h).
  */
 #include <fcntl.h>
 #include <limits.h>
@@ -15,7 +16,7 @@
 #include "user/session/target_kind.h"
 
 struct kind {
-	bool go, python;
+	bool go, unwinds, python;
 };
 
 /* @name's path as execvp would find it, into @buf; false if none. */
@@ -70,32 +71,40 @@ static bool classify_file(const char *path, const char *name, struct kind *k)
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (elf && elf_kind(elf) == ELF_K_ELF && elf_is_go(elf))
 		k->go = true;
+	if (elf && elf_unwinds(elf))
+		k->unwinds = true;
 	if (elf)
 		elf_end(elf);
 	close(fd);
 	return true;
 }
 
-/* An embedded CPython (uwsgi, a C program linking libpython). */
-static bool maps_libpython(int pid)
+/* An embedded CPython (uwsgi, a C program linking libpython), and a C++
+ * runtime loaded with a library (a plugin). */
+static void classify_maps(int pid, struct kind *k)
 {
-	char path[64], line[512];
-	bool found = false;
+	char path[64], line[4400];
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
 	f = fopen(path, "re");
 	if (!f)
-		return false;
-	while (!found && fgets(line, sizeof(line), f))
-		found = strstr(line, "/libpython") != NULL;
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char *file = strchr(line, '/');
+
+		if (!file)
+			continue;
+		file[strcspn(file, "\n")] = 0;
+		k->python |= strstr(file, "/libpython") != NULL;
+		k->unwinds |= lib_is_cxx_runtime(file);
+	}
 	fclose(f);
-	return found;
 }
 
-void target_kind__needs(const struct options *o, bool *go, bool *python)
+void target_kind__needs(const struct options *o, bool *ret_insn, bool *python)
 {
-	struct kind k = {false, false};
+	struct kind k = {false, false, false};
 	char path[PATH_MAX];
 	bool known = !o->all;
 
@@ -112,12 +121,11 @@ void target_kind__needs(const struct options *o, bool *go, bool *python)
 		n = readlink(path, name, sizeof(name) - 1);
 		name[n > 0 ? n : 0] = 0;
 		known = classify_file(path, name, &k);
-		if (maps_libpython(o->pids[i]))
-			k.python = true;
+		classify_maps(o->pids[i], &k);
 	}
 	if (known && o->command && o->command[0])
 		known = find_in_path(o->command[0], path, sizeof(path)) &&
 			classify_file(path, path, &k);
-	*go = !known || k.go;
+	*ret_insn = !known || k.go || k.unwinds;
 	*python = !known || k.python;
 }

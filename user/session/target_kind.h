@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * target_kind.h - what the session's targets are, as far as loading BPF
- * programs goes: verifying the Go `ret`-instruction program takes about
+ * programs goes: verifying the `ret`-instruction program takes about
  * 0.4 s and the py: pair 0.2 s of a tracing session's 1.3 s load, for
  * targets that cannot use them.
  */
@@ -14,7 +14,10 @@
 
 /**
  * target_kind__needs - which optional tracing programs @o's targets need
- * @go: set when a target is a Go binary (its returns are probed on `ret`)
+ * @ret_insn: set when a target's returns are probed on `ret` instructions:
+ *	a Go binary (its runtime moves stacks), or a program that unwinds its
+ *	stack (C++ exceptions: elf_unwinds()), whose unwinder a return probe's
+ *	trampoline would stop
  * @python: set when a target is CPython, or a spec asks for py:
  *
  * The targets are the -p processes' executables, or the command's
@@ -22,6 +25,6 @@
  * or a target that cannot be read, both are set: a program not loaded now
  * cannot be loaded later in the session.
  */
-void target_kind__needs(const struct options *o, bool *go, bool *python);
+void target_kind__needs(const struct options *o, bool *ret_insn, bool *python);
 
 #endif

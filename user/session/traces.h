@@ -92,6 +92,14 @@ int traces__set_when(struct traces *t, int func_id, int line_id);
 void traces__tick(struct traces *t, uint64_t now_ns);
 
 /**
+ * traces__maps_changed - @pid mapped or unmapped files: if it can now
+ * unwind its stack (it loaded a C++ runtime) while functions traced in it
+ * have return probes, detach those traces, with a warning, before an
+ * exception meets their trampoline (traces_unwinds.c)
+ */
+void traces__maps_changed(struct traces *t, int pid);
+
+/**
  * traces__programs_ready - the session's programs, loaded in the
  * background, are attached with the probes that waited for them: their
  * traces' attached_ns is that moment (bpf_session__ready_ns)

@@ -124,6 +124,38 @@ static int attach_one(struct traces *t, struct trace *tr, enum bpf_probe_prog pr
 	return 0;
 }
 
+/*
+ * Whether @pt's returns are probed on its ret instructions: 1, 0 (a
+ * uretprobe), or a negative errno with the reason in @err. A uretprobe
+ * rewrites the return address: on a stack that the Go runtime may move,
+ * or one the process's own unwinder reads (a C++ throw, traces_unwinds.c),
+ * that aborts the target.
+ */
+static int returns_on_ret_insns(struct traces *t, const struct trace *tr,
+				const struct probe_target *pt, int pid, char *err, size_t errlen)
+{
+	const char *why =
+		pt->is_go ? "is in a Go binary" : "is in a process that unwinds its stack (C++)";
+
+	if (!pt->is_go && !traces_process_unwinds(t, pid, pt->binary_path))
+		return 0;
+	if (!pt->ret_sites_valid || !pt->n_ret_sites) {
+		snprintf(err, errlen,
+			 "'%s' %s and its return instructions could not be decoded; refusing a "
+			 "uretprobe (it would crash the target)",
+			 tr->spec_text, why);
+		return -EOPNOTSUPP;
+	}
+	if (!bpf_session__has_prog(t->c->bpf, PROBE_PROG_RET_INSN)) {
+		snprintf(err, errlen,
+			 "'%s' %s, but the target did not look like one when liveprof started, so "
+			 "its return program was not loaded; start liveprof with --trace %s",
+			 tr->spec_text, why, tr->spec_text);
+		return -ENOEXEC;
+	}
+	return 1;
+}
+
 static int attach_func(struct traces *t, struct trace *tr, struct probe_target *pt, int pid,
 		       const struct binary_loc *loc, char *err, size_t errlen)
 {
@@ -131,6 +163,7 @@ static int attach_func(struct traces *t, struct trace *tr, struct probe_target *
 	struct lp_probe_cfg cfg = {.kind = LP_PK_FUNC, .by_index = tr->by_index};
 	const struct probe_cost *cost;
 	int ne = 0, nr = 0, id, h, r;
+	bool ret_insn;
 
 	if (pt->is_line || pt->is_offset || !pt->n_sites)
 		return -EINVAL; /* a return probe anywhere but an entry corrupts the target */
@@ -170,31 +203,16 @@ static int attach_func(struct traces *t, struct trace *tr, struct probe_target *
 		}
 	}
 	id = tr->ids[0];
-	if (pt->is_go) {
-		/* uretprobes rewrite the return address on a stack that the Go
-		 * runtime may move: that crashes the target. Probe each ret
-		 * instruction instead. */
-		if (!pt->ret_sites_valid || !pt->n_ret_sites) {
-			snprintf(err, errlen,
-				 "'%s' is in a Go binary and its return instructions could not be "
-				 "decoded; refusing a uretprobe (it would crash the target)",
-				 tr->spec_text);
-			return -EOPNOTSUPP;
-		}
-		if (!bpf_session__has_prog(t->c->bpf, PROBE_PROG_RET_INSN)) {
-			snprintf(err, errlen,
-				 "'%s' is in a Go binary, but the target was not Go when liveprof "
-				 "started, so its return program was not loaded; start liveprof "
-				 "with --trace %s",
-				 tr->spec_text, tr->spec_text);
-			return -ENOEXEC;
-		}
-	}
+	r = returns_on_ret_insns(t, tr, pt, pid, err, errlen);
+	if (r < 0)
+		return r;
+	ret_insn = r;
+	tr->ret_insn = ret_insn;
 	/* Returns first: a call that enters between the two attaches then
 	 * has neither end (its return finds no frame and is ignored), where
 	 * entry first left it a frame whose return was never hijacked,
 	 * counted untimed: 25 of them on a hot function at every attach. */
-	if (pt->is_go) {
+	if (ret_insn) {
 		h = 0;
 		for (size_t i = 0; i < pt->n_ret_sites && h >= 0; i++)
 			h = attach_one(t, tr, PROBE_PROG_RET_INSN, pid, loc, &pt->ret_sites[i], id);

@@ -54,6 +54,9 @@ struct trace {
 	int *links; /* bpf_session attach handles */
 	int n_links;
 	bool pending; /* its library is not loaded yet */
+	/* its returns are probed on `ret` instructions (Go, or a process that
+	 * unwinds its stack: traces_unwinds.c), not with uretprobes */
+	bool ret_insn;
 	/* histogram: previous cumulative snapshot, window slots */
 	uint64_t *prev;
 	uint64_t *slots; /* n_slots * LP_HIST_BUCKETS */
@@ -109,6 +112,15 @@ struct by_group {
 	uint64_t *hist;
 	uint64_t calls;
 };
+
+/* traces_unwinds.c */
+/*
+ * traces_process_unwinds - whether @pid may unwind its stack through a
+ * function of @module (C++ exceptions): a return probe there would abort
+ * it, so its returns are probed on `ret` instructions. True for -a (@pid
+ * -1): any process may run the code.
+ */
+bool traces_process_unwinds(struct traces *t, int pid, const char *module);
 
 /* traces.c */
 void trace_free(struct traces *t, struct trace *tr);
