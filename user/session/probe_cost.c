@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "bpf/liveprof.h"
+#include "dwarf/probe_resolve.h"
 #include "dwarf/proc_maps.h"
 #include "user/session/bpf_session.h"
 #include "user/session/probe_cost.h"
@@ -175,9 +176,29 @@ static uint64_t hist_median(struct bpf_session *bpf, int id)
 	return 0;
 }
 
-int probe_cost_measure(struct bpf_session *bpf, int probe_id, enum probe_insn_class c,
+/* The offset of @stub's `ret` from its start, or -1. */
+static int stub_ret_offset(long (*stub)(long))
+{
+	const uint8_t *p = (const uint8_t *)stub;
+	int off = 0;
+
+	while (off < 64) {
+		int len = x86_insn_length(p + off, 16);
+
+		if (len <= 0)
+			return -1;
+		if (p[off] == 0xc3)
+			return off;
+		off += len;
+	}
+	return -1;
+}
+
+int probe_cost_measure(struct bpf_session *bpf, int probe_id, int class_flags,
 		       struct probe_cost *out)
 {
+	enum probe_insn_class c = (enum probe_insn_class)(class_flags & ~PIC_RET_INSN);
+	bool ret_insn = (class_flags & PIC_RET_INSN) && c <= PIC_STEPPED;
 	struct lp_probe_cfg cfg = {.kind = LP_PK_FUNC, .by_index = -1, .pair_id = probe_id};
 	bool py = c == PIC_PY_TRAPS || c == PIC_PY_TRAPS2,
 	     usdt = c == PIC_USDT_PAIR || c == PIC_PY_PAIR || py;
@@ -185,9 +206,10 @@ int probe_cost_measure(struct bpf_session *bpf, int probe_id, enum probe_insn_cl
 	enum bpf_probe_prog p1 = py	? PROBE_PROG_PY_START
 				 : usdt ? PROBE_PROG_USDT_ENTRY
 					: PROBE_PROG_ENTRY;
-	enum bpf_probe_prog p2 = py	? PROBE_PROG_PY_RETURN
-				 : usdt ? PROBE_PROG_USDT_RETURN
-					: PROBE_PROG_RETURN;
+	enum bpf_probe_prog p2 = py	    ? PROBE_PROG_PY_RETURN
+				 : usdt	    ? PROBE_PROG_USDT_RETURN
+				 : ret_insn ? PROBE_PROG_RET_INSN
+					    : PROBE_PROG_RETURN;
 	uint32_t cookie = py ? PY_IDLE_COOKIE : (uint32_t)probe_id;
 	double base, traced;
 	uint64_t off;
@@ -212,9 +234,18 @@ int probe_cost_measure(struct bpf_session *bpf, int probe_id, enum probe_insn_cl
 		err = -ENOEXEC;
 		goto out;
 	}
+	if (ret_insn) {
+		int at = stub_ret_offset(classes[c].stub);
+
+		if (at < 0) {
+			err = -ENOEXEC;
+			goto out;
+		}
+		ret_off = (uint64_t)at;
+	}
 	h1 = bpf_session__attach_uprobe(bpf, p1, getpid(), "/proc/self/exe", off, cookie);
 	h2 = bpf_session__attach_uprobe(bpf, p2, getpid(), "/proc/self/exe",
-					usdt ? off + ret_off : off, cookie);
+					usdt || ret_insn ? off + ret_off : off, cookie);
 	if (c == PIC_PY_TRAPS2) {
 		h3 = bpf_session__attach_uprobe(bpf, p1, getpid(), "/proc/self/exe", off, cookie);
 		h4 = bpf_session__attach_uprobe(bpf, p2, getpid(), "/proc/self/exe", off + ret_off,

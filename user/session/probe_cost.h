@@ -35,6 +35,14 @@ enum probe_insn_class {
 	PIC_NR,
 };
 
+/*
+ * Or'ed into an entry class (up to PIC_STEPPED) for a function whose
+ * returns are probed on its `ret` instructions (Go, and processes that
+ * unwind their stacks), which the kernel single-steps: an order of
+ * magnitude dearer than a uretprobe's return.
+ */
+#define PIC_RET_INSN 0x100
+
 struct probe_cost {
 	bool measured;
 	uint64_t cost_ns; /* added per call (entry + return), all of it */
@@ -52,7 +60,8 @@ const char *probe_insn_class_name(enum probe_insn_class c);
  * instruction in liveprof's own process
  * @bpf: the session whose programs are attached
  * @probe_id: a free probe id, configured as a function probe meanwhile
- * @c: the class
+ * @c: the class, | PIC_RET_INSN to probe the stub's `ret` instead of
+ *	its return (function classes only)
  * @out: the result (out->measured false if it could not be measured)
  *
  * Calls the class's stub in batches with and without the probes and
@@ -62,7 +71,6 @@ const char *probe_insn_class_name(enum probe_insn_class c);
  *
  * Return: 0 or a negative errno.
  */
-int probe_cost_measure(struct bpf_session *bpf, int probe_id, enum probe_insn_class c,
-		       struct probe_cost *out);
+int probe_cost_measure(struct bpf_session *bpf, int probe_id, int c, struct probe_cost *out);
 
 #endif

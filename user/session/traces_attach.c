@@ -167,6 +167,13 @@ static int attach_func(struct traces *t, struct trace *tr, struct probe_target *
 
 	if (pt->is_line || pt->is_offset || !pt->n_sites)
 		return -EINVAL; /* a return probe anywhere but an entry corrupts the target */
+	r = returns_on_ret_insns(t, tr, pt, pid, err, errlen);
+	if (r < 0)
+		return r;
+	ret_insn = r;
+	/* one cost for the trace: the dearer way if its processes differ */
+	tr->ret_insn |= ret_insn;
+	tr->info.returns_on_ret = tr->ret_insn;
 	if (tr->n_ids == 0) {
 		id = traces_alloc_id(t);
 		if (id < 0) {
@@ -189,7 +196,7 @@ static int attach_func(struct traces *t, struct trace *tr, struct probe_target *
 		 * is not left running untraced meanwhile. */
 		tr->insn_class = traces_site_class(loc->attach_path, pt->entry_offset);
 		tr->info.insn_class = probe_insn_class_name(tr->insn_class);
-		cost = traces_class_cost(t, tr->insn_class, false);
+		cost = traces_class_cost(t, trace_cost_class(tr), false);
 		if (cost) {
 			cfg.cost_ns = cost->cost_ns;
 			cfg.self_ns = cost->self_ns;
@@ -203,11 +210,6 @@ static int attach_func(struct traces *t, struct trace *tr, struct probe_target *
 		}
 	}
 	id = tr->ids[0];
-	r = returns_on_ret_insns(t, tr, pt, pid, err, errlen);
-	if (r < 0)
-		return r;
-	ret_insn = r;
-	tr->ret_insn = ret_insn;
 	/* Returns first: a call that enters between the two attaches then
 	 * has neither end (its return finds no frame and is ignored), where
 	 * entry first left it a frame whose return was never hijacked,
@@ -227,7 +229,7 @@ static int attach_func(struct traces *t, struct trace *tr, struct probe_target *
 		goto fail;
 	/* A new class is measured at the next tick, not here: the specs of
 	 * one command attach back to back, so they see the same calls. */
-	if (!traces_class_cost(t, tr->insn_class, false))
+	if (!traces_class_cost(t, trace_cost_class(tr), false))
 		tr->cost_pending = true;
 	return 0;
 fail:

@@ -43,29 +43,33 @@ int traces_site_class(const char *path, uint64_t offset)
  */
 const struct probe_cost *traces_class_cost(struct traces *t, int insn_class, bool measure)
 {
+	int ret = (insn_class & PIC_RET_INSN) ? 1 : 0, c = insn_class & ~PIC_RET_INSN;
+	const char *how = ret ? ", returns on ret" : "";
 	struct probe_cost *pc;
 	int id, err;
 
-	if (insn_class < 0 || insn_class >= PIC_NR)
-		insn_class = PIC_STEPPED;
-	pc = &t->cost[insn_class];
-	if (t->cost_tried[insn_class])
+	if (c < 0 || c >= PIC_NR)
+		c = PIC_STEPPED;
+	if (c > PIC_STEPPED)
+		ret = 0; /* a USDT or py: pair has no function return */
+	pc = &t->cost[ret][c];
+	if (t->cost_tried[ret][c])
 		return pc;
 	if (!measure)
 		return NULL;
-	t->cost_tried[insn_class] = true;
+	t->cost_tried[ret][c] = true;
 	id = traces_alloc_id(t);
 	if (id < 0)
 		return pc;
-	err = probe_cost_measure(t->c->bpf, id, insn_class, pc);
+	err = probe_cost_measure(t->c->bpf, id, c | (ret ? PIC_RET_INSN : 0), pc);
 	t->id_used[id] = false;
 	if (err)
-		lp_debug("probe cost of '%s': not measured (%d)", probe_insn_class_name(insn_class),
+		lp_debug("probe cost of '%s'%s: not measured (%d)", probe_insn_class_name(c), how,
 			 err);
 	else
-		lp_debug("probe cost of '%s': %" PRIu64 " ns per call, %" PRIu64
+		lp_debug("probe cost of '%s'%s: %" PRIu64 " ns per call, %" PRIu64
 			 " ns of it inside the call",
-			 probe_insn_class_name(insn_class), pc->cost_ns, pc->self_ns);
+			 probe_insn_class_name(c), how, pc->cost_ns, pc->self_ns);
 	return pc;
 }
 
@@ -83,7 +87,7 @@ void traces_measure_pending(struct traces *t)
 		if (!tr->cost_pending)
 			continue;
 		tr->cost_pending = false;
-		cost = traces_class_cost(t, tr->insn_class, true);
+		cost = traces_class_cost(t, trace_cost_class(tr), true);
 		tr->cfg.cost_ns = cost->cost_ns;
 		tr->cfg.self_ns = cost->self_ns;
 		tr->info.probe_cost_ns = cost->cost_ns;

@@ -399,11 +399,12 @@ void traces__tick(struct traces *t, uint64_t now_ns)
 			tr->warned_pct = tr->info.est_overhead_pct;
 			lp_warn("'%s' costs about %.1f%% of a CPU (%.0f calls/s in the last second "
 				"x "
-				"%" PRIu64 " ns per call, measured for '%s'); --max-overhead PCT "
+				"%" PRIu64 " ns per call, measured for '%s'%s); --max-overhead PCT "
 				"detaches it",
 				tr->spec_text, tr->info.est_overhead_pct, tr->rate,
 				tr->info.probe_cost_ns,
-				tr->info.insn_class ? tr->info.insn_class : "?");
+				tr->info.insn_class ? tr->info.insn_class : "?",
+				tr->info.returns_on_ret ? " with its returns on ret" : "");
 		}
 	}
 }

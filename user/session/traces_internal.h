@@ -84,8 +84,10 @@ struct traces {
 	int n;
 	bool id_used[LP_MAX_PROBES];
 	int n_slots, cur_slot;
-	struct probe_cost cost[PIC_NR]; /* per class of first instruction, measured once */
-	bool cost_tried[PIC_NR];
+	/* per class of first instruction, measured once; [1]: returns probed
+	 * on `ret` instructions (PIC_RET_INSN) */
+	struct probe_cost cost[2][PIC_NR];
+	bool cost_tried[2][PIC_NR];
 	uint64_t last_tick_ns;
 	bool rb_noted;		 /* the TracePoint note of rb: traces was printed */
 	uint64_t py_hit_ns[2];	 /* py: a start probe hit, a return probe hit, but the programs */
@@ -187,6 +189,13 @@ void traces_measure_pending(struct traces *t);
 uint64_t traces_attach_time(const struct traces *t);
 int traces_site_class(const char *path, uint64_t offset);
 const struct probe_cost *traces_class_cost(struct traces *t, int insn_class, bool measure);
+
+/* The class whose cost @tr's probes pay: its first instruction's, and how
+ * its returns are probed. */
+static inline int trace_cost_class(const struct trace *tr)
+{
+	return tr->insn_class | (tr->ret_insn ? PIC_RET_INSN : 0);
+}
 
 /* traces_hist.c */
 uint64_t traces_hist_percentile(const uint64_t *h, uint64_t total, double pct);

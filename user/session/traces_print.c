@@ -233,6 +233,7 @@ static void latency_json(json_t *o, const struct trace *tr, bool raw_latency,
 	json_object_set_new(o, "untimed_calls", json_integer(s->untimed));
 	json_object_set_new(o, "first_insn",
 			    json_string(tr->info.insn_class ? tr->info.insn_class : ""));
+	json_object_set_new(o, "returns_on_ret", json_boolean(tr->info.returns_on_ret));
 	json_object_set_new(o, "raw_latency", json_boolean(raw_latency));
 	json_object_set_new(o, "p50_ns", json_integer(s->p50));
 	json_object_set_new(o, "p90_ns", json_integer(s->p90));
