@@ -113,7 +113,10 @@ static uint32_t intern(void (*const *fns)(void), int n)
  * N_SLOW at SLOW_NS, as the BPF return probe would have counted them. */
 static bool fx_init(void)
 {
-	struct bpf_session_opts bo = {.tracing = true};
+	/* the sanitized build maps libstdc++ (libasan needs it), so its own
+	 * functions' returns are probed on their ret instructions
+	 * (traces_unwinds.c): that program must be loaded too */
+	struct bpf_session_opts bo = {.tracing = true, .ret_insn_returns = true};
 	struct stack_symbols_opts so = {0};
 	volatile uint64_t *h;
 	char err[512];
