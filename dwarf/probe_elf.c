@@ -132,25 +132,44 @@ bool elf_is_go(Elf *elf)
 	return has_symbol(elf, "runtime.main");
 }
 
-/* The names of the runtimes and entry points that unwind a thread's stack. */
-static int names_unwinder(const GElf_Sym *sym, const char *name, void *arg)
-{
-	static const char *const names[] = {"__cxa_throw", "__gxx_personality_v0",
-					    "_Unwind_RaiseException"};
+/*
+ * What code that unwinds a thread's stack (a C++ throw, a Rust panic) or
+ * switches it (coroutines: ucontext, boost.context, libco, Ruby's fibers)
+ * imports, or,
+ * for a runtime of its own, defines. libc defines swapcontext and
+ * libgcc_s _Unwind_RaiseException for every C program that maps them: a
+ * definition of those counts only in a static executable (which has them
+ * only when it uses them).
+ */
+struct stack_movers {
+	bool is_static;
+};
 
-	(void)sym;
-	(void)arg;
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (!strcmp(name, names[i]))
+static int names_stack_mover(const GElf_Sym *sym, const char *name, void *arg)
+{
+	static const char *const runtime[] = {"__cxa_throw",   "__gxx_personality_v0",
+					      "jump_fcontext", "ontop_fcontext",
+					      "coctx_swap",    "coroutine_transfer"};
+	static const char *const libc_provided[] = {"_Unwind_RaiseException", "swapcontext",
+						    "setcontext"};
+	const struct stack_movers *m = arg;
+	bool imported = sym->st_shndx == SHN_UNDEF;
+
+	for (size_t i = 0; i < sizeof(runtime) / sizeof(runtime[0]); i++)
+		if (!strcmp(name, runtime[i]))
+			return 1;
+	for (size_t i = 0; i < sizeof(libc_provided) / sizeof(libc_provided[0]); i++)
+		if (!strcmp(name, libc_provided[i]) && (imported || m->is_static))
 			return 1;
 	return 0;
 }
 
-/* A DT_NEEDED entry of @elf names a C++ runtime. */
-static bool needs_cxx_runtime(Elf *elf)
+/* A DT_NEEDED entry of @elf names a C++ runtime; *@any: it has one at all. */
+static bool needs_cxx_runtime(Elf *elf, bool *any)
 {
 	Elf_Scn *scn = NULL;
 
+	*any = false;
 	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
 		Elf_Data *data;
@@ -164,8 +183,10 @@ static bool needs_cxx_runtime(Elf *elf)
 
 			if (!gelf_getdyn(data, (int)i, &dyn) || dyn.d_tag == DT_NULL)
 				break;
-			lib = dyn.d_tag == DT_NEEDED ? elf_strptr(elf, sh.sh_link, dyn.d_un.d_val)
-						     : NULL;
+			if (dyn.d_tag != DT_NEEDED)
+				continue;
+			*any = true;
+			lib = elf_strptr(elf, sh.sh_link, dyn.d_un.d_val);
 			if (lib && lib_is_cxx_runtime(lib))
 				return true;
 		}
@@ -181,9 +202,17 @@ bool lib_is_cxx_runtime(const char *path)
 	return !strncmp(base, "libstdc++.so", 12) || !strncmp(base, "libc++.so", 9);
 }
 
-bool elf_unwinds(Elf *elf)
+bool elf_uretprobe_unsafe(Elf *elf)
 {
+	struct stack_movers m;
+	bool needs_libs;
+
 	if (!elf || elf_kind(elf) != ELF_K_ELF)
 		return false;
-	return needs_cxx_runtime(elf) || for_each_symbol(elf, names_unwinder, NULL) == 1;
+	if (needs_cxx_runtime(elf, &needs_libs))
+		return true;
+	/* no loader and no libraries: everything it runs is in it */
+	m.is_static =
+		!needs_libs && !elf_section_by_name(elf, ".interp", ELF_SECTION_ANY_TYPE, NULL);
+	return for_each_symbol(elf, names_stack_mover, &m) == 1;
 }

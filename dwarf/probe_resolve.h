@@ -240,17 +240,23 @@ int x86_insn_info(const uint8_t *p, size_t avail, struct x86_insn *out);
 bool elf_is_go(Elf *elf);
 
 /**
- * elf_unwinds - can code of this file unwind a thread's stack through its
- * callers' frames (throw a C++ exception, panic in Rust)
+ * elf_uretprobe_unsafe - may code of this file move a thread's stack out
+ * from under a pending return probe
  * @elf: the open file
  *
  * True when it needs a C++ runtime (DT_NEEDED libstdc++ or libc++), or
- * names __cxa_throw, __gxx_personality_v0 or _Unwind_RaiseException,
- * defined or imported. Such an unwinder reads every caller's return
- * address: where a return probe put the [uprobes] trampoline instead, it
- * finds no unwind table and the process aborts (std::terminate()).
+ * names, defined or imported, what unwinds a stack (__cxa_throw,
+ * __gxx_personality_v0, _Unwind_RaiseException: C++ exceptions, Rust
+ * panics) or switches it (swapcontext, setcontext, jump_fcontext,
+ * ontop_fcontext, coctx_swap, coroutine_transfer: coroutines, Ruby's
+ * fibers). A return probe puts the
+ * [uprobes] trampoline where the call's return address was: an unwinder
+ * finds no unwind table there and the process ends in std::terminate();
+ * after a switch to a stack above, the kernel drops the probe's record of
+ * the call as dead, and its return kills the process with SIGILL (both
+ * reproduced on this kernel).
  */
-bool elf_unwinds(Elf *elf);
+bool elf_uretprobe_unsafe(Elf *elf);
 
 /**
  * lib_is_cxx_runtime - does @path (or a bare file name) name a C++

@@ -17,26 +17,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "elf_needed.h"
 #include "elf_symtab.h"
 #include "ruby_runtime.h"
 #include "user/util/util.h"
 
-#define RB_VERSION_MAX 32   /* bytes of the ruby_version string read */
-#define RB_MAX_DYN     4096 /* dynamic entries looked at */
-#define RB_RUNPATH_MAX 1024
+#define RB_VERSION_MAX 32 /* bytes of the ruby_version string read */
 #define RB_SUPPORTED   "3.1"
-
-/* Where ld.so finds a DT_NEEDED library on Debian and on the usual
- * from-source installs, after the executable's own run paths. */
-static const char *const lib_dirs[] = {
-	"/lib/x86_64-linux-gnu",
-	"/usr/lib/x86_64-linux-gnu",
-	"/lib64",
-	"/usr/lib64",
-	"/lib",
-	"/usr/lib",
-	"/usr/local/lib",
-};
 
 /* ---- version ------------------------------------------------------- */
 
@@ -109,11 +96,6 @@ static int version_from_name(const char *path, struct rb_runtime *out)
 
 /* ---- a ruby that links libruby ------------------------------------- */
 
-struct dyn_info {
-	char needed[NAME_MAX + 1];    /* the libruby DT_NEEDED, "" if none */
-	char runpath[RB_RUNPATH_MAX]; /* DT_RUNPATH, else DT_RPATH, "" if none */
-};
-
 static void copy_str(char *dst, size_t cap, const char *src)
 {
 	size_t n = strnlen(src, cap - 1);
@@ -122,83 +104,21 @@ static void copy_str(char *dst, size_t cap, const char *src)
 	dst[n] = '\0';
 }
 
-/* The libruby DT_NEEDED entry and the run path of the dynamic section. */
-static void read_dynamic(Elf *elf, struct dyn_info *di)
+/* The first libruby the file needs: its name and where it is found. */
+struct libruby_dep {
+	char name[NAME_MAX + 1];
+	char found[PATH_MAX]; /* "" when not found */
+};
+
+static int pick_libruby(const char *name, const char *found, void *ctx)
 {
-	Elf_Scn *scn = NULL;
-	bool have_runpath = false;
+	struct libruby_dep *dep = ctx;
 
-	memset(di, 0, sizeof(*di));
-	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *d;
-		size_t n;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC)
-			continue;
-		d = elf_getdata(scn, NULL);
-		if (!d || !sh.sh_entsize)
-			return;
-		n = d->d_size / sh.sh_entsize;
-		for (size_t i = 0; i < n && i < RB_MAX_DYN; i++) {
-			GElf_Dyn dyn;
-			const char *s;
-
-			if (!gelf_getdyn(d, (int)i, &dyn) || dyn.d_tag == DT_NULL)
-				break;
-			if (dyn.d_tag != DT_NEEDED && dyn.d_tag != DT_RUNPATH &&
-			    dyn.d_tag != DT_RPATH)
-				continue;
-			s = elf_strptr(elf, sh.sh_link, dyn.d_un.d_val);
-			if (!s)
-				continue;
-			if (dyn.d_tag == DT_NEEDED && !di->needed[0] && !strncmp(s, "libruby", 7))
-				copy_str(di->needed, sizeof(di->needed), s);
-			else if (dyn.d_tag == DT_RUNPATH ||
-				 (!have_runpath && dyn.d_tag == DT_RPATH))
-				copy_str(di->runpath, sizeof(di->runpath), s);
-			have_runpath |= dyn.d_tag == DT_RUNPATH;
-		}
-		return;
-	}
-}
-
-/* @dir/@name into @out if that file exists; "$ORIGIN" is @path's folder. */
-static bool try_dir(const char *path, const char *dir, size_t dirlen, const char *name, char *out,
-		    size_t cap)
-{
-	const char *slash = strrchr(path, '/');
-	int n;
-
-	if (dirlen >= 7 && !strncmp(dir, "$ORIGIN", 7)) {
-		int olen = slash ? (int)(slash - path) : 1;
-
-		n = snprintf(out, cap, "%.*s%.*s/%s", olen, slash ? path : ".", (int)(dirlen - 7),
-			     dir + 7, name);
-	} else {
-		n = snprintf(out, cap, "%.*s/%s", (int)dirlen, dir, name);
-	}
-	return n > 0 && (size_t)n < cap && access(out, R_OK) == 0;
-}
-
-/* Where the dynamic linker would find @di->needed for @path. */
-static int find_needed(const char *path, const struct dyn_info *di, char *out, size_t cap)
-{
-	const char *p = di->runpath;
-
-	if (strchr(di->needed, '/'))
-		return -ENOENT; /* a path in DT_NEEDED: not something ld.so searches */
-	while (*p) {
-		size_t len = strcspn(p, ":");
-
-		if (len && try_dir(path, p, len, di->needed, out, cap))
-			return 0;
-		p += len + (p[len] == ':');
-	}
-	for (size_t i = 0; i < sizeof(lib_dirs) / sizeof(lib_dirs[0]); i++)
-		if (try_dir(path, lib_dirs[i], strlen(lib_dirs[i]), di->needed, out, cap))
-			return 0;
-	return -ENOENT;
+	if (strncmp(name, "libruby", 7))
+		return 0;
+	copy_str(dep->name, sizeof(dep->name), name);
+	copy_str(dep->found, sizeof(dep->found), found ? found : "");
+	return 1;
 }
 
 /* ---- the whole ----------------------------------------------------- */
@@ -252,9 +172,8 @@ static int read_runtime(struct elf_symtab *t, const char *path, struct rb_runtim
 /* @path itself, or (@follow) the libruby it links; -ENOENT if neither. */
 static int find_in(const char *path, bool follow, struct rb_runtime *out, char *err, size_t errlen)
 {
+	struct libruby_dep dep = {"", ""};
 	struct elf_symtab *t;
-	struct dyn_info di;
-	char lib[PATH_MAX];
 	GElf_Sym sym;
 	int ret;
 
@@ -274,18 +193,18 @@ static int find_in(const char *path, bool follow, struct rb_runtime *out, char *
 		elf_symtab__free(t);
 		return ret;
 	}
-	read_dynamic(t->elf, &di);
+	elf_needed_each(t->elf, path, pick_libruby, &dep);
 	elf_symtab__free(t);
-	if (!di.needed[0]) {
+	if (!dep.name[0]) {
 		lp_errf(err, errlen, "%s: not a ruby interpreter (no ruby_current_vm_ptr symbol)",
 			path);
 		return -ENOENT;
 	}
-	if (find_needed(path, &di, lib, sizeof(lib))) {
-		lp_errf(err, errlen, "%s links %s, which is not found", path, di.needed);
+	if (!dep.found[0]) {
+		lp_errf(err, errlen, "%s links %s, which is not found", path, dep.name);
 		return -ENOENT;
 	}
-	return find_in(lib, false, out, err, errlen);
+	return find_in(dep.found, false, out, err, errlen);
 }
 
 int ruby_runtime_find(const char *path, struct rb_runtime *out, char *err, size_t errlen)

@@ -11,6 +11,8 @@ TracePoint(:call, :return): without one, Ruby 3.1 never fires the probes
 for Ruby methods (rb_shares.rb, which has none, shows it).
 """
 
+import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -167,3 +169,39 @@ def test_tui_completes_rb_methods(tmp_path, monkeypatch):
         assert tui.alive()
     finally:
         tui.close()
+
+
+def test_c_function_left_mid_call_by_a_fiber(liveprof, procs, tmp_path):
+    """A libruby C function (rb_ary_each) traced in a program whose fiber
+    switches away inside it (rb_fibers.rb). Ruby's fibers switch stacks
+    (coroutine_transfer); with return probes the interpreter was killed at
+    the first switch back. liveprof probes its ret instructions instead:
+    the program ends normally, and the calls of the main fiber's each are
+    timed (one [4].each per round besides the fiber's). The program starts
+    its rounds once the probes are on."""
+    n, js = 20000, tmp_path / "o.json"
+    target = procs.start([RUBY, "--disable-gems", RB / "rb_fibers.rb", n, "wait"],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    lp = subprocess.Popen([str(liveprof), "--no-tui", "--top", "0", "-F", "99", "-v", "-p",
+                           str(target.pid), "--trace", "libruby:rb_ary_each", "-d", "120",
+                           "--json", str(js)],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    err = []
+    for line in lp.stderr:
+        err.append(line)
+        if "programs verified and attached" in line:
+            target.stdin.write("go\n")
+            target.stdin.close()
+            break
+    out = target.stdout.read()
+    target.wait(timeout=60)
+    err.append(lp.stderr.read())
+    lp.wait(timeout=60)
+    stderr = "".join(err)
+    assert target.returncode == 0, f"ruby ended with {target.returncode}: {stderr[-2000:]}"
+    assert lp.returncode == 0 and f"rounds {n}" in out, stderr[-3000:]
+    assert "probe 'libruby:rb_ary_each': ret-insn at" in stderr, stderr[-3000:]
+    t = next(t for t in json.loads(js.read_text())["traces"]
+             if t["spec"] == "libruby:rb_ary_each")
+    assert t["returns_on_ret"], t
+    assert t["calls"] - t["untimed_calls"] >= n, t

@@ -183,6 +183,27 @@ def test_cxx_exception_attached_to_running(liveprof, wl, procs, tmp_path, h):
         assert t["calls"] == calls and t["untimed_calls"] == caught, t
 
 
+def test_coroutine_switch_mid_call(run_lp, wl):
+    """A traced call left mid-way by a coroutine switch (coro.c: inner()
+    switches back to main, which calls the traced outer() before resuming
+    it). With return probes the kernel dropped inner's pending return as
+    dead at outer's, and inner's return then killed the program (SIGILL).
+    liveprof sees swapcontext among its imports and probes both functions'
+    ret instructions: the program ends normally, every call of both is
+    counted, and outer's are timed (inner's frame is left behind at every
+    switch: untimed)."""
+    n = 20000
+    r = run_lp(["-F", "99", "-v", "--trace", "inner", "--trace", "outer", "--", wl("coro"), n],
+               timeout=120)
+    assert r.rc == 0, r
+    assert "killed by signal" not in r.stdout + r.stderr, r
+    assert printed(r.stdout, r"^rounds (\d+)$") == [str(n)], r
+    inner, outer = r.trace("inner"), r.trace("outer")
+    assert inner["returns_on_ret"] and outer["returns_on_ret"], (inner, outer)
+    assert inner["calls"] == n and outer["calls"] == n, (inner, outer)
+    assert outer["untimed_calls"] == 0, outer
+
+
 def test_cxx_runtime_loaded_after_attach_detaches(liveprof, wl, procs, tmp_path):
     """A C program traced with return probes that then loads a C++ plugin
     (dlplug.c, libcxxplug.so): its callback cb() is unwound by the plugin's

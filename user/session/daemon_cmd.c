@@ -96,7 +96,8 @@ int daemon__open(struct daemon *d, struct options *o, bool tracing)
 	if (bo.tracing) {
 		target_kind__needs(o, &bo.ret_insn_returns, &bo.py_probes);
 		lp_debug("loading the ret-instruction return program: %s; the py: programs: %s",
-			 bo.ret_insn_returns ? "yes" : "no (no Go target, none that unwinds)",
+			 bo.ret_insn_returns ? "yes"
+					     : "no (no Go target, none that moves its stack)",
 			 bo.py_probes ? "yes" : "no (no CPython target)");
 	}
 	err = bpf_session__open(&bpf, &bo);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * target_kind.c - is a target Go, does it unwind its stack (C++), is it
- * CPython (see target_kind.h).
+ * target_kind.c - is a target Go, may it move its stack out from under a
+ * return probe (C++, coroutines), is it CPython (see target_kind.h).
  */
 #include <fcntl.h>
 #include <limits.h>
@@ -11,12 +11,13 @@
 #include <unistd.h>
 #include <gelf.h>
 
+#include "dwarf/elf_needed.h"
 #include "dwarf/probe_resolve.h"
 #include "user/session/interp_procs.h"
 #include "user/session/target_kind.h"
 
 struct kind {
-	bool go, unwinds, python;
+	bool go, moves_stacks, python;
 };
 
 /* @name's path as execvp would find it, into @buf; false if none. */
@@ -71,8 +72,9 @@ static bool classify_file(const char *path, const char *name, struct kind *k)
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (elf && elf_kind(elf) == ELF_K_ELF && elf_is_go(elf))
 		k->go = true;
-	if (elf && elf_unwinds(elf))
-		k->unwinds = true;
+	if (elf && elf_kind(elf) == ELF_K_ELF &&
+	    (elf_uretprobe_unsafe(elf) || elf_needed_uretprobe_unsafe(elf, path)))
+		k->moves_stacks = true;
 	if (elf)
 		elf_end(elf);
 	close(fd);
@@ -97,7 +99,7 @@ static void classify_maps(int pid, struct kind *k)
 			continue;
 		file[strcspn(file, "\n")] = 0;
 		k->python |= strstr(file, "/libpython") != NULL;
-		k->unwinds |= lib_is_cxx_runtime(file);
+		k->moves_stacks |= lib_is_cxx_runtime(file);
 	}
 	fclose(f);
 }
@@ -126,6 +128,6 @@ void target_kind__needs(const struct options *o, bool *ret_insn, bool *python)
 	if (known && o->command && o->command[0])
 		known = find_in_path(o->command[0], path, sizeof(path)) &&
 			classify_file(path, path, &k);
-	*ret_insn = !known || k.go || k.unwinds;
+	*ret_insn = !known || k.go || k.moves_stacks;
 	*python = !known || k.python;
 }

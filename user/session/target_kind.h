@@ -15,9 +15,9 @@
 /**
  * target_kind__needs - which optional tracing programs @o's targets need
  * @ret_insn: set when a target's returns are probed on `ret` instructions:
- *	a Go binary (its runtime moves stacks), or a program that unwinds its
- *	stack (C++ exceptions: elf_unwinds()), whose unwinder a return probe's
- *	trampoline would stop
+ *	a Go binary (its runtime moves stacks), or a program that may unwind
+ *	or switch its stack (C++ exceptions, coroutines: elf_uretprobe_unsafe()),
+ *	which a return probe's trampoline would abort
  * @python: set when a target is CPython, or a spec asks for py:
  *
  * The targets are the -p processes' executables, or the command's

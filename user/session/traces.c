@@ -81,6 +81,7 @@ void traces__free(struct traces *t)
 	for (int i = 0; i < t->n; i++)
 		trace_free(t, t->v[i]);
 	free(t->v);
+	free(t->verdicts);
 	free(t);
 }
 

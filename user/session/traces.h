@@ -93,10 +93,11 @@ int traces__set_when(struct traces *t, int func_id, int line_id);
 void traces__tick(struct traces *t, uint64_t now_ns);
 
 /**
- * traces__maps_changed - @pid mapped or unmapped files: if it can now
- * unwind its stack (it loaded a C++ runtime) while functions traced in it
- * have return probes, detach those traces, with a warning, before an
- * exception meets their trampoline (traces_unwinds.c)
+ * traces__maps_changed - @pid mapped or unmapped files: if it may now
+ * unwind or switch its stack (it loaded a C++ runtime, a coroutine
+ * library) while functions traced in it have return probes, detach those
+ * traces, with a warning, before that meets their trampoline
+ * (traces_stacks.c)
  */
 void traces__maps_changed(struct traces *t, int pid);
 

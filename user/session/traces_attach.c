@@ -128,16 +128,16 @@ static int attach_one(struct traces *t, struct trace *tr, enum bpf_probe_prog pr
  * Whether @pt's returns are probed on its ret instructions: 1, 0 (a
  * uretprobe), or a negative errno with the reason in @err. A uretprobe
  * rewrites the return address: on a stack that the Go runtime may move,
- * or one the process's own unwinder reads (a C++ throw, traces_unwinds.c),
- * that aborts the target.
+ * or one the process may unwind or switch away from (a C++ throw, a
+ * coroutine: traces_stacks.c), that kills the target.
  */
 static int returns_on_ret_insns(struct traces *t, const struct trace *tr,
 				const struct probe_target *pt, int pid, char *err, size_t errlen)
 {
-	const char *why =
-		pt->is_go ? "is in a Go binary" : "is in a process that unwinds its stack (C++)";
+	const char *why = pt->is_go ? "is in a Go binary"
+				    : "is in a process that may unwind or switch its stack";
 
-	if (!pt->is_go && !traces_process_unwinds(t, pid, pt->binary_path))
+	if (!pt->is_go && !traces_uretprobe_unsafe(t, pid, pt->binary_path))
 		return 0;
 	if (!pt->ret_sites_valid || !pt->n_ret_sites) {
 		snprintf(err, errlen,

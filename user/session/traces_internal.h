@@ -55,7 +55,7 @@ struct trace {
 	int n_links;
 	bool pending; /* its library is not loaded yet */
 	/* its returns are probed on `ret` instructions (Go, or a process that
-	 * unwinds its stack: traces_unwinds.c), not with uretprobes */
+	 * may move its stack: traces_stacks.c), not with uretprobes */
 	bool ret_insn;
 	/* histogram: previous cumulative snapshot, window slots */
 	uint64_t *prev;
@@ -98,6 +98,15 @@ struct traces {
 	uint64_t py_gap_ring[2][PY_GAP_TICKS];
 	int py_gap_n[2], py_gap_next[2];
 	uint64_t py_gap_ns[2];
+	/* per file (device, inode): may its code move a stack (traces_stacks.c) */
+	struct module_verdict *verdicts;
+	size_t n_verdicts, cap_verdicts;
+};
+
+struct module_verdict {
+	dev_t dev;
+	ino_t ino;
+	bool unsafe;
 };
 
 /* traces_py.c: take the py: probes' gaps seen in the target (each tick) */
@@ -115,14 +124,15 @@ struct by_group {
 	uint64_t calls;
 };
 
-/* traces_unwinds.c */
+/* traces_stacks.c */
 /*
- * traces_process_unwinds - whether @pid may unwind its stack through a
- * function of @module (C++ exceptions): a return probe there would abort
- * it, so its returns are probed on `ret` instructions. True for -a (@pid
- * -1): any process may run the code.
+ * traces_uretprobe_unsafe - whether @pid may move its stack out from
+ * under a return probe on a function of @module (it may throw C++
+ * exceptions, or switch coroutines), which would kill it: its returns are
+ * then probed on `ret` instructions. True for -a (@pid -1): any process
+ * may run the code.
  */
-bool traces_process_unwinds(struct traces *t, int pid, const char *module);
+bool traces_uretprobe_unsafe(struct traces *t, int pid, const char *module);
 
 /* traces.c */
 void trace_free(struct traces *t, struct trace *tr);

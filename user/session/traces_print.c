@@ -108,8 +108,8 @@ static void print_summary_row(FILE *f, const struct trace *tr, const struct trac
 			fprintf(f,
 				"%-28.28s %10" PRIu64 " untimed (deeper than %d nested traced "
 				"calls or 64 pending returns, or their return skipped by "
-				"longjmp or an exception): counted, not in the "
-				"percentiles\n",
+				"longjmp, an exception or a coroutine switch): counted, not "
+				"in the percentiles\n",
 				tr->spec_text, s->untimed, LP_MAX_DEPTH);
 	}
 	if (tr->pending)
