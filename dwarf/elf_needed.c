@@ -3,7 +3,6 @@
  * elf_needed.c - DT_NEEDED libraries, found as the dynamic linker would
  * (see elf_needed.h).
  */
-#include <fcntl.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -129,22 +128,8 @@ int elf_needed_each(Elf *elf, const char *path, elf_needed_fn fn, void *ctx)
 
 static int needed_unsafe(const char *name, const char *found, void *ctx)
 {
-	int fd;
-	Elf *elf;
-	bool yes;
-
 	(void)ctx;
-	if (lib_is_cxx_runtime(name))
-		return 1;
-	fd = found ? open(found, O_RDONLY | O_CLOEXEC) : -1;
-	if (fd < 0)
-		return 0;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	yes = elf && elf_uretprobe_unsafe(elf);
-	if (elf)
-		elf_end(elf);
-	close(fd);
-	return yes;
+	return lib_is_cxx_runtime(name) || (found && elf_path_uretprobe_unsafe(found));
 }
 
 bool elf_needed_uretprobe_unsafe(Elf *elf, const char *path)

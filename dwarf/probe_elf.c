@@ -216,3 +216,20 @@ bool elf_uretprobe_unsafe(Elf *elf)
 		!needs_libs && !elf_section_by_name(elf, ".interp", ELF_SECTION_ANY_TYPE, NULL);
 	return for_each_symbol(elf, names_stack_mover, &m) == 1;
 }
+
+bool elf_path_uretprobe_unsafe(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	bool yes;
+	Elf *elf;
+
+	if (fd < 0)
+		return false;
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	yes = elf && elf_uretprobe_unsafe(elf);
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return yes;
+}

@@ -258,6 +258,10 @@ bool elf_is_go(Elf *elf);
  */
 bool elf_uretprobe_unsafe(Elf *elf);
 
+/** elf_path_uretprobe_unsafe - elf_uretprobe_unsafe() of the file at
+ * @path; false when it cannot be read */
+bool elf_path_uretprobe_unsafe(const char *path);
+
 /**
  * lib_is_cxx_runtime - does @path (or a bare file name) name a C++
  * runtime library (libstdc++.so*, libc++.so*)

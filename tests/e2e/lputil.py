@@ -70,3 +70,30 @@ def callers(stacks, leaf):
         if f and f[-1] == leaf:
             per[f[-2] if len(f) > 1 else "(none)"] += n
     return per
+
+
+def attach_on_cue(liveprof, target, args, cues):
+    """Attach `liveprof -v -p TARGET ARGS` to @target, a process that waits
+    on its stdin (a text-mode pipe), and tell it to go on step by step: as
+    each cue of @cues (substring of liveprof's stderr -> the line to write
+    to the target, in order) shows, write its line; the target's stdin is
+    closed after the last cue, or when liveprof ends first. Returns
+    (liveprof's return code, its stderr, the target's stdout); both have
+    ended by then (liveprof stops once its target has exited)."""
+    lp = subprocess.Popen([str(liveprof), "--no-tui", "--top", "0", "-F", "99", "-v", "-p",
+                           str(target.pid), *[str(a) for a in args]],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    err, cues = [], list(cues.items())
+    for line in lp.stderr:
+        err.append(line)
+        if cues and cues[0][0] in line:
+            target.stdin.write(cues.pop(0)[1])
+            target.stdin.flush()
+        if not cues:
+            break
+    target.stdin.close()
+    out = target.stdout.read()
+    target.wait(timeout=60)
+    err.append(lp.stderr.read())
+    lp.wait(timeout=60)
+    return lp.returncode, "".join(err), out

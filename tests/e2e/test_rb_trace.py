@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+import lputil
+
 import rb_names
 
 HERE = Path(__file__).resolve().parent
@@ -182,24 +184,11 @@ def test_c_function_left_mid_call_by_a_fiber(liveprof, procs, tmp_path):
     n, js = 20000, tmp_path / "o.json"
     target = procs.start([RUBY, "--disable-gems", RB / "rb_fibers.rb", n, "wait"],
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    lp = subprocess.Popen([str(liveprof), "--no-tui", "--top", "0", "-F", "99", "-v", "-p",
-                           str(target.pid), "--trace", "libruby:rb_ary_each", "-d", "120",
-                           "--json", str(js)],
-                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    err = []
-    for line in lp.stderr:
-        err.append(line)
-        if "programs verified and attached" in line:
-            target.stdin.write("go\n")
-            target.stdin.close()
-            break
-    out = target.stdout.read()
-    target.wait(timeout=60)
-    err.append(lp.stderr.read())
-    lp.wait(timeout=60)
-    stderr = "".join(err)
+    lp_rc, stderr, out = lputil.attach_on_cue(
+        liveprof, target, ["--trace", "libruby:rb_ary_each", "-d", "120", "--json", js],
+        {"programs verified and attached": "go\n"})
     assert target.returncode == 0, f"ruby ended with {target.returncode}: {stderr[-2000:]}"
-    assert lp.returncode == 0 and f"rounds {n}" in out, stderr[-3000:]
+    assert lp_rc == 0 and f"rounds {n}" in out, stderr[-3000:]
     assert "probe 'libruby:rb_ary_each': ret-insn at" in stderr, stderr[-3000:]
     t = next(t for t in json.loads(js.read_text())["traces"]
              if t["spec"] == "libruby:rb_ary_each")

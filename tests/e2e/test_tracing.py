@@ -16,6 +16,8 @@ import time
 
 import pytest
 
+import lputil
+
 
 def printed(stdout, pattern):
     """Values the workload printed (it shares liveprof's stdout)."""
@@ -154,24 +156,11 @@ def test_cxx_exception_attached_to_running(liveprof, wl, procs, tmp_path, h):
     truth_file, js = tmp_path / "latencies.txt", tmp_path / "o.json"
     target = procs.start([wl("throws"), 400, truth_file, "wait"], stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, text=True)
-    lp = subprocess.Popen([str(liveprof), "--no-tui", "--top", "0", "-F", "99", "-v", "-p",
-                           str(target.pid), "--trace", "middle", "--trace", "thrower", "-d", "120",
-                           "--json", str(js)],
-                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    err = []
-    for line in lp.stderr:
-        err.append(line)
-        if "programs verified and attached" in line:
-            target.stdin.write("go\n")
-            target.stdin.close()
-            break
-    out = target.stdout.read()
-    target.wait(timeout=60)
-    err.append(lp.stderr.read())
-    lp.wait(timeout=60)
-    stderr = "".join(err)
+    rc, stderr, out = lputil.attach_on_cue(
+        liveprof, target, ["--trace", "middle", "--trace", "thrower", "-d", "120", "--json", js],
+        {"programs verified and attached": "go\n"})
     assert target.returncode == 0, f"the target ended with {target.returncode}: {stderr[-2000:]}"
-    assert lp.returncode == 0, stderr[-3000:]
+    assert rc == 0, stderr[-3000:]
     assert re.search(r"probe 'middle': ret-insn at", stderr), stderr[-3000:]
     r = type("Run", (), {})()
     r.stdout, r.stderr = out, stderr
@@ -213,26 +202,11 @@ def test_cxx_runtime_loaded_after_attach_detaches(liveprof, wl, procs, tmp_path)
     js = tmp_path / "o.json"
     target = procs.start([wl("dlplug"), 200], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                          text=True)
-    lp = subprocess.Popen([str(liveprof), "--no-tui", "--top", "0", "-F", "99", "-v", "-p",
-                           str(target.pid), "--trace", "cb", "-d", "120", "--json", str(js)],
-                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    err, said = [], {"programs verified and attached": "go\n", "detached 'cb'": "go\n"}
-    for line in lp.stderr:
-        err.append(line)
-        for k in list(said):
-            if k in line:
-                target.stdin.write(said.pop(k))
-                target.stdin.flush()
-        if not said:
-            break
-    target.stdin.close()
-    out = target.stdout.read()
-    target.wait(timeout=60)
-    err.append(lp.stderr.read())
-    lp.wait(timeout=60)
-    stderr = "".join(err)
+    cues = {"programs verified and attached": "go\n", "detached 'cb'": "go\n"}
+    rc, stderr, out = lputil.attach_on_cue(liveprof, target,
+                                           ["--trace", "cb", "-d", "120", "--json", js], cues)
     assert "probe 'cb': return at" in stderr, stderr[-3000:]
-    assert not said, f"liveprof never said {list(said)}: {stderr[-3000:]}"
+    assert "detached 'cb'" in stderr, f"liveprof never detached cb: {stderr[-3000:]}"
     assert target.returncode == 0, f"the target ended with {target.returncode}: {stderr[-2000:]}"
     assert printed(out, r"^rounds (\d+)$") == ["200"] and printed(out, r"^caught (\d+)$") == ["100"]
     t = next(t for t in json.loads(js.read_text())["traces"] if t["spec"] == "cb")

@@ -18,26 +18,9 @@
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
+#include "spin.h"
 
 static jmp_buf back;
-
-static long now_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1000000000L + t.tv_nsec;
-}
-
-static void spin(long ns)
-{
-	long end = now_ns() + ns;
-	volatile long n = 0;
-
-	while (now_ns() < end)
-		n++;
-}
 
 __attribute__((noinline)) void bail(int i)
 {
@@ -64,7 +47,6 @@ int main(int argc, char **argv)
 	long n = argc > 1 ? atol(argv[1]) : 800;
 	long *lat = calloc(n, sizeof(*lat));
 	volatile long timed = 0, jumps = 0; /* kept across longjmp() */
-	FILE *f;
 
 	if (argc < 3 || !lat || n < 1)
 		return 2;
@@ -80,12 +62,8 @@ int main(int argc, char **argv)
 		hop((int)i);
 		lat[timed++] = now_ns() - t0;
 	}
-	f = fopen(argv[2], "w");
-	if (!f)
+	if (write_latencies(argv[2], lat, timed))
 		return 1;
-	for (long i = 0; i < timed; i++)
-		fprintf(f, "%ld\n", lat[i]);
-	fclose(f);
 	printf("calls %ld\njumps %ld\n", n, jumps);
 	return 0;
 }

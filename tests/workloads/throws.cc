@@ -19,24 +19,7 @@
 #include <stdexcept>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
-
-static long now_ns()
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1000000000L + t.tv_nsec;
-}
-
-static void spin(long ns)
-{
-	long end = now_ns() + ns;
-	volatile long n = 0;
-
-	while (now_ns() < end)
-		n++;
-}
+#include "spin.h"
 
 __attribute__((noinline)) int thrower(int i)
 {
@@ -61,7 +44,6 @@ int main(int argc, char **argv)
 {
 	long n = argc > 1 ? atol(argv[1]) : 400, timed = 0, caught = 0;
 	long *lat = (long *)calloc(n > 0 ? n : 1, sizeof(*lat));
-	FILE *f;
 
 	if (argc < 3 || !lat || n < 1)
 		return 2;
@@ -83,12 +65,8 @@ int main(int argc, char **argv)
 			caught++;
 		}
 	}
-	f = fopen(argv[2], "w");
-	if (!f)
+	if (write_latencies(argv[2], lat, timed))
 		return 1;
-	for (long i = 0; i < timed; i++)
-		fprintf(f, "%ld\n", lat[i]);
-	fclose(f);
 	printf("calls %ld\ncaught %ld\n", n, caught);
 	return 0;
 }

@@ -44,25 +44,7 @@
 #include "user/session/traces_internal.h"
 #include "user/util/log.h"
 
-/* elf_uretprobe_unsafe() of the file at @path; false if it cannot be read. */
-static bool file_unsafe(const char *path)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	bool yes = false;
-	Elf *elf;
-
-	if (fd < 0)
-		return false;
-	elf_version(EV_CURRENT);
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	yes = elf && elf_uretprobe_unsafe(elf);
-	if (elf)
-		elf_end(elf);
-	close(fd);
-	return yes;
-}
-
-/* file_unsafe(), read once per file (by device and inode). */
+/* elf_path_uretprobe_unsafe(), read once per file (by device and inode). */
 static bool module_unsafe(struct traces *t, const char *path)
 {
 	struct module_verdict *v;
@@ -78,12 +60,12 @@ static bool module_unsafe(struct traces *t, const char *path)
 
 		v = realloc(t->verdicts, cap * sizeof(*v));
 		if (!v)
-			return file_unsafe(path);
+			return elf_path_uretprobe_unsafe(path);
 		t->verdicts = v;
 		t->cap_verdicts = cap;
 	}
 	v = &t->verdicts[t->n_verdicts++];
-	*v = (struct module_verdict){st.st_dev, st.st_ino, file_unsafe(path)};
+	*v = (struct module_verdict){st.st_dev, st.st_ino, elf_path_uretprobe_unsafe(path)};
 	return v->unsafe;
 }
 
