@@ -134,11 +134,12 @@ bool traces_uretprobe_unsafe(struct traces *t, int pid, const char *module)
 	return maps_unsafe_module(t, pid);
 }
 
-/* @tr has return probes that rewrite return addresses (not `ret` ones). */
+/* @tr has return probes that rewrite return addresses: a function's, not
+ * on its `ret` instructions (USDT and py: pairs are uprobes on the code). */
 static bool hijacks_returns(const struct trace *tr)
 {
-	return tr->info.kind == TRACE_FUNC && !tr->usdt && !tr->ret_insn && !tr->info.detached &&
-	       tr->n_links;
+	return tr->info.kind == TRACE_FUNC && !tr->usdt && !tr->py_qual[0] && !tr->ret_insn &&
+	       !tr->info.detached && tr->n_links;
 }
 
 void traces__maps_changed(struct traces *t, int pid)
