@@ -218,12 +218,7 @@ static uint32_t remapped(uint32_t id, const uint32_t *map, size_t n_map)
 	return id < n_map && map[id] ? map[id] - 1 : id;
 }
 
-/*
- * Dense counts are remapped where they are: a folded id's slot moves into
- * its kept id's. Building a new table instead wrote every page of one as
- * large as the whole run's ids, at each reclaim pass, and faulted them in
- * again: most of what a pass cost on a run of distinct stacks.
- */
+/* Does @map send what it moves from @i on again (a chain)? */
 static bool moves_twice(const uint32_t *map, size_t n_map, size_t i)
 {
 	size_t to = map[i] - 1;
@@ -231,7 +226,13 @@ static bool moves_twice(const uint32_t *map, size_t n_map, size_t i)
 	return to < n_map && map[to] && map[to] - 1 != to;
 }
 
-/* Return: 0, 1 if @map moves some counts twice (rebuild), or -ENOMEM. */
+/*
+ * Dense counts are remapped where they are: a folded id's slot moves into
+ * its kept id's. Building a new table instead wrote every page of one as
+ * large as the whole run's ids, at each reclaim pass, and faulted them in
+ * again: most of what a pass cost on a run of distinct stacks.
+ * Return: 0, 1 if @map moves some counts twice (rebuild), or -ENOMEM.
+ */
 static int remap_dense(struct counts *c, const uint32_t *map, size_t n_map)
 {
 	size_t need = 0;
@@ -270,7 +271,6 @@ int counts__remap(struct counts *c, const uint32_t *map, size_t n_map)
 {
 	struct counts old = *c;
 	size_t cap = old.cap;
-
 	int err;
 
 	if (!old.cap)

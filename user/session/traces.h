@@ -43,8 +43,10 @@ struct trace_info {
 	double est_overhead_pct; /* of one CPU */
 	uint64_t probe_cost_ns;	 /* measured per call (entry + return) */
 	const char *insn_class;	 /* class of the first instruction it was measured for */
-	bool returns_on_ret;	 /* its returns are probed on `ret` instructions */
-	uint64_t attached_ns;	 /* CLOCK_MONOTONIC when its probes went in (0: not yet) */
+	/* its returns are probed on `ret` instructions (Go, or a process that
+	 * may move its stack: traces_stacks.c), not with uretprobes */
+	bool returns_on_ret;
+	uint64_t attached_ns; /* CLOCK_MONOTONIC when its probes went in (0: not yet) */
 };
 
 /**

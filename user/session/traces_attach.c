@@ -172,8 +172,7 @@ static int attach_func(struct traces *t, struct trace *tr, struct probe_target *
 		return r;
 	ret_insn = r;
 	/* one cost for the trace: the dearer way if its processes differ */
-	tr->ret_insn |= ret_insn;
-	tr->info.returns_on_ret = tr->ret_insn;
+	tr->info.returns_on_ret |= ret_insn;
 	if (tr->n_ids == 0) {
 		id = traces_alloc_id(t);
 		if (id < 0) {

@@ -54,9 +54,6 @@ struct trace {
 	int *links; /* bpf_session attach handles */
 	int n_links;
 	bool pending; /* its library is not loaded yet */
-	/* its returns are probed on `ret` instructions (Go, or a process that
-	 * may move its stack: traces_stacks.c), not with uretprobes */
-	bool ret_insn;
 	/* histogram: previous cumulative snapshot, window slots */
 	uint64_t *prev;
 	uint64_t *slots; /* n_slots * LP_HIST_BUCKETS */
@@ -204,7 +201,7 @@ const struct probe_cost *traces_class_cost(struct traces *t, int insn_class, boo
  * its returns are probed. */
 static inline int trace_cost_class(const struct trace *tr)
 {
-	return tr->insn_class | (tr->ret_insn ? PIC_RET_INSN : 0);
+	return tr->insn_class | (tr->info.returns_on_ret ? PIC_RET_INSN : 0);
 }
 
 /* traces_hist.c */

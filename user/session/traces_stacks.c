@@ -138,8 +138,8 @@ bool traces_uretprobe_unsafe(struct traces *t, int pid, const char *module)
  * on its `ret` instructions (USDT and py: pairs are uprobes on the code). */
 static bool hijacks_returns(const struct trace *tr)
 {
-	return tr->info.kind == TRACE_FUNC && !tr->usdt && !tr->py_qual[0] && !tr->ret_insn &&
-	       !tr->info.detached && tr->n_links;
+	return tr->info.kind == TRACE_FUNC && !tr->usdt && !tr->py_qual[0] &&
+	       !tr->info.returns_on_ret && !tr->info.detached && tr->n_links;
 }
 
 void traces__maps_changed(struct traces *t, int pid)
