@@ -52,6 +52,10 @@ def fmt2(x):
     return "n/a" if x is None else f"{x:.2f}"
 
 
+def fmt0(x):
+    return "n/a" if x is None else f"{x:,.0f}"
+
+
 def log(msg):
     print(f"[{time.monotonic() - T_START:6.1f}s] {msg}", flush=True)
 
@@ -463,64 +467,102 @@ def percall_program_times(configs):
         f"| {name} | {mmm(e, '{:.0f}')} | {mmm(r, '{:.0f}')} |" for name, (e, r) in times.items()]
 
 
-DAEMON_S = 5.0  # the early window of the daemon throughput figure
-# The steady window: from 11 s to 21 s of a run, which holds one reclaim
-# pass (every 10 s once the 10 one-second slots are full, at 20 s): the
-# early window has none, and on distinct stacks the passes cost a fifth of
-# the daemon's CPU (12-24 s of such a run: 1.8-2.1 us a sample, 1.4 early).
+# The early window, and the steady one: from 11 s to 21 s of a run, which
+# holds one reclaim pass (every 10 s once the 10 one-second slots are
+# full, at 20 s): the early window has none, and on distinct stacks the
+# passes cost a fifth of the daemon's CPU. The goal is judged on the latter.
+DAEMON_EARLY = (2.0, 7.0)
 DAEMON_STEADY = (11.0, 21.0)
+# The printing cadences measured: once a second (what a run that prints
+# reads), and ten times a second (as this figure was first measured).
+DAEMON_INTERVALS = ("1", "0.1")
+LINE_T_RE = re.compile(r"^--- ([0-9.]+) s: (\d+) samples, \d+ lost")
 
 
-def daemon_window(tool, seconds):
-    """(samples, liveprof's CPU seconds) over the next @seconds, or None."""
-    s0, c0 = tool.samples_now(), cpu_ns(tool.proc.pid)
-    time.sleep(seconds)
-    s1, c1 = tool.samples_now(), cpu_ns(tool.proc.pid)
-    if None in (s0, s1, c0, c1) or s1 <= s0 or c1 <= c0:
+def at_line(tool, t_s, timeout=60):
+    """(samples, liveprof's CPU ns) as liveprof prints its line for @t_s
+    seconds: the count is exact at that moment, and the CPU time is read as
+    the line arrives, while liveprof waits for its next events."""
+    r = tool.out.wait_for(lambda l: (m := LINE_T_RE.match(l)) and float(m.group(1)) >= t_s - 1e-3,
+                          timeout)
+    c = cpu_ns(tool.proc.pid)
+    if not r or c is None:
         return None
-    return s1 - s0, (c1 - c0) / 1e9
+    return int(r[2].group(2)), c
+
+
+def daemon_window(tool, window):
+    """(samples, liveprof's CPU seconds) between the lines of @window, or None."""
+    a = at_line(tool, window[0])
+    b = at_line(tool, window[1]) if a else None
+    if not b or b[0] <= a[0] or b[1] <= a[1]:
+        return None
+    return b[0] - a[0], (b[1] - a[1]) / 1e9
+
+
+def idle_daemon_cost(interval):
+    """liveprof's CPU us per second following a process that never runs."""
+    idle = subprocess.Popen(["sleep", "1000"])
+    tool = Tool("liveprof", [LIVEPROF, "-p", idle.pid, "-F", "4999", "--no-tui",
+                             "--interval", interval, "--top", "0"])
+    try:
+        w = daemon_window(tool, (3.0, 13.0))
+    finally:
+        tool.stop()
+        idle.kill()
+        idle.wait()
+    return None if not w else w[1] * 1e6 / 10.0
 
 
 def bench_daemon(res):
     log("daemon throughput: bench_deep (2 threads, 12-28 frames) at -F 4999")
     target = Target("bench_deep", "2")
     time.sleep(1.0)
-    early, steady, sps = [], [], []
+    runs = {iv: {"early": [], "steady": [], "idle": []} for iv in DAEMON_INTERVALS}
     try:
         for rep in range(REPS):
-            tool = Tool("liveprof", liveprof_argv(target.pid, 4999, json_out=TMP / "daemon.json"))
-            if not tool.wait_ready():
-                log(f"  liveprof did not start: {tool.out.text()[-300:]}")
+            for iv in DAEMON_INTERVALS:
+                argv = liveprof_argv(target.pid, 4999, json_out=TMP / "daemon.json")
+                argv[argv.index("--interval") + 1] = iv
+                tool = Tool("liveprof", argv)
+                e = daemon_window(tool, DAEMON_EARLY)
+                st = daemon_window(tool, DAEMON_STEADY)
                 tool.stop()
-                continue
-            t_ready = time.monotonic()
-            time.sleep(0.3)
-            e = daemon_window(tool, DAEMON_S)
-            time.sleep(max(0.0, t_ready + DAEMON_STEADY[0] - time.monotonic()))
-            st = daemon_window(tool, DAEMON_STEADY[1] - DAEMON_STEADY[0])
-            tool.stop()
-            if e:
-                early.append(e[0] / e[1])
-                sps.append(e[0] / DAEMON_S)
-            if st:
-                steady.append(st[0] / st[1])
-            log(f"  rep {rep + 1}/{REPS}: " + ", ".join(
-                f"{name} {w[0]} samples, {w[1]:.3f} s CPU -> {w[0] / w[1]:,.0f}/CPU-s"
-                for name, w in (("early", e), ("steady", st)) if w))
+                r = runs[iv]
+                if e:
+                    r["early"].append(e[0] / e[1])
+                if st:
+                    r["steady"].append(st[0] / st[1])
+                log(f"  rep {rep + 1}/{REPS}, --interval {iv}: " + ", ".join(
+                    f"{name} {w[0]} samples, {w[1]:.3f} s CPU -> {w[0] / w[1]:,.0f}/CPU-s"
+                    for name, w in (("early", e), ("steady", st)) if w))
     finally:
         target.stop()
-    ok = bool(steady) and med(steady) >= 1e6
+    for iv in DAEMON_INTERVALS:
+        for _ in range(min(REPS, 3)):
+            c = idle_daemon_cost(iv)
+            if c is not None:
+                runs[iv]["idle"].append(c)
+        log(f"  idle, --interval {iv}: {runs[iv]['idle']} us/s")
+    judged = runs[DAEMON_INTERVALS[0]]["steady"]
     us = lambda v: [1e6 / x for x in v]  # noqa: E731
-    res["daemon"] = {"rows": [
-        f"| samples/s arriving | {mmm(sps, '{:,.0f}')} |",
-        f"| daemon CPU per sample (us), first {DAEMON_S:.0f} s | {mmm(us(early), '{:.2f}')} |",
-        f"| samples per CPU-second (one core), first {DAEMON_S:.0f} s | "
-        f"{mmm(early, '{:,.0f}')} |",
-        f"| daemon CPU per sample (us), {DAEMON_STEADY[0]:.0f}-{DAEMON_STEADY[1]:.0f} s | "
-        f"{mmm(us(steady), '{:.2f}')} |",
-        f"| samples per CPU-second (one core), {DAEMON_STEADY[0]:.0f}-{DAEMON_STEADY[1]:.0f} s | "
-        f"{mmm(steady, '{:,.0f}')} |",
-    ], "ok": ok, "rate": med(steady)}
+    rows = []
+    for iv in DAEMON_INTERVALS:
+        r = runs[iv]
+        rows += [
+            f"| --interval {iv}: daemon CPU per sample (us), "
+            f"{DAEMON_EARLY[0]:.0f}-{DAEMON_EARLY[1]:.0f} s | {mmm(us(r['early']), '{:.2f}')} |",
+            f"| --interval {iv}: samples per CPU-second (one core), "
+            f"{DAEMON_EARLY[0]:.0f}-{DAEMON_EARLY[1]:.0f} s | {mmm(r['early'], '{:,.0f}')} |",
+            f"| --interval {iv}: daemon CPU per sample (us), "
+            f"{DAEMON_STEADY[0]:.0f}-{DAEMON_STEADY[1]:.0f} s | {mmm(us(r['steady']), '{:.2f}')} |",
+            f"| --interval {iv}: samples per CPU-second (one core), "
+            f"{DAEMON_STEADY[0]:.0f}-{DAEMON_STEADY[1]:.0f} s | {mmm(r['steady'], '{:,.0f}')} |",
+            f"| --interval {iv}: idle daemon (a target that never runs), CPU us per second | "
+            f"{mmm(r['idle'], '{:.0f}')} |",
+        ]
+    res["daemon"] = {"rows": rows, "ok": bool(judged) and med(judged) >= 1e6,
+                     "rate": med(judged), "rate_fine": med(runs[DAEMON_INTERVALS[1]]["steady"])}
 
 
 # Built by `make bench-bins` (a prerequisite of `make bench`), linked against
@@ -996,14 +1038,17 @@ def write_report(res, started, load0):
             "ends, so its column is the mean of the two).")
     section("Daemon throughput", "daemon", "| figure | min / median / max |\n| --- | --- |",
             "liveprof `-F 4999` on `bench_deep` (2 threads on one CPU, 12-28 frames, distinct "
-            "stacks); liveprof's own CPU time (all its threads' /proc/PID/task/*/schedstat, in "
-            "ns) over a window divided by the samples it counted in the same window "
-            "(its `--interval` counter, the same one as `samples` in --json): its first 5 s, "
-            "and 11-21 s, which holds one pass of the reclaim that folds idle stacks (every "
-            "10 s once the window's slots are full); the goal is judged on the latter. This is "
-            "what one core ingests, unwinds, interns, symbolizes, aggregates and reclaims per "
-            "second of CPU when every sample is a new stack; the arrival rate is bounded by "
-            "the sampling rate.")
+            "stacks, about 5,000 samples a second); liveprof's own CPU time (all its threads' "
+            "/proc/PID/task/*/schedstat, in ns) between two of its `--interval` lines, read as "
+            "each line arrives, divided by the samples it counted between them (the line's "
+            "counter, the same one as `samples` in --json): 2-7 s, and 11-21 s, which holds "
+            "one pass of the reclaim that folds idle stacks (every 10 s once the window's "
+            "slots are full). This is what one core ingests, unwinds, interns, symbolizes, "
+            "aggregates and reclaims per second of CPU when every sample is a new stack; the "
+            "arrival rate is bounded by the sampling rate. The daemon's fixed cost per second "
+            "(its wake-ups: about 30-80 us of CPU each in this VM) is part of the figure, so "
+            "it is given for two printing cadences, and on its own (the idle rows). The goal "
+            "is judged on 11-21 s, printing once a second.")
     rp = res.get("replay") or {}
     section("Daemon throughput (replay)", "replay", "| figure | min / median / max |\n| --- | --- |",
             f"`tests/bench/replay.c` (linked with the layer archives, pinned to CPU {TOOL_CPU}) "
@@ -1111,7 +1156,8 @@ def write_report(res, started, load0):
          lambda r: f"{r['rate']:,.0f} samples per CPU-second (median)" if r["rate"] else "n/a")
     goal(">= 1M samples/s aggregated per core (live daemon, end to end)", "daemon",
          lambda r: f"{r['rate']:,.0f} samples per CPU-second, 11-21 s of a run of distinct "
-                   f"stacks" if r["rate"] else "n/a")
+                   f"stacks, printing once a second ({fmt0(r.get('rate_fine'))} printing ten "
+                   f"times a second)" if r["rate"] else "n/a")
     ug = res.get("unwind_goals") or {}
     res["unwind_cpu"], res["unwind_slow"] = ug.get("cpu"), ug.get("slow")
     goal("<= 1 us of daemon CPU per sample, frame-pointer-less binary (xz), default mode",

@@ -216,13 +216,15 @@ static int setup_traces(struct daemon *d, struct options *o)
 }
 
 /*
- * How long to wait for events: at most 100 ms, and no later than the next
- * print or the end, so that a short --interval prints on time (the ring
- * buffer wakes us only once it holds a batch of events).
+ * How long to wait for events: until the daemon's next work of its own
+ * (its tick, or sooner while it awaits something), the next print or the
+ * end, whichever comes first; events wake the wait once a batch of them is
+ * waiting.
  */
-static int poll_timeout_ms(uint64_t now, uint64_t next_print, uint64_t deadline)
+static int poll_timeout_ms(const struct daemon *d, uint64_t now, uint64_t next_print,
+			   uint64_t deadline)
 {
-	uint64_t until = now + 100 * 1000000ull;
+	uint64_t until = daemon__next_wake_ns(d, now);
 
 	if (next_print && next_print < until)
 		until = next_print;
@@ -244,7 +246,7 @@ static void batch_loop(struct daemon *d, const struct options *o)
 
 	while (!g_stop) {
 		uint64_t now = lp_now_ns();
-		int err = daemon__poll(d, poll_timeout_ms(now, next_print, deadline));
+		int err = daemon__poll(d, poll_timeout_ms(d, now, next_print, deadline));
 
 		if (err && err != -EINTR) {
 			lp_err("reading events: %s", strerror(-err));

@@ -153,6 +153,20 @@ int daemon__add_target(struct daemon *d, int pid);
 int daemon__consume(struct daemon *d);
 
 /**
+ * daemon__next_wake_ns - when daemon__poll() next has work of its own
+ * @d: the daemon
+ * @now: lp_now_ns()
+ *
+ * The next one-second tick or window end, or @now + 100 ms while the
+ * daemon awaits something it looks for at every poll (programs being
+ * verified, a trace's library, a server's connections). Events wake the
+ * poll by themselves, once a batch of them is waiting.
+ *
+ * Return: a time on the lp_now_ns() clock.
+ */
+uint64_t daemon__next_wake_ns(const struct daemon *d, uint64_t now);
+
+/**
  * daemon__poll - drain events for up to @timeout_ms, and run the
  * one-second tick when due (window rotation, histogram deltas)
  *

@@ -59,6 +59,17 @@ struct trace_info {
 struct traces *traces__new(struct session_core *c, int window_s);
 
 /**
+ * traces__measure_costs - measure the probe cost of the classes of first
+ * instruction the traces asked for and no trace has measured yet, and
+ * charge it from now on (each trace's calls are timed net of it)
+ * @t: the traces (NULL: nothing)
+ */
+void traces__measure_costs(struct traces *t);
+
+/** traces__any_pending - whether a trace still waits for its library */
+bool traces__any_pending(const struct traces *t);
+
+/**
  * traces__retry_pending - attach the traces whose library was not loaded
  * yet, if it is now (also done at every tick)
  */

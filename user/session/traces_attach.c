@@ -190,12 +190,13 @@ static int attach_func(struct traces *t, struct trace *tr, struct probe_target *
 		cfg.flags = tr->user_args ? LP_PCF_EMIT_VALUES : 0;
 		cfg.module_bias = loc->bias;
 		/* What its probes cost, charged to the traced calls around it
-		 * and taken out of its own latency (tracer.bpf.h); measured
-		 * after attaching when its class is new, so that the target
-		 * is not left running untraced meanwhile. */
+		 * and taken out of its own latency (tracer.bpf.h): known
+		 * before its first call is timed. A new class is measured now
+		 * if the programs are loaded, else by the loaded hook
+		 * (daemon_cmd.c) before the probes waiting for them go in. */
 		tr->insn_class = traces_site_class(loc->attach_path, pt->entry_offset);
 		tr->info.insn_class = probe_insn_class_name(tr->insn_class);
-		cost = traces_class_cost(t, trace_cost_class(tr), false);
+		cost = traces_class_cost(t, trace_cost_class(tr), traces_can_measure(t));
 		if (cost) {
 			cfg.cost_ns = cost->cost_ns;
 			cfg.self_ns = cost->self_ns;
@@ -226,8 +227,7 @@ static int attach_func(struct traces *t, struct trace *tr, struct probe_target *
 	h = attach_one(t, tr, PROBE_PROG_ENTRY, pid, loc, &pt->sites[0], id);
 	if (h < 0)
 		goto fail;
-	/* A new class is measured at the next tick, not here: the specs of
-	 * one command attach back to back, so they see the same calls. */
+	/* still loading: measured before these probes go in (see above) */
 	if (!traces_class_cost(t, trace_cost_class(tr), false))
 		tr->cost_pending = true;
 	return 0;

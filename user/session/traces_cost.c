@@ -73,14 +73,15 @@ const struct probe_cost *traces_class_cost(struct traces *t, int insn_class, boo
 	return pc;
 }
 
-/**
- * traces_measure_pending - measure the probe cost of classes first seen
- * since the last tick, and charge it from now on
- * @t: the traces
- */
-void traces_measure_pending(struct traces *t)
+bool traces_can_measure(const struct traces *t)
 {
-	for (int i = 0; i < t->n; i++) {
+	return bpf_session__ready_ns(t->c->bpf) != UINT64_MAX;
+}
+
+/* traces.h */
+void traces__measure_costs(struct traces *t)
+{
+	for (int i = 0; t && i < t->n; i++) {
 		struct trace *tr = t->v[i];
 		const struct probe_cost *cost;
 

@@ -332,6 +332,14 @@ static void retry_pending(struct traces *t, struct trace *tr)
 	}
 }
 
+bool traces__any_pending(const struct traces *t)
+{
+	for (int i = 0; t && i < t->n; i++)
+		if (t->v[i]->pending)
+			return true;
+	return false;
+}
+
 void traces__retry_pending(struct traces *t)
 {
 	for (int i = 0; t && i < t->n; i++)
@@ -359,7 +367,7 @@ void traces__tick(struct traces *t, uint64_t now_ns)
 	if (dt <= 0.05)
 		return;
 	t->last_tick_ns = now_ns;
-	traces_measure_pending(t);
+	traces__measure_costs(t);
 	traces_py_tick(t);
 	t->cur_slot = (t->cur_slot + 1) % t->n_slots;
 	for (int i = 0; i < t->n; i++) {

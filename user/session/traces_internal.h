@@ -192,8 +192,9 @@ void traces_py_free(struct traces *t, struct trace *tr);
 void traces_usdt_free(struct traces *t, struct trace *tr);
 
 /* traces_cost.c */
-void traces_measure_pending(struct traces *t);
 uint64_t traces_attach_time(const struct traces *t);
+/* Whether a probe cost can be measured now: the programs are loaded. */
+bool traces_can_measure(const struct traces *t);
 int traces_site_class(const char *path, uint64_t offset);
 const struct probe_cost *traces_class_cost(struct traces *t, int insn_class, bool measure);
 

@@ -263,11 +263,12 @@ static int site_progs(struct trace *tr, const char *path, const struct usdt_note
  * (probe_cost.c, class "usdt nop pair"): charged to the traced calls
  * around it, and the part inside the call taken off its latency, as for
  * functions. (An entry + uretprobe's calibration, 10 us here, made an
- * outer Ruby method 0 ns.) Measured at the next tick when not yet known.
+ * outer Ruby method 0 ns.) Measured before the pair's first call is timed
+ * (traces_attach.c, attach_func).
  */
 static void pair_cost(struct traces *t, struct trace *tr, struct lp_probe_cfg *cfg)
 {
-	const struct probe_cost *cost = traces_class_cost(t, PIC_USDT_PAIR, false);
+	const struct probe_cost *cost = traces_class_cost(t, PIC_USDT_PAIR, traces_can_measure(t));
 
 	tr->insn_class = PIC_USDT_PAIR;
 	tr->info.insn_class = probe_insn_class_name(PIC_USDT_PAIR);
