@@ -311,9 +311,10 @@ struct lp_probe_cfg {
 	__u32 pair_id;
 	__u32 reserved;
 	/*
-	 * A USDT site: its link-time address. The module's load bias is then
-	 * the hit's ip minus this, known at every hit: module_bias is not
-	 * known when a launched command is probed before its exec.
+	 * A USDT site, or the entry of a function in a file not mapped yet:
+	 * its link-time address. The module's load bias is then the hit's ip
+	 * minus this, known at every hit: module_bias is not known when a
+	 * launched command is probed before its exec.
 	 */
 	__u64 site_vaddr;
 };

@@ -3,6 +3,8 @@
  * elf_needed.c - DT_NEEDED libraries, found as the dynamic linker would
  * (see elf_needed.h).
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -136,4 +138,46 @@ bool elf_needed_uretprobe_unsafe(Elf *elf, const char *path)
 {
 	elf_version(EV_CURRENT);
 	return elf_needed_each(elf, path, needed_unsafe, NULL) != 0;
+}
+
+/* PT_INTERP of @elf into @out; 0 or -ENOENT. */
+static int interp_of(Elf *elf, int fd, char *out, size_t cap)
+{
+	size_t n;
+
+	if (elf_getphdrnum(elf, &n))
+		return -ENOENT;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Phdr ph;
+		ssize_t got;
+
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_INTERP)
+			continue;
+		if (ph.p_filesz < 2 || ph.p_filesz > cap)
+			return -ENOENT;
+		got = pread(fd, out, ph.p_filesz, (off_t)ph.p_offset);
+		/* a NUL-terminated absolute path, as the kernel takes it */
+		if (got != (ssize_t)ph.p_filesz || out[ph.p_filesz - 1] || out[0] != '/' ||
+		    strlen(out) != ph.p_filesz - 1)
+			return -ENOENT;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+int elf_path_interp(const char *path, char *out, size_t cap)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), r = -ENOENT;
+	Elf *elf;
+
+	if (fd < 0)
+		return -ENOENT;
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (elf && elf_kind(elf) == ELF_K_ELF)
+		r = interp_of(elf, fd, out, cap);
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return r;
 }

@@ -42,4 +42,15 @@ int elf_needed_each(Elf *elf, const char *path, elf_needed_fn fn, void *ctx);
  */
 bool elf_needed_uretprobe_unsafe(Elf *elf, const char *path);
 
+/**
+ * elf_path_interp - the dynamic linker the file at @path names (PT_INTERP)
+ * @path: an ELF executable
+ * @out: the interpreter's path
+ * @cap: room in @out
+ *
+ * Return: 0, or -ENOENT for a static or unreadable file (or a path that
+ * does not fit, or does not start with '/').
+ */
+int elf_path_interp(const char *path, char *out, size_t cap);
+
 #endif /* LP_DWARF_ELF_NEEDED_H */

@@ -483,8 +483,11 @@ def at_line(tool, t_s, timeout=60):
     """(samples, liveprof's CPU ns) as liveprof prints its line for @t_s
     seconds: the count is exact at that moment, and the CPU time is read as
     the line arrives, while liveprof waits for its next events."""
-    r = tool.out.wait_for(lambda l: (m := LINE_T_RE.match(l)) and float(m.group(1)) >= t_s - 1e-3,
-                          timeout)
+    def due(line):
+        m = LINE_T_RE.match(line)
+        return m if m and float(m.group(1)) >= t_s - 1e-3 else None
+
+    r = tool.out.wait_for(due, timeout)
     c = cpu_ns(tool.proc.pid)
     if not r or c is None:
         return None
@@ -506,12 +509,13 @@ def idle_daemon_cost(interval):
     tool = Tool("liveprof", [LIVEPROF, "-p", idle.pid, "-F", "4999", "--no-tui",
                              "--interval", interval, "--top", "0"])
     try:
-        w = daemon_window(tool, (3.0, 13.0))
+        a = at_line(tool, 3.0)
+        b = at_line(tool, 13.0) if a else None
     finally:
         tool.stop()
         idle.kill()
         idle.wait()
-    return None if not w else w[1] * 1e6 / 10.0
+    return None if not b else (b[1] - a[1]) / 1e3 / 10.0
 
 
 def bench_daemon(res):

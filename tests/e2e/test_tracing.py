@@ -275,13 +275,37 @@ def test_eight_threads(run_lp, wl):
 
 
 def test_shared_library_function(run_lp, wl):
-    r = run_lp(["--trace", "libwl.so:lib_call", "--", wl("uselib"), "2", "0.7"], timeout=90)
+    """A function of a library the launched command maps at its start,
+    traced from its first call: the probe goes on the file the command's
+    dynamic linker lists (traces_needed.c), before the exec. It used to wait
+    for the library to show up in the maps, read every 100 ms, and uselib
+    had to sleep 0.7 s first; it starts calling at once now."""
+    r = run_lp(["--trace", "libwl.so:lib_call", "--", wl("uselib"), "1"], timeout=90)
     assert r.rc == 0, r
     want = int(printed(r.stdout, r"^lib_call (\d+)$")[0])
     t = r.trace("libwl.so:lib_call")
     assert t["binary"].endswith("libwl.so"), t
     print(f"\nlibwl.so:lib_call: {t['calls']} calls traced of {want}")
     assert t["calls"] == want
+
+
+def test_library_global_read_before_its_load_bias_is_known(run_lp, wl):
+    """The same, with a global of the library read at each entry: its
+    address needs the library's load bias, unknown when the probe went on
+    (the file was not mapped yet); the entry takes it from the address it
+    fires at. lib_calls_made holds the number of calls before each one, so
+    every value read is one of 0 .. calls - 1, each read once."""
+    spec = "libwl.so:lib_call(lib_calls_made)"
+    r = run_lp(["--trace", spec, "--", wl("uselib"), "1"], timeout=90)
+    assert r.rc == 0, r
+    want = int(printed(r.stdout, r"^lib_call (\d+)$")[0])
+    t = r.trace(spec)
+    assert t["calls"] == want, t
+    top = values_of(t, "lib_calls_made")
+    top.pop("(other)", None)  # the values past the top list, summed
+    print(f"\n{spec}: {t['calls']} calls of {want}; {len(top)} values listed, "
+          f"e.g. {sorted(top)[:5]}")
+    assert len(top) >= 10 and all(0 <= as_int(v) < want and n == 1 for v, n in top.items()), top
 
 
 def test_O2_argument_in_location_list(run_lp, wl, h):

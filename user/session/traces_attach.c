@@ -189,6 +189,10 @@ static int attach_func(struct traces *t, struct trace *tr, struct probe_target *
 		/* A --by value alone is used in BPF, never sent per call. */
 		cfg.flags = tr->user_args ? LP_PCF_EMIT_VALUES : 0;
 		cfg.module_bias = loc->bias;
+		/* a file not mapped yet: the entry takes the bias from where it
+		 * fires (values at return are registers, which need none) */
+		if (loc->bias_unknown)
+			cfg.site_vaddr = pt->entry_vaddr;
 		/* What its probes cost, charged to the traced calls around it
 		 * and taken out of its own latency (tracer.bpf.h): known
 		 * before its first call is timed. A new class is measured now
@@ -302,6 +306,12 @@ int traces_locate_spec(struct traces *t, struct trace *tr, int pid, const char *
 	}
 	if (r)
 		r = traces_locate_binary(pid, binary, loc);
+	/* a function of a library a launched command will map: on the file
+	 * now, rather than when it shows up in the maps, calls later */
+	if (r == -ENOENT && binary[0] && tr->spec.kind == PROBE_SPEC_FUNC && !tr->spec.has_offset &&
+	    pid == t->c->child && t->c->opts->command && traces_child_before_exec(pid) &&
+	    !traces_locate_needed(t->c->opts->command[0], binary, loc))
+		r = 0;
 	if (r == -ENOENT && binary[0]) {
 		tr->pending = true; /* attach when the library shows up */
 		return -EAGAIN;

@@ -112,7 +112,8 @@ void traces_py_tick(struct traces *t);
 struct binary_loc {
 	char attach_path[4200]; /* what to hand to the uprobe API */
 	char mapped_path[4096];
-	uint64_t bias; /* load bias in the first target */
+	uint64_t bias;	   /* load bias in the first target */
+	bool bias_unknown; /* not mapped yet (traces_needed.c): taken at each hit */
 };
 
 struct by_group {
@@ -155,6 +156,11 @@ int traces_resolve_in(struct traces *t, struct trace *tr, int pid, struct binary
 /* traces_locate.c */
 int traces_locate_binary(int pid, const char *spec_binary, struct binary_loc *loc);
 int traces_locate_command(int pid, const char *cmd, struct binary_loc *loc);
+/* Whether launched command @pid has not exec'd yet: its exe is liveprof's. */
+bool traces_child_before_exec(int pid);
+/* The library @spec_binary names among the files launched command @cmd
+ * will map (traces_needed.c): 0 and @loc, -ENOENT, or -ENOMEM. */
+int traces_locate_needed(const char *cmd, const char *spec_binary, struct binary_loc *loc);
 void traces_name_binary_in(char *err, size_t errlen, const char *proc_path, const char *path);
 /*
  * traces_resolve_bare - a spec that names no binary, in @pid's other modules

@@ -105,6 +105,16 @@ out:
 	return err;
 }
 
+bool traces_child_before_exec(int pid)
+{
+	struct stat self, child;
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	return !stat("/proc/self/exe", &self) && !stat(path, &child) &&
+	       self.st_dev == child.st_dev && self.st_ino == child.st_ino;
+}
+
 /*
  * A launched command is probed before it execs (main.c releases it only
  * once everything is attached), so its /proc/PID/exe is still liveprof.
@@ -113,13 +123,9 @@ out:
  */
 int traces_locate_command(int pid, const char *cmd, struct binary_loc *loc)
 {
-	struct stat self, child;
-	char path[4096];
 	int err;
 
-	if (stat("/proc/self/exe", &self) ||
-	    stat((snprintf(path, sizeof(path), "/proc/%d/exe", pid), path), &child) ||
-	    self.st_dev != child.st_dev || self.st_ino != child.st_ino)
+	if (!traces_child_before_exec(pid))
 		return -ENOENT; /* it has exec'd already */
 	memset(loc, 0, sizeof(*loc));
 	err = lp_path_search(cmd, loc->mapped_path, sizeof(loc->mapped_path));
