@@ -114,6 +114,20 @@ def test_split_singleton_method(run_lp, procs, tmp_path):
     assert slow_hit >= 50 and slow_hit >= 0.9 * (slow_hit + fast_hit), (slow_hit, fast_hit)
     assert s["top_frames"] and s["top_frames"][0]["frame"] == name, s["top_frames"][:3]
 
+def test_launched_ruby_traced_from_its_first_call(run_lp):
+    """rb: on a launched ruby, whose libruby is not mapped before the exec:
+    its USDT probes go on the file the dynamic linker lists (traces_needed.c),
+    so a run shorter than liveprof's 100 ms look at the maps is traced whole.
+    Ground truth: the script calls foo exactly 1000 times, with a
+    TracePoint(:call, :return) enabled; it used to come out 0 calls."""
+    script = "TracePoint.new(:call, :return) {}.enable; def foo; end; 1000.times { foo }"
+    r = run_lp(["--trace", "rb:Object#foo", "--", RUBY, "--disable-gems", "-e", script],
+               timeout=60, folded=False)
+    assert r.rc == 0, r
+    t = r.trace("rb:Object#foo")
+    assert t["calls"] == 1000 and t["untimed_calls"] == 0, t
+
+
 def test_no_probe_fires_without_a_tracepoint(run_lp, procs):
     """The measured reason rb: needs a TracePoint in the target."""
     target = procs.start([RUBY, "--disable-gems", RB / "rb_shares.rb", "60"], settle=1.0)

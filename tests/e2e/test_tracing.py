@@ -213,6 +213,24 @@ def test_cxx_runtime_loaded_after_attach_detaches(liveprof, wl, procs, tmp_path)
     assert t["detached"], t
 
 
+def test_cxx_runtime_two_libraries_down(run_lp, wl):
+    """A launched C program linked to a C library that needs a C++ plugin
+    (linkplug.c -> libcbridge.so -> libcxxplug.so -> libstdc++): every
+    other call of its callback cb() is unwound by the plugin's exception.
+    The files it will map are listed by its dynamic linker before it runs,
+    at every depth, so cb()'s returns are probed on its ret instructions;
+    with its own DT_NEEDED alone (one level) cb() got a uretprobe, and the
+    first throw aborted the program (signal 6)."""
+    r = run_lp(["--trace", "cb", "--", wl("linkplug"), "200"], timeout=90)
+    assert r.rc == 0, r
+    assert "killed by signal" not in r.stderr, r.stderr[-2000:]
+    assert printed(r.stdout, r"^rounds (\d+)$") == ["200"]
+    assert printed(r.stdout, r"^caught (\d+)$") == ["100"]
+    t = r.trace("cb")
+    # the last throw's frame is never found stale: no call comes after it
+    assert t["returns_on_ret"] and t["calls"] >= 199, t
+
+
 @pytest.fixture(scope="module")
 def calls_run(liveprof, wl, tmp_path_factory, h):
     """One run of calls.c: recursion, a static function and a loop line."""

@@ -12,19 +12,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static void (*plugin_throw)(int);
-
-__attribute__((noinline)) int cb(int i)
-{
-	volatile int frame = i;
-
-	plugin_throw(i);
-	return frame;
-}
+#include "plugcb.h"
 
 int main(int argc, char **argv)
 {
-	long n = argc > 1 ? atol(argv[1]) : 100, caught = 0;
+	long n = argc > 1 ? atol(argv[1]) : 100;
 	int (*plugin_call)(int (*)(int), int);
 	char line[16];
 	void *h;
@@ -42,8 +34,5 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	if (!plugin_call || !plugin_throw || !fgets(line, sizeof(line), stdin))
 		return 2;
-	for (long i = 0; i < n; i++)
-		caught += plugin_call(cb, (int)i) < 0;
-	printf("rounds %ld\ncaught %ld\n", n, caught);
-	return 0;
+	return run_rounds(plugin_call, n);
 }

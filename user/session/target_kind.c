@@ -13,6 +13,7 @@
 
 #include "dwarf/elf_needed.h"
 #include "dwarf/probe_resolve.h"
+#include "user/session/command_libs.h"
 #include "user/session/interp_procs.h"
 #include "user/session/target_kind.h"
 
@@ -104,6 +105,14 @@ static void classify_maps(int pid, struct kind *k)
 	fclose(f);
 }
 
+/* A file a launched command will map that may move its stack (a C++
+ * runtime two libraries down, libruby): command_libs__each()'s callback. */
+static int lib_moves_stacks(const char *path, void *ctx)
+{
+	(void)ctx;
+	return lib_is_cxx_runtime(path) || elf_path_uretprobe_unsafe(path);
+}
+
 void target_kind__needs(const struct options *o, bool *ret_insn, bool *python)
 {
 	struct kind k = {false, false, false};
@@ -125,9 +134,11 @@ void target_kind__needs(const struct options *o, bool *ret_insn, bool *python)
 		known = classify_file(path, name, &k);
 		classify_maps(o->pids[i], &k);
 	}
-	if (known && o->command && o->command[0])
+	if (known && o->command && o->command[0]) {
 		known = find_in_path(o->command[0], path, sizeof(path)) &&
 			classify_file(path, path, &k);
+		k.moves_stacks |= command_libs__each(o->command[0], lib_moves_stacks, NULL) > 0;
+	}
 	*ret_insn = !known || k.go || k.moves_stacks;
 	*python = !known || k.python;
 }

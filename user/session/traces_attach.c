@@ -306,9 +306,11 @@ int traces_locate_spec(struct traces *t, struct trace *tr, int pid, const char *
 	}
 	if (r)
 		r = traces_locate_binary(pid, binary, loc);
-	/* a function of a library a launched command will map: on the file
-	 * now, rather than when it shows up in the maps, calls later */
-	if (r == -ENOENT && binary[0] && tr->spec.kind == PROBE_SPEC_FUNC && !tr->spec.has_offset &&
+	/* a function (or USDT probe) of a library a launched command will
+	 * map: on the file now, rather than when it shows up in the maps,
+	 * calls later; both take the load bias from where they fire */
+	if (r == -ENOENT && binary[0] &&
+	    (tr->usdt || (tr->spec.kind == PROBE_SPEC_FUNC && !tr->spec.has_offset)) &&
 	    pid == t->c->child && t->c->opts->command && traces_child_before_exec(pid) &&
 	    !traces_locate_needed(t->c->opts->command[0], binary, loc))
 		r = 0;

@@ -159,7 +159,7 @@ int traces_locate_command(int pid, const char *cmd, struct binary_loc *loc);
 /* Whether launched command @pid has not exec'd yet: its exe is liveprof's. */
 bool traces_child_before_exec(int pid);
 /* The library @spec_binary names among the files launched command @cmd
- * will map (traces_needed.c): 0 and @loc, -ENOENT, or -ENOMEM. */
+ * will map (command_libs.h): 0 and @loc, -ENOENT, or -ENOMEM. */
 int traces_locate_needed(const char *cmd, const char *spec_binary, struct binary_loc *loc);
 void traces_name_binary_in(char *err, size_t errlen, const char *proc_path, const char *path);
 /*

@@ -14,6 +14,7 @@
 #include "dwarf/elf_symtab.h"
 #include "dwarf/probe_resolve.h"
 #include "dwarf/proc_maps.h"
+#include "user/session/command_libs.h"
 #include "user/session/traces_internal.h"
 #include "user/util/log.h"
 #include "user/util/util.h"
@@ -258,4 +259,34 @@ fail:
 	if (!main_r)
 		probe_target_free(pt);
 	return r;
+}
+
+struct needed_match {
+	const char *spec_binary;
+	struct binary_loc *loc;
+};
+
+static int match_spec(const char *lib, void *ctx)
+{
+	struct needed_match *m = ctx;
+
+	if (!probe_spec_binary_matches(m->spec_binary, lib))
+		return 0;
+	memset(m->loc, 0, sizeof(*m->loc));
+	snprintf(m->loc->attach_path, sizeof(m->loc->attach_path), "%s", lib);
+	snprintf(m->loc->mapped_path, sizeof(m->loc->mapped_path), "%s", lib);
+	/* a uprobe on a file fires in the process once it maps it there;
+	 * the load bias is known then, at each hit (traces_attach.c) */
+	m->loc->bias_unknown = true;
+	return 1;
+}
+
+int traces_locate_needed(const char *cmd, const char *spec_binary, struct binary_loc *loc)
+{
+	struct needed_match m = {spec_binary, loc};
+	int r = command_libs__each(cmd, match_spec, &m);
+
+	lp_debug("'%s' among the files '%s' will map: %s", spec_binary, cmd,
+		 r == 1 ? loc->mapped_path : "not found");
+	return r == 1 ? 0 : r == -ENOMEM ? r : -ENOENT;
 }

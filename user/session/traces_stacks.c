@@ -39,6 +39,7 @@
 #include "dwarf/probe_resolve.h"
 #include "dwarf/proc_maps.h"
 #include "user/session/bpf_session.h"
+#include "user/session/command_libs.h"
 #include "user/session/session_core.h"
 #include "user/session/traces.h"
 #include "user/session/traces_internal.h"
@@ -94,16 +95,25 @@ static bool maps_unsafe_module(struct traces *t, int pid)
 	return yes;
 }
 
-/* @path, or a library it needs (libruby), may move its stack: what a
- * launched command will map, before it has mapped it. */
-static bool file_or_needed_unsafe(struct traces *t, const char *path)
+static int listed_unsafe(const char *path, void *ctx)
 {
-	int fd;
+	return lib_is_cxx_runtime(path) || module_unsafe(ctx, path);
+}
+
+/* @path, or a library it needs (libruby, a C++ runtime at any depth), may
+ * move its stack: what launched command @cmd will map, before it has. The
+ * libraries its dynamic linker lists, else those @path itself needs. */
+static bool file_or_needed_unsafe(struct traces *t, const char *cmd, const char *path)
+{
+	int fd, listed;
 	Elf *elf;
 	bool yes;
 
 	if (module_unsafe(t, path))
 		return true;
+	listed = command_libs__each(cmd, listed_unsafe, t);
+	if (listed >= 0)
+		return listed > 0;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return false;
@@ -130,7 +140,7 @@ bool traces_uretprobe_unsafe(struct traces *t, int pid, const char *module)
 	if (pid == t->c->child && t->c->opts->command)
 		r = traces_locate_command(pid, t->c->opts->command[0], &exe);
 	if (!r)
-		return file_or_needed_unsafe(t, exe.attach_path);
+		return file_or_needed_unsafe(t, t->c->opts->command[0], exe.attach_path);
 	return maps_unsafe_module(t, pid);
 }
 

@@ -1,18 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * traces_needed.c - a library a launched command will map, found before
- * it runs, so that `--trace LIB:FUNC -- CMD` sees every call.
+ * command_libs.c - the files a launched command will map, known before it
+ * runs (command_libs.h).
  *
  * A launched command is probed before it execs, when its libraries are
- * not mapped yet: a trace on one of them waited for it to show up in the
- * maps, which liveprof reads every 100 ms, and missed the calls made
- * meanwhile (every call of a short run). The files the run will map are
- * asked of the command's own dynamic linker in its list mode, what ldd
- * does: it resolves them as the run will (run paths, LD_LIBRARY_PATH,
- * LD_PRELOAD, its cache), maps them and stops, running none of their
- * code. A uprobe on a file fires in the process once the file is mapped
- * there; the load bias is unknown until then, so the entry program takes
- * it from the address it fires at (traces_attach.c).
+ * not mapped yet. What they will be is asked of the command's own dynamic
+ * linker in its list mode, what ldd does: it resolves them as the run will
+ * (run paths, LD_LIBRARY_PATH, LD_PRELOAD, its cache), at every depth, maps
+ * them and stops, running none of their code.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,9 +24,7 @@
 #include <unistd.h>
 
 #include "dwarf/elf_needed.h"
-#include "dwarf/probe_resolve.h"
-#include "user/session/traces_internal.h"
-#include "user/util/log.h"
+#include "user/session/command_libs.h"
 #include "user/util/util.h"
 
 extern char **environ;
@@ -129,10 +122,10 @@ static bool is_dynamic_linker(const char *interp)
 	return !strncmp(base, "ld-", 3) || !strncmp(base, "ld.so", 5);
 }
 
-int traces_locate_needed(const char *cmd, const char *spec_binary, struct binary_loc *loc)
+int command_libs__each(const char *cmd, int (*fn)(const char *path, void *ctx), void *ctx)
 {
 	char path[PATH_MAX], interp[PATH_MAX], *buf, *line, *save = NULL;
-	int r = -ENOENT;
+	int r = 0;
 
 	if (lp_path_search(cmd, path, sizeof(path)) ||
 	    elf_path_interp(path, interp, sizeof(interp)) || !is_dynamic_linker(interp))
@@ -140,22 +133,16 @@ int traces_locate_needed(const char *cmd, const char *spec_binary, struct binary
 	buf = malloc(LIST_MAX);
 	if (!buf)
 		return -ENOMEM;
-	if (list_needed(interp, path, buf, LIST_MAX))
-		goto out;
-	for (line = strtok_r(buf, "\n", &save); line && r; line = strtok_r(NULL, "\n", &save)) {
+	if (list_needed(interp, path, buf, LIST_MAX)) {
+		free(buf);
+		return -ENOENT;
+	}
+	for (line = strtok_r(buf, "\n", &save); line && !r; line = strtok_r(NULL, "\n", &save)) {
 		const char *lib = listed_path(line);
 
-		if (!lib || !probe_spec_binary_matches(spec_binary, lib))
-			continue;
-		memset(loc, 0, sizeof(*loc));
-		snprintf(loc->attach_path, sizeof(loc->attach_path), "%s", lib);
-		snprintf(loc->mapped_path, sizeof(loc->mapped_path), "%s", lib);
-		loc->bias_unknown = true;
-		r = 0;
+		if (lib)
+			r = fn(lib, ctx);
 	}
-	lp_debug("'%s' among the files '%s' will map: %s", spec_binary, path,
-		 r ? "not found" : loc->mapped_path);
-out:
 	free(buf);
 	return r;
 }
