@@ -208,3 +208,23 @@ def test_c_function_left_mid_call_by_a_fiber(liveprof, procs, tmp_path):
              if t["spec"] == "libruby:rb_ary_each")
     assert t["returns_on_ret"], t
     assert t["calls"] - t["untimed_calls"] >= n, t
+
+
+def test_fiber_script_launched_by_its_shebang(run_lp, tmp_path):
+    """rb_fibers.rb run as a '#!/usr/bin/env ruby' script: what the exec
+    loads is ruby, so libruby and its fibers are known before it runs
+    (lp_exec_resolve, command_libs.c): rb_ary_each is probed on the file at
+    once, on its ret instructions. Before, a script was taken for a program
+    of its own: the trace waited for libruby, then could not attach (the
+    ret-instruction program was not loaded) and timed nothing."""
+    n, script = 20000, tmp_path / "fibers"
+    script.write_text("#!/usr/bin/env -S ruby --disable-gems\n" +
+                      (RB / "rb_fibers.rb").read_text())
+    script.chmod(0o755)
+    r = run_lp(["--trace", "libruby:rb_ary_each", "--", script, n], timeout=90, folded=False)
+    assert r.rc == 0 and f"rounds {n}" in r.stdout, r
+    t = r.trace("libruby:rb_ary_each")
+    assert t["returns_on_ret"], t
+    # one [4].each per round besides the fiber's, all timed
+    assert t["calls"] - t["untimed_calls"] >= n, t
+

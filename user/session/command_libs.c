@@ -127,7 +127,7 @@ int command_libs__each(const char *cmd, int (*fn)(const char *path, void *ctx), 
 	char path[PATH_MAX], interp[PATH_MAX], *buf, *line, *save = NULL;
 	int r = 0;
 
-	if (lp_path_search(cmd, path, sizeof(path)) ||
+	if (lp_exec_resolve(cmd, path, sizeof(path)) ||
 	    elf_path_interp(path, interp, sizeof(interp)) || !is_dynamic_linker(interp))
 		return -ENOENT;
 	buf = malloc(LIST_MAX);

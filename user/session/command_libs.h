@@ -9,7 +9,8 @@
 
 /**
  * command_libs__each - call @fn with each file command @cmd will map
- * @cmd: the command as given (searched in $PATH as execvp does)
+ * @cmd: the command as given (searched in $PATH as execvp does; a '#!'
+ *	script's interpreter: lp_exec_resolve())
  * @fn: called with each file's path, in the dynamic linker's order, until
  *	it returns nonzero
  * @ctx: passed to @fn

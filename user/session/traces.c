@@ -48,12 +48,19 @@ struct traces *traces__new(struct session_core *c, int window_s)
 	return t;
 }
 
+void traces_detach(struct traces *t, struct trace *tr)
+{
+	for (int i = 0; i < tr->n_links; i++)
+		bpf_session__detach(t->c->bpf, tr->links[i]);
+	tr->n_links = 0;
+	tr->info.detached = true;
+}
+
 void trace_free(struct traces *t, struct trace *tr)
 {
 	if (!tr)
 		return;
-	for (int i = 0; i < tr->n_links; i++)
-		bpf_session__detach(t->c->bpf, tr->links[i]);
+	traces_detach(t, tr);
 	traces_usdt_free(t, tr);
 	for (int i = 0; i < tr->n_ids; i++) {
 		bpf_session__clear_probe(t->c->bpf, tr->ids[i]);

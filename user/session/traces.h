@@ -39,7 +39,7 @@ struct trace_info {
 	const char *binary;
 	enum trace_kind kind;
 	int n_sites;
-	bool detached;		 /* by --max-overhead */
+	bool detached;		 /* probes off: --max-overhead, stacks moved, attach failed */
 	double est_overhead_pct; /* of one CPU */
 	uint64_t probe_cost_ns;	 /* measured per call (entry + return) */
 	const char *insn_class;	 /* class of the first instruction it was measured for */

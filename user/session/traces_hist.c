@@ -325,8 +325,12 @@ static void retry_pending(struct traces *t, struct trace *tr)
 
 	if (!tr->pending)
 		return;
-	traces_attach_all(t, tr, err, sizeof(err));
-	if (!tr->pending) {
+	if (traces_attach_all(t, tr, err, sizeof(err))) {
+		/* said, and given up: the next poll would fail the same way */
+		tr->pending = false;
+		traces_detach(t, tr);
+		lp_warn("cannot trace '%s' now that its library is loaded: %s", tr->spec_text, err);
+	} else if (!tr->pending) {
 		tr->info.attached_ns = traces_attach_time(t);
 		lp_debug("attached '%s' (its library is loaded now)", tr->spec_text);
 	}
@@ -397,10 +401,7 @@ void traces__tick(struct traces *t, uint64_t now_ns)
 				" ns = %.1f%% of a CPU, above --max-overhead %g%%",
 				tr->spec_text, tr->rate, tr->info.probe_cost_ns,
 				tr->info.est_overhead_pct, t->c->opts->max_overhead_pct);
-			for (int k = 0; k < tr->n_links; k++)
-				bpf_session__detach(t->c->bpf, tr->links[k]);
-			tr->n_links = 0;
-			tr->info.detached = true;
+			traces_detach(t, tr);
 		} else if (tr->info.est_overhead_pct > 5 &&
 			   tr->info.est_overhead_pct > 2 * tr->warned_pct) {
 			/* again whenever it doubles: the rate is the last second's */

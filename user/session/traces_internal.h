@@ -197,6 +197,9 @@ void traces_py_free(struct traces *t, struct trace *tr);
 /* Forget @tr's string filters and what traces_usdt_parse() allocated. */
 void traces_usdt_free(struct traces *t, struct trace *tr);
 
+/* traces.c: take @tr's probes off, for good (its counts stay) */
+void traces_detach(struct traces *t, struct trace *tr);
+
 /* traces_cost.c */
 uint64_t traces_attach_time(const struct traces *t);
 /* Whether a probe cost can be measured now: the programs are loaded. */

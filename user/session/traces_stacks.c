@@ -167,10 +167,7 @@ void traces__maps_changed(struct traces *t, int pid)
 
 		if (!hijacks_returns(tr))
 			continue;
-		for (int k = 0; k < tr->n_links; k++)
-			bpf_session__detach(t->c->bpf, tr->links[k]);
-		tr->n_links = 0;
-		tr->info.detached = true;
+		traces_detach(t, tr);
 		/* said once it is done: the probes are off when this is read */
 		lp_warn("detached '%s': process %d loaded code that unwinds or switches stacks "
 			"(a C++ runtime, coroutines), which its return probe would abort (trace it "

@@ -50,6 +50,45 @@ int lp_path_search(const char *cmd, char *buf, size_t len)
 	return -ENOENT;
 }
 
+/* The next blank-separated word of *@p, cut off and stepped over ("" at the end). */
+static char *next_word(char **p)
+{
+	char *w = *p + strspn(*p, " \t"), *end = w + strcspn(w, " \t");
+
+	*p = *end ? end + 1 : end;
+	*end = 0;
+	return w;
+}
+
+int lp_exec_resolve(const char *cmd, char *buf, size_t len)
+{
+	char line[256], *p = line + 2, *interp, *arg;
+	ssize_t n;
+	int fd, err = lp_path_search(cmd, buf, len);
+
+	if (err)
+		return err;
+	fd = open(buf, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0; /* executable but unreadable: not a script we can follow */
+	n = read(fd, line, sizeof(line) - 1);
+	close(fd);
+	if (n < 3 || line[0] != '#' || line[1] != '!')
+		return 0;
+	line[n] = 0;
+	line[strcspn(line, "\n")] = 0;
+	interp = next_word(&p);
+	arg = next_word(&p);
+	if (interp[0] != '/')
+		return -ENOENT;
+	if (strcmp(strrchr(interp, '/') + 1, "env"))
+		return lp_path_search(interp, buf, len);
+	/* env NAME, or env -S "NAME ARGS": NAME from $PATH; other options not */
+	if (!strcmp(arg, "-S"))
+		arg = next_word(&p);
+	return *arg && *arg != '-' ? lp_path_search(arg, buf, len) : -ENOENT;
+}
+
 void lp_errf(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;

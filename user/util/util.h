@@ -83,6 +83,18 @@ char *lp_fmt_ns(double ns, char *buf, size_t len);
 int lp_path_search(const char *cmd, char *buf, size_t len);
 
 /**
+ * lp_exec_resolve - the program that running @cmd loads: lp_path_search(),
+ * then for a '#!' script its interpreter (`#!/usr/bin/env NAME`: NAME
+ * searched in $PATH), one level, as the kernel's exec reads it
+ * @cmd: a command name, or a path when it contains '/'
+ * @buf: receives the resolved absolute path
+ * @len: size of @buf, at least PATH_MAX
+ *
+ * Return: 0, or -ENOENT (nothing executable found), -EINVAL (@len).
+ */
+int lp_exec_resolve(const char *cmd, char *buf, size_t len);
+
+/**
  * lp_cmp_u64 - qsort() comparison of two uint64_t, ascending
  * @a: the first
  * @b: the second
