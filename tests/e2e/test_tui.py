@@ -240,7 +240,13 @@ def test_trace_error_keeps_the_ui_running(tui):
 def test_save_writes_a_valid_folded_file(tui, tmp_path):
     out = tmp_path / "x.folded"
     tui.start()
-    tui.wait(lambda s: any(top_row(l, "work") for l in tui.content(s)), 10, "no samples")
+    # saved at once, the first samples of all could miss slow_path: its
+    # stacks are 1 - 1/2.56 of handle's (tui_handler.c), so 60 samples of
+    # handle miss it with probability 0.39^60 < 1e-24 (saved as soon as work
+    # showed, it failed once in make test, with no slow_path in the file)
+    tui.wait(lambda s: any(top_row(l, "slow_path") for l in tui.content(s)) and
+             max(top_cum(l, "handle") for l in tui.content(s)) >= 60, 20,
+             "no 60 samples in handle, with slow_path among them")
     tui.command(f"save {out}")
     tui.wait(lambda s: "wrote" in s[-2], 10, "no confirmation of :save")
     lines = out.read_text().splitlines()
