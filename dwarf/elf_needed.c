@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "elf_needed.h"
 #include "probe_resolve.h"
@@ -167,11 +168,17 @@ static int interp_of(Elf *elf, int fd, char *out, size_t cap)
 
 int elf_path_interp(const char *path, char *out, size_t cap)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC), r = -ENOENT;
+	/* not blocking on a FIFO: only a regular file is read */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), r = -ENOENT;
+	struct stat st;
 	Elf *elf;
 
 	if (fd < 0)
 		return -ENOENT;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -ENOENT;
+	}
 	elf_version(EV_CURRENT);
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (elf && elf_kind(elf) == ELF_K_ELF)

@@ -185,6 +185,21 @@ def test_malformed_input_one_line_error(liveprof, tmp_path, name):
     assert not (tmp_path / "o.c").exists()
 
 
+@pytest.mark.parametrize("trace", [[], ["--trace", "libc:malloc"], ["--trace", "foo"]])
+def test_fifo_as_command_refused(liveprof, tmp_path, trace):
+    """A FIFO (executable bits and all) as the command: exec refuses it,
+    and liveprof says so at once with exit status 3. With a trace, the
+    command's file used to be opened to classify it and to resolve the
+    spec before the exec, and the open waited for a writer for ever."""
+    fifo = tmp_path / "cmd"
+    os.mkfifo(fifo, 0o755)
+    r = subprocess.run([str(liveprof), "--no-tui", *trace, "--", str(fifo)],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 3, f"rc {r.returncode}\n{r.stdout}\n{r.stderr}"
+    lines = [l for l in r.stderr.splitlines() if l.strip()]
+    assert len(lines) == 1 and str(fifo) in lines[0], r.stderr
+
+
 def test_ringbuf_overflow_reports_lost(liveprof, wl, procs, tmp_path):
     """A 1 MiB ring buffer at 20 kHz with off-CPU on: events are lost,
     the loss is reported (JSON and stdout) and nothing breaks."""

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "unit.h"
 #include "dwarf/elf_needed.h"
@@ -94,6 +95,10 @@ UNIT_TEST(test_no_interp)
 	snprintf(path, sizeof(path), "%s/o.c", dir);
 	CHECK_EQ_INT(elf_path_interp(path, got, sizeof(got)), -ENOENT);
 	CHECK_EQ_INT(elf_path_interp("/nonexistent/lp", got, sizeof(got)), -ENOENT);
+	/* a FIFO is refused, not waited on */
+	snprintf(path, sizeof(path), "%s/fifo", dir);
+	CHECK(mkfifo(path, 0755) == 0);
+	CHECK_EQ_INT(elf_path_interp(path, got, sizeof(got)), -ENOENT);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	CHECK(system(cmd) == 0);
 }

@@ -80,6 +80,16 @@ UNIT_TEST(test_lines_not_followed)
 	CHECK_EQ_INT(resolve_line("#!", got), -ENOENT);
 	CHECK_EQ_INT(resolve_line("#!/nonexistent/lp-interp", got), -ENOENT);
 	CHECK_EQ_INT(lp_exec_resolve("/nonexistent/lp-cmd", got, sizeof(got)), -ENOENT);
+	{
+		/* a FIFO is not read (an open() of it would wait for a writer):
+		 * what runs is itself, and the exec will say what it thinks */
+		char fifo[PATH_MAX];
+
+		snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+		CHECK(mkfifo(fifo, 0755) == 0);
+		CHECK_EQ_INT(lp_exec_resolve(fifo, got, sizeof(got)), 0);
+		CHECK_STR(got, fifo);
+	}
 	CHECK_EQ_INT(lp_exec_resolve("/bin/sh", got, 16), -EINVAL);
 	{
 		char cmd[PATH_MAX + 16];

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,9 +133,16 @@ static int check_outputs(const struct options *o)
  */
 static int launch(char **argv, int *go_fd, pid_t *pid_out)
 {
+	char path[PATH_MAX];
 	int gate[2], status[2];
+	struct stat st;
 	pid_t pid;
 
+	/* What exec refuses anyway (EACCES), refused before anything reads
+	 * the command's file: an open() of a FIFO would wait for a writer. */
+	if (!lp_path_search(argv[0], path, sizeof(path)) &&
+	    (stat(path, &st) || !S_ISREG(st.st_mode)))
+		return -EACCES;
 	if (pipe2(gate, O_CLOEXEC) || pipe2(status, O_CLOEXEC))
 		return -errno;
 	pid = fork();

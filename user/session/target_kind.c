@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <gelf.h>
 
 #include "dwarf/elf_needed.h"
@@ -62,11 +63,17 @@ static bool script_is_python(int fd)
  */
 static bool classify_file(const char *path, const char *name, struct kind *k)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* a FIFO would block the open until a writer came: only files are read */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	struct stat st;
 	Elf *elf;
 
 	if (fd < 0)
 		return false;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return false;
+	}
 	if (interp_base_starts(name, "python") || script_is_python(fd))
 		k->python = true;
 	elf_version(EV_CURRENT);

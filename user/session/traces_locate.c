@@ -44,6 +44,14 @@ static uint64_t load_bias(const struct pm_entry *maps, size_t n, const char *pat
  * Find the file for @spec_binary ("" = the main executable) in @pid's
  * maps. Returns -ENOENT if it is not mapped (yet).
  */
+/* A readable regular file: not a FIFO, whose open() would wait for a writer. */
+static bool readable_file(const char *path)
+{
+	struct stat st;
+
+	return !access(path, R_OK) && !stat(path, &st) && S_ISREG(st.st_mode);
+}
+
 int traces_locate_binary(int pid, const char *spec_binary, struct binary_loc *loc)
 {
 	struct pm_entry *maps = NULL;
@@ -56,6 +64,8 @@ int traces_locate_binary(int pid, const char *spec_binary, struct binary_loc *lo
 	if (pid <= 0) {
 		if (!spec_binary[0] || spec_binary[0] != '/')
 			return -EINVAL;
+		if (!readable_file(spec_binary))
+			return -ENOENT;
 		snprintf(loc->attach_path, sizeof(loc->attach_path), "%s", spec_binary);
 		snprintf(loc->mapped_path, sizeof(loc->mapped_path), "%s", spec_binary);
 		return 0;
@@ -94,9 +104,9 @@ int traces_locate_binary(int pid, const char *spec_binary, struct binary_loc *lo
 			break;
 		}
 	}
-	/* A path that is not mapped yet: allowed when it exists (attach now,
-	 * the uprobe fires once it is loaded). */
-	if (err && spec_binary[0] == '/' && !access(spec_binary, R_OK)) {
+	/* A path that is not mapped yet: allowed when it is a readable file
+	 * (attach now, the uprobe fires once it is loaded). */
+	if (err && spec_binary[0] == '/' && readable_file(spec_binary)) {
 		snprintf(loc->attach_path, sizeof(loc->attach_path), "%s", spec_binary);
 		snprintf(loc->mapped_path, sizeof(loc->mapped_path), "%s", spec_binary);
 		err = 0;

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <fcntl.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "user/util/util.h"
 
@@ -63,15 +64,17 @@ static char *next_word(char **p)
 int lp_exec_resolve(const char *cmd, char *buf, size_t len)
 {
 	char line[256], *p = line + 2, *interp, *arg;
+	struct stat st;
 	ssize_t n;
 	int fd, err = lp_path_search(cmd, buf, len);
 
 	if (err)
 		return err;
-	fd = open(buf, O_RDONLY | O_CLOEXEC);
+	/* not blocking on a FIFO, nor reading a device: only a file is a script */
+	fd = open(buf, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return 0; /* executable but unreadable: not a script we can follow */
-	n = read(fd, line, sizeof(line) - 1);
+	n = fstat(fd, &st) || !S_ISREG(st.st_mode) ? -1 : read(fd, line, sizeof(line) - 1);
 	close(fd);
 	if (n < 3 || line[0] != '#' || line[1] != '!')
 		return 0;
