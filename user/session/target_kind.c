@@ -144,7 +144,9 @@ void target_kind__needs(const struct options *o, bool *ret_insn, bool *python)
 	if (known && o->command && o->command[0]) {
 		known = find_in_path(o->command[0], path, sizeof(path)) &&
 			classify_file(path, path, &k);
-		k.moves_stacks |= command_libs__each(o->command[0], lib_moves_stacks, NULL) > 0;
+		if (!k.moves_stacks)
+			k.moves_stacks =
+				command_libs__each(o->command[0], lib_moves_stacks, NULL) > 0;
 	}
 	*ret_insn = !known || k.go || k.moves_stacks;
 	*python = !known || k.python;

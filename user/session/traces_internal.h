@@ -98,6 +98,9 @@ struct traces {
 	/* per file (device, inode): may its code move a stack (traces_stacks.c) */
 	struct module_verdict *verdicts;
 	size_t n_verdicts, cap_verdicts;
+	/* the launched command's listed libraries: 0 not read yet, 1 none
+	 * moves a stack, 2 one does, 3 no listing (traces_stacks.c) */
+	int command_verdict;
 };
 
 struct module_verdict {

@@ -111,9 +111,13 @@ static bool file_or_needed_unsafe(struct traces *t, const char *cmd, const char 
 
 	if (module_unsafe(t, path))
 		return true;
-	listed = command_libs__each(cmd, listed_unsafe, t);
-	if (listed >= 0)
-		return listed > 0;
+	/* listed once: every trace of the command asks, before its exec */
+	if (!t->command_verdict) {
+		listed = command_libs__each(cmd, listed_unsafe, t);
+		t->command_verdict = listed < 0 ? 3 : listed ? 2 : 1;
+	}
+	if (t->command_verdict != 3)
+		return t->command_verdict == 2;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return false;
