@@ -147,10 +147,17 @@ static int returns_on_ret_insns(struct traces *t, const struct trace *tr,
 		return -EOPNOTSUPP;
 	}
 	if (!bpf_session__has_prog(t->c->bpf, PROBE_PROG_RET_INSN)) {
+		/* what liveprof looks at when it starts decides whether that
+		 * program is loaded: a -p process's maps then, a launched
+		 * command's files before its exec */
 		snprintf(err, errlen,
-			 "'%s' %s, but the target did not look like one when liveprof started, so "
-			 "its return program was not loaded; start liveprof with --trace %s",
-			 tr->spec_text, why, tr->spec_text);
+			 "'%s' %s, which it was not when liveprof started, so the program that "
+			 "probes returns on ret instructions was not loaded (a return probe would "
+			 "crash it); %s",
+			 tr->spec_text, why,
+			 pid == t->c->child
+				 ? "trace it with -p PID once the command has loaded that code"
+				 : "liveprof started again now would load it");
 		return -ENOEXEC;
 	}
 	return 1;
