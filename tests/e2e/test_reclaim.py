@@ -2,11 +2,14 @@
 over long runs must not cost the whole-run profile anything it shows.
 
 tests/workloads/phases.c runs phase A (a_l/a_r paths to a_leaf) for 4 s,
-then phase B (b_l/b_r to b_leaf) for 10 s. With a 2 s window, phase A's
-stacks are idle from the first reclaim pass on (every 10 s): they are
-folded into kept stacks with the same frames and released. The whole-run
-profile must still give phase A its share of the CPU, which the workload
-measures itself (thread CPU time per phase), and lose no sample.
+then phase B (b_l/b_r to b_leaf) for 10 s, then phase A again for 3 s.
+With a 2 s window, phase A's stacks are idle from the first reclaim pass
+on (every 10 s, here at 10 s): they are folded into kept stacks with the
+same frames and released, and the kept ones shed their addresses. Phase
+A's second run samples those very stacks again, which are then new ones
+with a kept twin. The whole-run profile must still give phase A its share
+of the CPU, which the workload measures itself (thread CPU time per
+phase), lose no sample, and show each path once.
 """
 import stats
 
@@ -22,7 +25,7 @@ def folded_counts(path):
 def test_idle_stacks_folded_whole_run_kept(run_lp, wl, tmp_path):
     truth = tmp_path / "phases.truth"
     r = run_lp(["-F", "499", "--window", "2", "-d", "60", "--",
-                wl("phases"), "4", "10", str(truth)], timeout=90)
+                wl("phases"), "4", "10", str(truth), "3"], timeout=90)
     assert r.rc == 0, r.stderr
     js = r.json
     cpu = dict(line.split() for line in truth.read_text().splitlines())
@@ -34,10 +37,16 @@ def test_idle_stacks_folded_whole_run_kept(run_lp, wl, tmp_path):
     mixed = [";".join(fr) for fr, _ in rows if "a_l" in fr and "b_l" in fr]
     print(f"samples {js['samples']}, folded {total}, A {a}, B {b}; stacks held "
           f"{js['distinct_stacks']}, released {js['stacks_released']}, kept "
-          f"{js['stacks_kept']}; CPU A {a_cpu:.3f} s, B {b_cpu:.3f} s")
+          f"{js['stacks_kept']}, shed {js['stacks_shed']}; CPU A {a_cpu:.3f} s, "
+          f"B {b_cpu:.3f} s")
     # The pass ran and released phase A's stacks: without reclaim, nothing is.
     assert js["stacks_released"] > 0, "no stack was reclaimed"
     assert js["stacks_kept"] > 0
+    # Every kept stack gave up its addresses.
+    assert js["stacks_shed"] == js["stacks_kept"]
+    # A path sampled again after its kept stack was shed is one path.
+    paths = [";".join(fr) for fr, _ in rows]
+    assert len(set(paths)) == len(paths), "a path shows more than once"
     # Folding loses no sample and moves none to another path.
     assert total == js["samples"], "samples lost or made up by folding"
     assert not mixed, f"a folded stack crosses the phases: {mixed[:3]}"

@@ -431,6 +431,62 @@ UNIT_TEST(epochs_and_pins)
 	stack_store__free(ss);
 }
 
+/*
+ * A shed stack keeps its id and flags, is no longer found by its
+ * addresses (through the table's growth too), and leaves every other
+ * stack as it was.
+ */
+UNIT_TEST(shed_keeps_id_and_flags)
+{
+	enum { N = 5000, DEPTH = 12 };
+	struct stack_store *ss = stack_store__new(false);
+	uint64_t seed = 11, u[DEPTH];
+	struct raw_stack a;
+	uint32_t flags;
+	int bad = 0;
+
+	for (uint32_t i = 0; i < N; i++) {
+		for (int j = 0; j < DEPTH; j++)
+			u[j] = rnd(&seed);
+		a = mk(1, u, DEPTH, NULL, 0);
+		a.flags = i % 2 ? STACK_F_OFFCPU : STACK_F_TRUNCATED;
+		bad += stack_store__intern(ss, &a) != i;
+	}
+	/* only a pinned stack, once */
+	CHECK_EQ_INT(stack_store__shed(ss, 0), -EINVAL);
+	for (uint32_t i = 0; i < N; i += 2) {
+		stack_store__pin(ss, i);
+		bad += stack_store__shed(ss, i) != 0;
+	}
+	CHECK_EQ_INT(stack_store__shed(ss, 0), -EINVAL);
+	CHECK_EQ_INT(stack_store__shed(ss, N), -EINVAL);
+	CHECK_EQ_INT(bad, 0);
+	CHECK_EQ_INT(stack_store__shed_count(ss), N / 2);
+	CHECK_EQ_INT(stack_store__count(ss), N);
+	CHECK(get(ss, 0) == NULL);
+	CHECK(stack_store__flags(ss, 0, &flags) && flags == STACK_F_TRUNCATED);
+	CHECK(stack_store__flags(ss, 1, &flags) && flags == STACK_F_OFFCPU);
+	CHECK_EQ_INT(stack_store__release(ss, 0), -EINVAL);
+	/* the same stacks again, past several doublings of the table: a shed
+	 * one is new, under a new id; the others are found where they were */
+	seed = 11;
+	for (uint32_t i = 0; i < N; i++) {
+		int64_t id;
+
+		for (int j = 0; j < DEPTH; j++)
+			u[j] = rnd(&seed);
+		a = mk(1, u, DEPTH, NULL, 0);
+		a.flags = i % 2 ? STACK_F_OFFCPU : STACK_F_TRUNCATED;
+		id = stack_store__intern(ss, &a);
+		bad += i % 2 ? id != i : id < N;
+		bad += !same_stack(get(ss, (uint32_t)id), &a);
+	}
+	CHECK_EQ_INT(bad, 0);
+	CHECK_EQ_INT(stack_store__id_bound(ss), N + N / 2);
+	CHECK(get(ss, 0) == NULL);
+	stack_store__free(ss);
+}
+
 /* Remapping folds counts into the target ids, keeps totals, and is a no-op
  * for ids outside the map. */
 UNIT_TEST(counts_remap)

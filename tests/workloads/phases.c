@@ -4,10 +4,12 @@
  * depth 6 (64 call paths) to a spinning a_leaf(), then for SECONDS_B the
  * same through b_l()/b_r() to b_leaf(). With a short window, phase A's
  * stacks go idle while B runs and are folded; the whole-run profile must
- * still give phase A its share. Each phase's thread CPU time is written to
- * OUT (two lines, "a SECONDS" and "b SECONDS"): the ground truth of that
- * share.
- * Usage: phases SECONDS_A SECONDS_B OUT
+ * still give phase A its share. With SECONDS_A2, phase A runs again after
+ * B, on the very stacks that were folded (and, kept, shed their
+ * addresses). Each phase's thread CPU time is written to OUT (two lines,
+ * "a SECONDS" with both runs of A, and "b SECONDS"): the ground truth of
+ * that share.
+ * Usage: phases SECONDS_A SECONDS_B OUT [SECONDS_A2]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,12 +89,14 @@ int main(int argc, char **argv)
 	double a, b;
 	FILE *f;
 
-	if (argc != 4) {
-		fprintf(stderr, "usage: phases SECONDS_A SECONDS_B OUT\n");
+	if (argc != 4 && argc != 5) {
+		fprintf(stderr, "usage: phases SECONDS_A SECONDS_B OUT [SECONDS_A2]\n");
 		return 2;
 	}
 	a = phase(a_l, atof(argv[1]));
 	b = phase(b_l, atof(argv[2]));
+	if (argc == 5)
+		a += phase(a_l, atof(argv[4]));
 	f = fopen(argv[3], "w");
 	if (!f)
 		return 1;

@@ -17,6 +17,7 @@
 #include "user/session/causal.h"
 #include "user/session/daemon.h"
 #include "user/session/options.h"
+#include "user/session/reclaim.h"
 #include "user/util/atomic_file.h"
 #include "user/util/exit_codes.h"
 #include "user/util/log.h"
@@ -338,6 +339,9 @@ static int open_daemon(struct daemon *d, struct options *po, const struct causal
 	 * sampling; the experiments run after sampling has stopped. */
 	po->no_sample_calib = true;
 	rc = daemon__open(d, po, true);
+	/* auto's lines symbolize the whole run's stacks again, by line */
+	if (!rc)
+		reclaim__keep_addresses(d->reclaim);
 	if (!rc && daemon__add_target(d, a->pid)) {
 		lp_err("cannot follow process '%d'", a->pid);
 		rc = EXIT_NO_TARGET;

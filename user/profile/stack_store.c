@@ -12,7 +12,9 @@
  * touch, about 2 us per 4 KB). A stack of 43 frames took 392 bytes here,
  * now about 220 (one escape, into libc).
  * Released ids are reused, so the arrays stay as large as the most stacks
- * alive at once, not as all the stacks a long run has seen.
+ * alive at once, not as all the stacks a long run has seen. A stack kept
+ * only for its frames sheds its addresses (stack_store__shed): its id
+ * stays, its bytes go to the next new stacks.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -22,7 +24,9 @@
 #include "user/util/slab.h"
 #include "user/util/util.h"
 
-#define PINNED	   (1u << 31)			/* in seen[]: never released */
+#define PINNED	   (1u << 31) /* in seen[]: never released */
+#define SHED	   (1u << 30) /* in seen[]: addresses dropped (stack_store__shed) */
+#define SHED_KINDS 32	      /* flags a shed stack may have: STACK_F_* < 32 */
 #define PACKED_MAX (12 * STACK_STORE_MAX_ADDRS) /* an escaped address takes 12 bytes */
 
 /* A stored stack: a raw_stack without the pointers, then its packed addresses. */
@@ -37,11 +41,15 @@ struct record {
 struct stack_store {
 	bool per_thread;
 	struct record **stacks; /* by id; NULL: released, the id is free */
-	uint64_t *hashes;	/* by id */
-	uint32_t *seen;		/* by id: the epoch last interned, | PINNED */
-	size_t n, cap;		/* ids handed out so far (the bound), room */
-	size_t live;		/* stacks not released */
-	uint32_t *free_ids;	/* released ids, reused first */
+	/* the record every shed stack with these flags points to: no
+	 * addresses, no process; made on the first shed of its kind */
+	struct record *shed_kinds[SHED_KINDS];
+	uint64_t shed;
+	uint64_t *hashes;   /* by id */
+	uint32_t *seen;	    /* by id: the epoch last interned, | PINNED, | SHED */
+	size_t n, cap;	    /* ids handed out so far (the bound), room */
+	size_t live;	    /* stacks not released */
+	uint32_t *free_ids; /* released ids, reused first */
 	size_t n_free, cap_free;
 	uint32_t epoch;
 	uint64_t released;
@@ -196,7 +204,10 @@ void stack_store__free(struct stack_store *ss)
 	if (!ss)
 		return;
 	for (size_t id = 0; id < ss->n; id++)
-		free_stack(ss, ss->stacks[id]);
+		if (!(ss->seen[id] & SHED))
+			free_stack(ss, ss->stacks[id]);
+	for (size_t k = 0; k < SHED_KINDS; k++)
+		free_stack(ss, ss->shed_kinds[k]);
 	lp_slab__delete(ss->slab);
 	free(ss->stacks);
 	free(ss->hashes);
@@ -221,7 +232,7 @@ static int grow_table(struct stack_store *ss)
 	for (size_t id = 0; id < ss->n; id++) {
 		size_t i = ss->hashes[id] & (cap - 1);
 
-		if (!ss->stacks[id])
+		if (!ss->stacks[id] || (ss->seen[id] & SHED))
 			continue;
 		while (t[i])
 			i = (i + 1) & (cap - 1);
@@ -371,9 +382,38 @@ void stack_store__pin(struct stack_store *ss, uint32_t id)
 		ss->seen[id] |= PINNED;
 }
 
+int stack_store__shed(struct stack_store *ss, uint32_t id)
+{
+	struct record *r = id < ss->n ? ss->stacks[id] : NULL, **kind;
+
+	if (!r || (ss->seen[id] & (PINNED | SHED)) != PINNED || r->flags >= SHED_KINDS)
+		return -EINVAL;
+	kind = &ss->shed_kinds[r->flags];
+	if (!*kind) {
+		*kind = lp_slab__alloc(ss->slab, sizeof(**kind));
+		if (!*kind)
+			return -ENOMEM;
+		/* more addresses than a stack may have: equal to none */
+		**kind = (struct record){.flags = r->flags, .n_user = UINT16_MAX};
+	}
+	/* Its table entry stays, leading to a record no stack equals, until
+	 * the table next grows: a removal would miss the cache once per stack
+	 * shed (the table spans megabytes), and buy nothing. */
+	free_stack(ss, r);
+	ss->stacks[id] = *kind;
+	ss->seen[id] |= SHED;
+	ss->shed++;
+	return 0;
+}
+
+uint64_t stack_store__shed_count(const struct stack_store *ss)
+{
+	return ss->shed;
+}
+
 void stack_store__set_epoch(struct stack_store *ss, uint32_t epoch)
 {
-	ss->epoch = epoch & ~PINNED;
+	ss->epoch = epoch & ~(PINNED | SHED);
 }
 
 bool stack_store__idle_since(const struct stack_store *ss, uint32_t id, uint32_t epoch)
@@ -401,7 +441,7 @@ bool stack_store__read(const struct stack_store *ss, uint32_t id, struct raw_sta
 	const struct record *r = id < ss->n ? ss->stacks[id] : NULL;
 	uint64_t prev = 0;
 
-	if (!r)
+	if (!r || (ss->seen[id] & SHED))
 		return false;
 	*out = (struct raw_stack){.pid = r->pid,
 				  .tid = r->tid,

@@ -80,7 +80,7 @@ int64_t stack_store__intern_hash(struct stack_store *ss, const struct raw_stack 
  * @out: the stack; its address pointers point into @addrs
  * @addrs: room for STACK_STORE_MAX_ADDRS addresses
  *
- * Return: false for an unknown or released id.
+ * Return: false for an unknown, released or shed id.
  */
 bool stack_store__read(const struct stack_store *ss, uint32_t id, struct raw_stack *out,
 		       uint64_t *addrs);
@@ -107,6 +107,21 @@ size_t stack_store__id_bound(const struct stack_store *ss);
 
 /** stack_store__released - stacks released since the store was made */
 uint64_t stack_store__released(const struct stack_store *ss);
+
+/**
+ * stack_store__shed - drop the addresses of pinned stack @id, keeping its
+ * id and flags: for a stack kept only to carry counts under its frames
+ * (user/session/reclaim.h), which are symbolized already. Its bytes go to
+ * the next new stacks. The same stack sampled again is no longer found:
+ * it is interned under a new id, as a stack never seen.
+ *
+ * Return: 0; -EINVAL if @id is not pinned, is shed already, or has flags
+ * outside STACK_F_*; -ENOMEM.
+ */
+int stack_store__shed(struct stack_store *ss, uint32_t id);
+
+/** stack_store__shed_count - stacks shed since the store was made */
+uint64_t stack_store__shed_count(const struct stack_store *ss);
 
 /**
  * stack_store__set_epoch - the epoch (the daemon's tick count) recorded

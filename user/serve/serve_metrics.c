@@ -198,6 +198,9 @@ enum MHD_Result serve_metrics__get(struct request *r)
 	counter(f, "liveprof_stacks_released_total",
 		"Stacks idle for longer than the window, folded into kept ones and freed.",
 		stack_store__released(d->stacks));
+	counter(f, "liveprof_stacks_shed_total",
+		"Kept stacks that gave up their addresses, holding only their frames.",
+		stack_store__shed_count(d->stacks));
 	fprintf(f,
 		"# HELP liveprof_reclaim_seconds_total Time spent folding and freeing idle "
 		"stacks.\n# TYPE liveprof_reclaim_seconds_total counter\n"

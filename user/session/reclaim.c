@@ -33,6 +33,7 @@ struct reclaim {
 		void *ctx;
 	} holders[MAX_HOLDERS];
 	int n_holders;
+	bool keep_addresses; /* reclaim__keep_addresses() */
 };
 
 struct reclaim *reclaim__new(void)
@@ -67,6 +68,11 @@ void reclaim__remove_holder(struct reclaim *r, void *ctx)
 	r->n_holders = n;
 }
 
+void reclaim__keep_addresses(struct reclaim *r)
+{
+	r->keep_addresses = true;
+}
+
 size_t reclaim__kept(const struct reclaim *r)
 {
 	return r->n;
@@ -96,8 +102,8 @@ static int kept_grow(struct reclaim *r)
 
 /*
  * The kept stack with the frames of stack @id, making @id the kept one
- * if there is none yet (it is pinned then: kept stacks carry whole-run
- * counts for good). Return: its id, or a negative errno.
+ * if there is none yet (it is pinned then, and shed: kept stacks carry
+ * whole-run counts for good). Return: its id, or a negative errno.
  */
 static int64_t kept_for(struct reclaim *r, struct daemon *d, uint32_t id, uint64_t hash)
 {
@@ -112,6 +118,16 @@ static int64_t kept_for(struct reclaim *r, struct daemon *d, uint32_t id, uint64
 	r->kept[i] = (struct kept){hash, id + 1};
 	r->n++;
 	stack_store__pin(d->stacks, id);
+	/*
+	 * Its frames are all it is kept for: its addresses (most of its
+	 * bytes) go to the stacks sampled next, which in a program of ever
+	 * new paths would otherwise take fresh pages, the dearest part of a
+	 * new stack. Should it be sampled again, it comes back under a new
+	 * id, folded into this one by a later pass. Without memory for the
+	 * shared record, it keeps its addresses, which changes nothing else.
+	 */
+	if (!r->keep_addresses)
+		stack_store__shed(d->stacks, id);
 	return id;
 }
 

@@ -7,7 +7,8 @@
  * modules, and lines with --lines), differing only in addresses. Then it
  * is released and its id reused. What is kept grows with the program's
  * distinct call paths, not with the run's length or with how many
- * addresses inside those paths the samples hit.
+ * addresses inside those paths the samples hit; and a kept stack holds
+ * its frames, not its addresses.
  */
 #ifndef LP_SESSION_RECLAIM_H
 #define LP_SESSION_RECLAIM_H
@@ -50,6 +51,13 @@ void reclaim__remove_holder(struct reclaim *r, void *ctx);
  * Return: the number of stacks released, or a negative errno (then none is).
  */
 int64_t reclaim__run(struct daemon *d, uint32_t cutoff);
+
+/**
+ * reclaim__keep_addresses - keep the addresses of kept stacks, which are
+ * otherwise shed (stack_store__shed): for a session that symbolizes its
+ * whole-run stacks again in another way (causal profiling's lines)
+ */
+void reclaim__keep_addresses(struct reclaim *r);
 
 /** reclaim__kept - stacks kept to carry the counts of released ones */
 size_t reclaim__kept(const struct reclaim *r);

@@ -306,6 +306,8 @@ static json_t *summary_json(struct daemon *d, struct profile *p, struct split_re
 	json_object_set_new(root, "stacks_released",
 			    json_integer((json_int_t)stack_store__released(d->stacks)));
 	json_object_set_new(root, "stacks_kept", json_integer(reclaim__kept(d->reclaim)));
+	json_object_set_new(root, "stacks_shed",
+			    json_integer((json_int_t)stack_store__shed_count(d->stacks)));
 	json_object_set_new(root, "offcpu_events", json_integer(d->offcpu_events));
 	json_object_set_new(root, "truncated_stacks", json_integer(d->truncated));
 	json_object_set_new(root, "trampolines_fixed", json_integer(d->tramp_fixed));
