@@ -64,10 +64,12 @@ const char *probe_insn_class_name(enum probe_insn_class c);
  *	its return (function classes only)
  * @out: the result (out->measured false if it could not be measured)
  *
- * Calls the class's stub in batches with and without the probes and
- * compares the lower quartiles of the batch times (preemption only ever
- * adds time); self_ns is the median latency the probes recorded for the
- * stub, whose own work is a few instructions.
+ * Calls the class's stub in batches with and without the probes, in a
+ * child process forked for it (whose address space no other thread
+ * changes meanwhile), and compares the lower quartiles of the batch times
+ * (preemption only ever adds time); self_ns is the median latency the
+ * probes recorded for the stub, whose own work is a few instructions.
+ * Each is the least of a few rounds: noise comes in bursts.
  *
  * Return: 0 or a negative errno.
  */
