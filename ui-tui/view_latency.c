@@ -164,8 +164,9 @@ void draw_latency(struct tui *t, int y0, int h)
 		fmt_ns(p[3], 16, s.p99);
 		fmt_ns(p[4], 16, s.max);
 		/* A line probe counts hits; it has no duration. A function
-		 * whose every call went untimed has none measured. */
-		if (ti->kind == TRACE_LINE || (s.calls && s.untimed >= s.calls))
+		 * none of whose calls was timed (or none made in the window)
+		 * has none measured. */
+		if (ti->kind == TRACE_LINE || s.calls <= s.untimed)
 			for (int k = 0; k < 5; k++)
 				snprintf(p[k], 16, "-");
 		if (idx == t->lat_sel)

@@ -307,6 +307,20 @@ def test_shared_library_function(run_lp, wl):
     assert t["calls"] == want
 
 
+def test_library_never_loaded_waits_with_no_latency(run_lp, wl):
+    """A library the command never loads: its trace waits, says so, and
+    shows no latency ('-'), not percentiles of 0 ns, beside a trace that
+    ran."""
+    r = run_lp(["--trace", "libwl.so:lib_call", "--trace", "libnothere:foo", "--",
+                wl("uselib"), "1"], timeout=90)
+    assert r.rc == 0, r
+    row = next(ln.split() for ln in r.stdout.splitlines() if ln.startswith("libnothere:foo "))
+    assert row[1:3] == ["0", "0"] and row[3:9] == ["-"] * 6, row
+    assert "(waiting for 'libnothere' to be loaded)" in r.stdout, r.stdout[-1500:]
+    ran = next(ln.split() for ln in r.stdout.splitlines() if ln.startswith("libwl.so:lib_call "))
+    assert int(ran[1]) > 0 and ran[3] != "-", ran
+
+
 def test_library_global_read_before_its_load_bias_is_known(run_lp, wl):
     """The same, with a global of the library read at each entry: its
     address needs the library's load bias, unknown when the probe went on

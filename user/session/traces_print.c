@@ -88,9 +88,10 @@ static void print_summary_row(FILE *f, const struct trace *tr, const struct trac
 {
 	char c[6][16] = {"-", "-", "-", "-", "-", "-"};
 
-	/* a line has no latency; a function whose every call went untimed
-	 * has none measured (its zeros would read as calls that took 0 ns) */
-	if (tr->info.kind != TRACE_LINE && !(s->calls && s->untimed >= s->calls)) {
+	/* a line has no latency; a function none of whose calls was timed
+	 * (or none made yet) has none measured: its zeros would read as
+	 * calls that took 0 ns */
+	if (tr->info.kind != TRACE_LINE && s->calls > s->untimed) {
 		lp_fmt_ns(s->p50, c[0], 16);
 		lp_fmt_ns(s->p90, c[1], 16);
 		lp_fmt_ns(s->p95, c[2], 16);
