@@ -21,11 +21,11 @@
  * The child has an address space of its own.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -157,21 +157,21 @@ static void time_batches(long (*fn)(long), uint64_t *t)
  */
 struct stub_runner {
 	pid_t pid;
-	int cmd, res; /* the pipes to the child and from it */
+	int sock; /* liveprof's end of a socket pair with the child */
 	long (*fn)(long);
 };
 
 /* The child: only system calls, the stub and the clock (forked from a
  * process with threads, it may take no lock another thread held). */
-static void __attribute__((noreturn)) runner_child(int cmd, int res, long (*fn)(long))
+static void __attribute__((noreturn)) runner_child(int sock, long (*fn)(long))
 {
 	uint64_t t[N_BATCH];
 	char c;
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	while (read(cmd, &c, 1) == 1) {
+	while (read(sock, &c, 1) == 1) {
 		time_batches(fn, t);
-		if (write(res, t, sizeof(t)) != (ssize_t)sizeof(t))
+		if (write(sock, t, sizeof(t)) != (ssize_t)sizeof(t))
 			break;
 	}
 	_exit(0);
@@ -179,34 +179,25 @@ static void __attribute__((noreturn)) runner_child(int cmd, int res, long (*fn)(
 
 static void runner_start(struct stub_runner *r, long (*fn)(long))
 {
-	int cmd[2], res[2];
+	int sv[2];
 
-	*r = (struct stub_runner){.fn = fn, .cmd = -1, .res = -1};
-	if (pipe2(cmd, O_CLOEXEC))
+	*r = (struct stub_runner){.fn = fn, .sock = -1};
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
 		return;
-	if (pipe2(res, O_CLOEXEC)) {
-		close(cmd[0]);
-		close(cmd[1]);
-		return;
-	}
 	r->pid = fork();
 	if (r->pid == 0) {
-		/* its own copies of the parent's ends: the parent's close must
-		 * be the last, for the child to read the end of the pipe */
-		close(cmd[1]);
-		close(res[0]);
-		runner_child(cmd[0], res[1], fn);
+		/* the parent's end closed here too, so that its close is the
+		 * last one and the child reads the end of the stream */
+		close(sv[0]);
+		runner_child(sv[1], fn);
 	}
-	close(cmd[0]);
-	close(res[1]);
+	close(sv[1]);
 	if (r->pid < 0) {
-		close(cmd[1]);
-		close(res[0]);
+		close(sv[0]);
 		r->pid = 0;
 		return;
 	}
-	r->cmd = cmd[1];
-	r->res = res[0];
+	r->sock = sv[0];
 }
 
 /* The process to probe: the child, or liveprof. */
@@ -224,10 +215,11 @@ static double runner_time(struct stub_runner *r)
 	if (!r->pid) {
 		time_batches(r->fn, t);
 	} else {
-		if (write(r->cmd, "b", 1) != 1)
+		/* no SIGPIPE if the child is gone: an error */
+		if (send(r->sock, "b", 1, MSG_NOSIGNAL) != 1)
 			return -1;
 		while (got < sizeof(t)) {
-			ssize_t n = read(r->res, (char *)t + got, sizeof(t) - got);
+			ssize_t n = read(r->sock, (char *)t + got, sizeof(t) - got);
 
 			if (n <= 0 && !(n < 0 && errno == EINTR))
 				return -1;
@@ -242,8 +234,7 @@ static void runner_stop(struct stub_runner *r)
 {
 	if (!r->pid)
 		return;
-	close(r->cmd); /* the child reads the end and exits */
-	close(r->res);
+	close(r->sock); /* the child reads the end and exits */
 	while (waitpid(r->pid, NULL, 0) < 0 && errno == EINTR)
 		;
 	r->pid = 0;
