@@ -295,20 +295,18 @@ static uint64_t hist_median(const uint64_t *h)
 static int time_probed(struct bpf_session *bpf, int id, struct stub_runner *run, double *traced,
 		       uint64_t *self)
 {
-	uint64_t *before = calloc(2 * LP_HIST_BUCKETS, sizeof(*before)),
-		 *round = before + LP_HIST_BUCKETS;
+	uint64_t *before = calloc(2 * LP_HIST_BUCKETS, sizeof(*before)), *round;
 	int err = 0;
 
 	*traced = -1;
-	*self = UINT64_MAX;
-	for (int r = 0; r < ROUNDS && !err; r++) {
+	*self = 0;
+	if (!before)
+		return -ENOMEM;
+	round = before + LP_HIST_BUCKETS;
+	for (int r = 0; r < ROUNDS; r++) {
 		double t;
 		uint64_t m;
 
-		if (!before) {
-			err = -ENOMEM;
-			break;
-		}
 		hist_delta(bpf, id, NULL, before);
 		t = runner_time(run);
 		if (t < 0) {
@@ -319,12 +317,10 @@ static int time_probed(struct bpf_session *bpf, int id, struct stub_runner *run,
 		m = hist_median(round);
 		if (*traced < 0 || t < *traced)
 			*traced = t;
-		if (m && m < *self)
+		if (m && (!*self || m < *self))
 			*self = m;
 	}
 	free(before);
-	if (*self == UINT64_MAX)
-		*self = 0;
 	return err;
 }
 
