@@ -5,11 +5,13 @@ tests/workloads/phases.c runs phase A (a_l/a_r paths to a_leaf) for 4 s,
 then phase B (b_l/b_r to b_leaf) for 10 s, then phase A again for 3 s.
 With a 2 s window, phase A's stacks are idle from the first reclaim pass
 on (every 10 s, here at 10 s): they are folded into kept stacks with the
-same frames and released, and the kept ones shed their addresses. Phase
-A's second run samples those very stacks again, which are then new ones
-with a kept twin. The whole-run profile must still give phase A its share
-of the CPU, which the workload measures itself (thread CPU time per
-phase), lose no sample, and show each path once.
+same frames and released. A stack sheds its addresses once symbolized,
+as it is sampled first, and is still found by them. Phase A's second run
+samples those very stacks again: the kept ones are found under their ids,
+the released ones are new again, with a kept twin. The whole-run profile
+must still give phase A its share of the CPU, which the workload measures
+itself (thread CPU time per phase), lose no sample, and show each path
+once.
 """
 import stats
 
@@ -42,8 +44,9 @@ def test_idle_stacks_folded_whole_run_kept(run_lp, wl, tmp_path):
     # The pass ran and released phase A's stacks: without reclaim, nothing is.
     assert js["stacks_released"] > 0, "no stack was reclaimed"
     assert js["stacks_kept"] > 0
-    # Every kept stack gave up its addresses.
-    assert js["stacks_shed"] == js["stacks_kept"]
+    # Stacks gave up their addresses as they were symbolized, not only
+    # the kept ones as reclaim kept them.
+    assert js["stacks_shed"] > js["stacks_kept"]
     # A path sampled again after its kept stack was shed is one path.
     paths = [";".join(fr) for fr, _ in rows]
     assert len(set(paths)) == len(paths), "a path shows more than once"

@@ -186,7 +186,7 @@ UNIT_TEST(test_add_new_as_update)
 	rs.n_user = DEPTH;
 	a = stack_store__intern(store, &rs);
 	CHECK_EQ_INT(a, 0);
-	CHECK_EQ_INT(stack_symbols__add_new(ss, (uint32_t)a, &rs, sym, NULL, NULL), 0);
+	CHECK_EQ_INT(stack_symbols__add_new(ss, (uint32_t)a, &rs, sym, NULL, NULL), 1);
 	CHECK_EQ_INT(stack_symbols__frames(ss, 0, &frames, &depth), 0);
 	CHECK_EQ_INT(depth, DEPTH + 1); /* the root, then root-most frame first */
 	if (depth == DEPTH + 1) {
@@ -215,6 +215,19 @@ UNIT_TEST(test_add_new_as_update)
 	CHECK(depth == 2 && !strcmp(frames[1].name, "unit_other"));
 	CHECK_EQ_INT(stack_symbols__frames(ss, 0, &frames, &depth), 0);
 	CHECK_EQ_INT(depth, DEPTH + 1);
+	/* id 1 released and handed out again: add_new takes it, its
+	 * addresses are shed, and the update's redo queue lets it be */
+	CHECK_EQ_INT(stack_symbols__forget(ss, 1), 0);
+	CHECK_EQ_INT(stack_store__release(store, 1), 0);
+	rs.user = &m;
+	rs.flags = STACK_F_OFFCPU;
+	CHECK_EQ_INT(stack_store__intern(store, &rs), 1);
+	CHECK_EQ_INT(stack_symbols__add_new(ss, 1, &rs, sym, NULL, NULL), 1);
+	CHECK_EQ_INT(stack_store__shed(store, 1), 0);
+	CHECK_EQ_INT(stack_symbols__update(ss, store, sym, NULL, NULL), 0);
+	CHECK_EQ_INT(stack_symbols__frames(ss, 1, &frames, &depth), 0);
+	CHECK(depth == 3 && !strcmp(frames[1].name, "unit_marker") &&
+	      !strcmp(frames[2].name, "[off-cpu]"));
 	symbolizer__free(sym);
 	stack_store__free(store);
 	stack_symbols__free(ss);

@@ -341,7 +341,7 @@ static int open_daemon(struct daemon *d, struct options *po, const struct causal
 	rc = daemon__open(d, po, true);
 	/* auto's lines symbolize the whole run's stacks again, by line */
 	if (!rc)
-		reclaim__keep_addresses(d->reclaim);
+		d->keep_addresses = true;
 	if (!rc && daemon__add_target(d, a->pid)) {
 		lp_err("cannot follow process '%d'", a->pid);
 		rc = EXIT_NO_TARGET;

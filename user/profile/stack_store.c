@@ -1,10 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * stack_store.c - stacks interned by content. Each stack is one record:
- * its identity, then its addresses packed as 4-byte differences from the
- * address before (a return address is mostly within a few megabytes of
- * its caller's). A growing array maps ids to records. Interning a stack
- * already seen costs a hash, packing it and a compare.
+ * stack_store.c - stacks interned by content. A stack is known by a
+ * 128-bit hash of everything that makes it itself (its process, flags and
+ * addresses, its thread with per_thread), keyed by a seed drawn for each
+ * store, as the OpenTelemetry eBPF profiler knows its traces: two stacks
+ * are one when both halves agree. Interning a stack already seen costs
+ * that hash and a probe, and never reads its addresses.
+ *
+ * The addresses are kept only for as long as someone will read them: a
+ * record holds the stack's identity, then its addresses packed as 4-byte
+ * differences from the address before (a return address is mostly within
+ * a few megabytes of its caller's). A growing array maps ids to records.
  *
  * Why packed: a profile of distinct stacks grows the daemon by every new
  * stack's bytes, and in these VMs memory touched for the first time is
@@ -12,13 +18,17 @@
  * touch, about 2 us per 4 KB). A stack of 43 frames took 392 bytes here,
  * now about 220 (one escape, into libc).
  * Released ids are reused, so the arrays stay as large as the most stacks
- * alive at once, not as all the stacks a long run has seen. A stack kept
- * only for its frames sheds its addresses (stack_store__shed): its id
- * stays, its bytes go to the next new stacks.
+ * alive at once, not as all the stacks a long run has seen. A stack whose
+ * frames are symbolized sheds its addresses (stack_store__shed): its id,
+ * flags and hash stay, and it is found as before; its bytes go to the
+ * next new stack, so a program of ever new paths no longer takes a fresh
+ * page every few stacks.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
 
 #include "user/profile/stack_store.h"
 #include "user/util/slab.h"
@@ -45,7 +55,9 @@ struct stack_store {
 	 * addresses, no process; made on the first shed of its kind */
 	struct record *shed_kinds[SHED_KINDS];
 	uint64_t shed;
-	uint64_t *hashes;   /* by id */
+	uint64_t *hashes;   /* by id: the key's first half, h */
+	uint64_t *hashes2;  /* by id: its second half, h2 */
+	uint64_t seed[2];   /* the key's, drawn for this store */
 	uint32_t *seen;	    /* by id: the epoch last interned, | PINNED, | SHED */
 	size_t n, cap;	    /* ids handed out so far (the bound), room */
 	size_t live;	    /* stacks not released */
@@ -53,9 +65,9 @@ struct stack_store {
 	size_t n_free, cap_free;
 	uint32_t epoch;
 	uint64_t released;
-	/* open addressing: the hash's high half << 32 | id + 1, 0 = empty;
-	 * a probe compares the high halves in the slot itself before it
-	 * touches a stored stack (each of those is a cache miss) */
+	/* open addressing: h's high half << 32 | id + 1, 0 = empty; a
+	 * probe compares the high halves in the slot itself before it reads
+	 * the per-id hashes (each of those is a cache miss) */
 	uint64_t *table;
 	size_t table_cap;
 	struct lp_slab *slab; /* the records */
@@ -67,15 +79,27 @@ static uint64_t mix(uint64_t h, uint64_t v)
 	return h * 0xff51afd7ed558ccdULL;
 }
 
-/*
- * @h mixed with the @n words of @v. Four lanes, each taking every fourth
- * word: one chain of mix() through a deep stack (a multiply per frame)
- * was a tenth of what interning a new stack cost; four chains overlap.
- */
-static uint64_t mix_words(uint64_t h, const uint64_t *v, unsigned int n)
+/* The second half's step: another multiplier and shift, so that a pair of
+ * stacks that meets in mix()'s chains does not also meet here. Like mix(),
+ * one to one in @v for a given @h: a single changed word always shows. */
+static uint64_t mix2(uint64_t h, uint64_t v)
 {
-	uint64_t a = h, b = h ^ 0x94d049bb133111ebULL, c = h ^ 0xbf58476d1ce4e5b9ULL,
-		 e = h ^ 0x2545f4914f6cdd1dULL;
+	h ^= v * 0xbf58476d1ce4e5b9ULL + (h >> 29);
+	return h * 0xc2b2ae3d27d4eb4fULL;
+}
+
+/*
+ * Both halves of the key of the @n words of @v, after *@h and *@g. Four
+ * lanes each, every lane taking every fourth word: one chain of mix()
+ * through a deep stack (a multiply per frame) was a tenth of what
+ * interning a new stack cost; eight chains overlap.
+ */
+static void mix_words(uint64_t *h, uint64_t *g, const uint64_t *v, unsigned int n)
+{
+	uint64_t a = *h, b = *h ^ 0x94d049bb133111ebULL, c = *h ^ 0xbf58476d1ce4e5b9ULL,
+		 e = *h ^ 0x2545f4914f6cdd1dULL;
+	uint64_t p = *g, q = *g ^ 0x8cb92ba72f3d8dd7ULL, r = *g ^ 0x3c6ef372fe94f82bULL,
+		 t = *g ^ 0xa54ff53a5f1d36f1ULL;
 	unsigned int i = 0;
 
 	for (; i + 4 <= n; i += 4) {
@@ -83,25 +107,34 @@ static uint64_t mix_words(uint64_t h, const uint64_t *v, unsigned int n)
 		b = mix(b, v[i + 1]);
 		c = mix(c, v[i + 2]);
 		e = mix(e, v[i + 3]);
+		p = mix2(p, v[i]);
+		q = mix2(q, v[i + 1]);
+		r = mix2(r, v[i + 2]);
+		t = mix2(t, v[i + 3]);
 	}
-	for (; i < n; i++)
+	for (; i < n; i++) {
 		a = mix(a, v[i]);
-	return n < 4 ? a : mix(mix(mix(a, b), c), e);
+		p = mix2(p, v[i]);
+	}
+	*h = n < 4 ? a : mix(mix(mix(a, b), c), e);
+	*g = n < 4 ? p : mix2(mix2(mix2(p, q), r), t);
 }
 
-uint64_t stack_store__hash(const struct stack_store *ss, const struct raw_stack *st)
+struct stack_key stack_store__hash(const struct stack_store *ss, const struct raw_stack *st)
 {
-	uint64_t h = mix(st->pid,
-			 ((uint64_t)st->flags << 32) | ((uint64_t)st->n_user << 16) | st->n_kernel);
+	uint64_t id = ((uint64_t)st->flags << 32) | ((uint64_t)st->n_user << 16) | st->n_kernel;
+	uint64_t h = mix(ss->seed[0] ^ st->pid, id), g = mix2(ss->seed[1] ^ st->pid, id);
 
-	if (ss->per_thread)
+	if (ss->per_thread) {
 		h = mix(h, st->tid);
-	h = mix_words(h, st->user, st->n_user);
+		g = mix2(g, st->tid);
+	}
+	mix_words(&h, &g, st->user, st->n_user);
 	if (st->n_kernel)
-		h = mix_words(h, st->kernel, st->n_kernel);
+		mix_words(&h, &g, st->kernel, st->n_kernel);
 	/* mix() leaves the low bits, the table's index, weakly spread */
 	h = lp_mix64(h);
-	return h ? h : 1;
+	return (struct stack_key){.h = h ? h : 1, .h2 = lp_mix64(g)};
 }
 
 /*
@@ -161,14 +194,6 @@ static size_t pack_stack(const struct raw_stack *st, uint8_t *out)
 	return (size_t)(pack_addrs(end, st->kernel, st->n_kernel, &prev) - out);
 }
 
-static bool stack_equal(const struct stack_store *ss, const struct record *r,
-			const struct raw_stack *st, const uint8_t *packed, size_t len)
-{
-	return r->pid == st->pid && r->flags == st->flags && r->n_user == st->n_user &&
-	       r->n_kernel == st->n_kernel && (!ss->per_thread || r->tid == st->tid) &&
-	       r->packed_len == len && !memcmp(r->packed, packed, len);
-}
-
 static size_t record_bytes(const struct record *r)
 {
 	return sizeof(*r) + r->packed_len;
@@ -187,6 +212,12 @@ struct stack_store *stack_store__new(bool per_thread)
 	if (!ss)
 		return NULL;
 	ss->per_thread = per_thread;
+	/* A fixed key would let a target that writes its own stack (frame
+	 * pointers are its memory) make two stacks one on purpose. */
+	if (getrandom(ss->seed, sizeof(ss->seed), GRND_NONBLOCK) != sizeof(ss->seed)) {
+		ss->seed[0] = lp_mix64((uint64_t)time(NULL) ^ (uint64_t)(uintptr_t)ss);
+		ss->seed[1] = lp_mix64(ss->seed[0] ^ 0x9e3779b97f4a7c15ULL);
+	}
 	ss->table_cap = 1024;
 	ss->table = calloc(ss->table_cap, sizeof(*ss->table));
 	ss->slab = lp_slab__new();
@@ -211,6 +242,7 @@ void stack_store__free(struct stack_store *ss)
 	lp_slab__delete(ss->slab);
 	free(ss->stacks);
 	free(ss->hashes);
+	free(ss->hashes2);
 	free(ss->seen);
 	free(ss->free_ids);
 	free(ss->table);
@@ -232,7 +264,7 @@ static int grow_table(struct stack_store *ss)
 	for (size_t id = 0; id < ss->n; id++) {
 		size_t i = ss->hashes[id] & (cap - 1);
 
-		if (!ss->stacks[id] || (ss->seen[id] & SHED))
+		if (!ss->stacks[id])
 			continue;
 		while (t[i])
 			i = (i + 1) & (cap - 1);
@@ -259,6 +291,10 @@ static int grow_ids(struct stack_store *ss)
 	if (!hs)
 		return -ENOMEM;
 	ss->hashes = hs;
+	hs = realloc(ss->hashes2, cap * sizeof(*hs));
+	if (!hs)
+		return -ENOMEM;
+	ss->hashes2 = hs;
 	seen = realloc(ss->seen, cap * sizeof(*seen));
 	if (!seen)
 		return -ENOMEM;
@@ -292,11 +328,15 @@ void stack_store__prefetch_hash(const struct stack_store *ss, uint64_t h)
 
 int64_t stack_store__intern(struct stack_store *ss, const struct raw_stack *st)
 {
-	return stack_store__intern_hash(ss, st, stack_store__hash(ss, st));
+	struct stack_key k = stack_store__hash(ss, st);
+
+	return stack_store__intern_hash(ss, st, &k);
 }
 
-int64_t stack_store__intern_hash(struct stack_store *ss, const struct raw_stack *st, uint64_t h)
+int64_t stack_store__intern_hash(struct stack_store *ss, const struct raw_stack *st,
+				 const struct stack_key *k)
 {
+	uint64_t h = k->h;
 	size_t i = h & (ss->table_cap - 1), len;
 	uint8_t packed[PACKED_MAX];
 	struct record *copy;
@@ -304,16 +344,16 @@ int64_t stack_store__intern_hash(struct stack_store *ss, const struct raw_stack 
 
 	if (st->n_user + st->n_kernel > STACK_STORE_MAX_ADDRS)
 		return -E2BIG;
-	len = pack_stack(st, packed);
 	while (ss->table[i]) {
 		id = (uint32_t)ss->table[i] - 1;
 		if ((ss->table[i] >> 32) == (h >> 32) && ss->hashes[id] == h &&
-		    stack_equal(ss, ss->stacks[id], st, packed, len)) {
-			ss->seen[id] = (ss->seen[id] & PINNED) | ss->epoch;
+		    ss->hashes2[id] == k->h2) {
+			ss->seen[id] = (ss->seen[id] & (PINNED | SHED)) | ss->epoch;
 			return id;
 		}
 		i = (i + 1) & (ss->table_cap - 1);
 	}
+	len = pack_stack(st, packed);
 	if (!ss->n_free && ss->n >= UINT32_MAX - 1)
 		return -E2BIG;
 	if (!ss->n_free && ss->n == ss->cap && grow_ids(ss))
@@ -324,6 +364,7 @@ int64_t stack_store__intern_hash(struct stack_store *ss, const struct raw_stack 
 	id = ss->n_free ? ss->free_ids[--ss->n_free] : (uint32_t)ss->n++;
 	ss->stacks[id] = copy;
 	ss->hashes[id] = h;
+	ss->hashes2[id] = k->h2;
 	ss->seen[id] = ss->epoch;
 	ss->table[i] = table_entry(h, id);
 	ss->live++;
@@ -368,7 +409,8 @@ int stack_store__release(struct stack_store *ss, uint32_t id)
 		ss->cap_free = cap;
 	}
 	table_remove(ss, id);
-	free_stack(ss, ss->stacks[id]);
+	if (!(ss->seen[id] & SHED))
+		free_stack(ss, ss->stacks[id]);
 	ss->stacks[id] = NULL;
 	ss->free_ids[ss->n_free++] = id;
 	ss->live--;
@@ -386,19 +428,19 @@ int stack_store__shed(struct stack_store *ss, uint32_t id)
 {
 	struct record *r = id < ss->n ? ss->stacks[id] : NULL, **kind;
 
-	if (!r || (ss->seen[id] & (PINNED | SHED)) != PINNED || r->flags >= SHED_KINDS)
+	if (!r || r->flags >= SHED_KINDS)
 		return -EINVAL;
+	if (ss->seen[id] & SHED)
+		return 0;
 	kind = &ss->shed_kinds[r->flags];
 	if (!*kind) {
 		*kind = lp_slab__alloc(ss->slab, sizeof(**kind));
 		if (!*kind)
 			return -ENOMEM;
-		/* more addresses than a stack may have: equal to none */
-		**kind = (struct record){.flags = r->flags, .n_user = UINT16_MAX};
+		/* its flags alone, for stack_store__flags() */
+		**kind = (struct record){.flags = r->flags};
 	}
-	/* Its table entry stays, leading to a record no stack equals, until
-	 * the table next grows: a removal would miss the cache once per stack
-	 * shed (the table spans megabytes), and buy nothing. */
+	/* Its table entry and its key stay: it is found as before. */
 	free_stack(ss, r);
 	ss->stacks[id] = *kind;
 	ss->seen[id] |= SHED;
@@ -418,7 +460,8 @@ void stack_store__set_epoch(struct stack_store *ss, uint32_t epoch)
 
 bool stack_store__idle_since(const struct stack_store *ss, uint32_t id, uint32_t epoch)
 {
-	return id < ss->n && ss->stacks[id] && !(ss->seen[id] & PINNED) && ss->seen[id] < epoch;
+	return id < ss->n && ss->stacks[id] && !(ss->seen[id] & PINNED) &&
+	       (ss->seen[id] & ~SHED) < epoch;
 }
 
 void stack_store__prefetch(const struct stack_store *ss, uint32_t id)

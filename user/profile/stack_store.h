@@ -52,28 +52,41 @@ void stack_store__free(struct stack_store *ss);
  */
 int64_t stack_store__intern(struct stack_store *ss, const struct raw_stack *st);
 
-/**
- * stack_store__hash - the hash stack_store__intern_hash() takes for @st
- *
- * Return: the hash; it changes with anything that is part of the stack's
- * identity (frames, pid, flags, the thread with per_thread).
+/*
+ * What a stack is known by in its store: a 128-bit hash, keyed by a seed
+ * of the store's own, of everything that is part of the stack's identity
+ * (addresses, pid, flags, the thread with per_thread). Stacks whose keys
+ * are equal are one stack: their addresses are never compared.
  */
-uint64_t stack_store__hash(const struct stack_store *ss, const struct raw_stack *st);
+struct stack_key {
+	uint64_t h;  /* its first half, never 0: it places the stack in the table */
+	uint64_t h2; /* its second half */
+};
 
 /**
- * stack_store__prefetch_hash - start loading the table slot a stack of
- * hash @h is looked up in (a cache miss in a large store), so that work
+ * stack_store__hash - the key stack_store__intern_hash() takes for @st
+ *
+ * Return: the key; it changes with anything that is part of the stack's
+ * identity (frames, pid, flags, the thread with per_thread).
+ */
+struct stack_key stack_store__hash(const struct stack_store *ss, const struct raw_stack *st);
+
+/**
+ * stack_store__prefetch_hash - start loading the table slot a stack whose
+ * key's first half is @h is looked up in (a cache miss in a large store), so that work
  * done before stack_store__intern_hash() overlaps it
  */
 void stack_store__prefetch_hash(const struct stack_store *ss, uint64_t h);
 
 /**
  * stack_store__intern_hash - stack_store__intern() of @st, whose
- * stack_store__hash() is @h (it must be: a wrong one interns @st twice)
+ * stack_store__hash() is *@k (it must be: a wrong one makes @st another
+ * stack's, or a new one)
  *
  * Return: as stack_store__intern().
  */
-int64_t stack_store__intern_hash(struct stack_store *ss, const struct raw_stack *st, uint64_t h);
+int64_t stack_store__intern_hash(struct stack_store *ss, const struct raw_stack *st,
+				 const struct stack_key *k);
 
 /**
  * stack_store__read - the stack with id @id, unpacked
@@ -109,14 +122,13 @@ size_t stack_store__id_bound(const struct stack_store *ss);
 uint64_t stack_store__released(const struct stack_store *ss);
 
 /**
- * stack_store__shed - drop the addresses of pinned stack @id, keeping its
- * id and flags: for a stack kept only to carry counts under its frames
- * (user/session/reclaim.h), which are symbolized already. Its bytes go to
- * the next new stacks. The same stack sampled again is no longer found:
- * it is interned under a new id, as a stack never seen.
+ * stack_store__shed - drop the addresses of stack @id, keeping its id,
+ * flags and key: for a stack whose frames are symbolized already, so that
+ * nobody reads its addresses again (stack_store__read() says false). Its
+ * bytes go to the next new stacks. Sampled again, it is found as before.
  *
- * Return: 0; -EINVAL if @id is not pinned, is shed already, or has flags
- * outside STACK_F_*; -ENOMEM.
+ * Return: 0, also for a stack shed already; -EINVAL for an unknown or
+ * released id, or flags outside STACK_F_*; -ENOMEM (it keeps them).
  */
 int stack_store__shed(struct stack_store *ss, uint32_t id);
 

@@ -420,6 +420,8 @@ static int update_redo(struct stack_symbols *ss, const struct stack_store *store
 	for (size_t i = 0; i < ss->n_redo; i++) {
 		uint32_t id = ss->redo[i];
 
+		if (ss->stacks[id].packed)
+			continue; /* taken by stack_symbols__add_new() */
 		if (!stack_store__read(store, id, &rs, addrs) || err ||
 		    (err = symbolize_id(ss, &rs, sym, root_name, ctx, id)))
 			ss->redo[kept++] = id;
@@ -451,6 +453,10 @@ int stack_symbols__add_new(struct stack_symbols *ss, uint32_t id, const struct r
 {
 	int err;
 
+	/* A released id handed out again waits in the redo queue, which
+	 * drops it once it has frames. */
+	if (id < ss->n && !ss->stacks[id].packed)
+		return symbolize_id(ss, rs, sym, root_name, ctx, id) ?: 1;
 	if (id != ss->n)
 		return 0;
 	err = reserve_stacks(ss, (size_t)id + 1);
@@ -458,9 +464,10 @@ int stack_symbols__add_new(struct stack_symbols *ss, uint32_t id, const struct r
 		return err;
 	ss->stacks[id] = (struct sym_stack){0};
 	err = symbolize_id(ss, rs, sym, root_name, ctx, id);
-	if (!err)
-		ss->n++;
-	return err;
+	if (err)
+		return err;
+	ss->n++;
+	return 1;
 }
 
 int stack_symbols__update(struct stack_symbols *ss, const struct stack_store *store,

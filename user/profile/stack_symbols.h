@@ -39,10 +39,12 @@ int stack_symbols__update(struct stack_symbols *ss, const struct stack_store *st
  * stack_symbols__add_new - symbolize stack @id, just interned from @rs,
  * now rather than at the next stack_symbols__update(), while its
  * addresses are at hand; only when it is the stack an update would take
- * next (else, and on an error, the update takes it)
+ * next, or a released id handed out again (else, and on an error, the
+ * update takes it)
  * @root_name: as for stack_symbols__update()
  *
- * Return: 0 (also when left to the update), or a negative errno.
+ * Return: 1 when it was symbolized now, 0 when it is left to the update,
+ * or a negative errno.
  */
 int stack_symbols__add_new(struct stack_symbols *ss, uint32_t id, const struct raw_stack *rs,
 			   struct symbolizer *sym, const char *(*root_name)(void *, uint32_t),

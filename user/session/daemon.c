@@ -37,13 +37,13 @@ _Static_assert(UNWIND_TRAMP_LO == LP_UPROBE_TRAMP_LO && UNWIND_TRAMP_HI == LP_UP
 
 /*
  * The stack of sample @s into @rs (its frames in @us, MAX_USER_FRAMES),
- * with its hash in the store, *@h. Looking a new stack up in the store
+ * with its key in the store, *@k. Looking a new stack up in the store
  * misses in its table: the load is started on the stack as the unwinder
  * left it, the final one unless a frame is cut or interpreter frames are
  * merged, while those are checked; then hashed again if they changed it.
  */
 static void sample_raw_stack(struct daemon *d, const struct lp_sample *s, uint64_t *us,
-			     struct raw_stack *rs, uint64_t *h)
+			     struct raw_stack *rs, struct stack_key *k)
 {
 	uint32_t flags = (s->flags & LP_SF_OFFCPU) ? STACK_F_OFFCPU : 0;
 	unsigned int nu, cut;
@@ -60,8 +60,8 @@ static void sample_raw_stack(struct daemon *d, const struct lp_sample *s, uint64
 	rs->user = us;
 	rs->kernel = (const uint64_t *)s->kstack;
 	memcpy(rs->comm, s->comm, sizeof(rs->comm));
-	*h = stack_store__hash(d->stacks, rs);
-	stack_store__prefetch_hash(d->stacks, *h);
+	*k = stack_store__hash(d->stacks, rs);
+	stack_store__prefetch_hash(d->stacks, k->h);
 	/* whatever the unwinder said, a caller must be code */
 	cut = stack_fixup__cut(d->sym, d->spans, s->pid, us, nu);
 	if (cut < nu) {
@@ -86,7 +86,7 @@ static void sample_raw_stack(struct daemon *d, const struct lp_sample *s, uint64
 	if (merged || nu != rs->n_user || flags != rs->flags) {
 		rs->flags = flags;
 		rs->n_user = (uint16_t)nu;
-		*h = stack_store__hash(d->stacks, rs);
+		*k = stack_store__hash(d->stacks, rs);
 	}
 }
 
@@ -94,8 +94,9 @@ static int on_sample(struct daemon *d, const struct lp_sample *s, size_t size)
 {
 	uint64_t us[MAX_USER_FRAMES];
 	struct raw_stack rs = {0};
+	struct stack_key key;
 	int64_t id;
-	uint64_t count, h;
+	uint64_t count;
 
 	if (size < sizeof(*s) || (s->stack_len && s->stack_len + LP_REDZONE > size - sizeof(*s))) {
 		d->events_bad++;
@@ -105,17 +106,22 @@ static int on_sample(struct daemon *d, const struct lp_sample *s, size_t size)
 	 * and a sample from before the profile's start (daemon__restart) */
 	if (s->pid == d->self_pid || s->time_ns < d->count_from_ns)
 		return 0;
-	sample_raw_stack(d, s, us, &rs, &h);
-	id = stack_store__intern_hash(d->stacks, &rs, h);
+	sample_raw_stack(d, s, us, &rs, &key);
+	id = stack_store__intern_hash(d->stacks, &rs, &key);
 	if (id < 0)
 		return (int)id;
 	/* A new stack is symbolized now, while its addresses are in the
 	 * cache: at the tick, a second later, each was unpacked again from
 	 * memory gone cold. Before the first symbolization (start-up) and
-	 * after an error, the tick takes it. */
-	if (d->symbolized)
-		stack_symbols__add_new(d->core.symbols, (uint32_t)id, &rs, d->sym,
-				       daemon__process_name, d);
+	 * after an error, the tick takes it. Symbolized, its addresses are
+	 * read no more: their bytes go to the next new stack, where in a
+	 * program of ever new paths a fresh page every few stacks was the
+	 * dearest part of a new stack. */
+	if (d->symbolized &&
+	    stack_symbols__add_new(d->core.symbols, (uint32_t)id, &rs, d->sym, daemon__process_name,
+				   d) > 0 &&
+	    !d->keep_addresses)
+		stack_store__shed(d->stacks, (uint32_t)id);
 
 	/* An off-CPU event is one block, weighed by its duration. */
 	count = 1;

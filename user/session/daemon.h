@@ -82,6 +82,10 @@ struct daemon {
 	int child_status;      /* wait status once it exited */
 	bool child_exited;
 	bool symbolized; /* the first symbolization has run */
+	/* stacks keep their addresses once symbolized, for a session that
+	 * symbolizes them again in another way (causal profiling's lines);
+	 * otherwise they are shed (stack_store__shed) */
+	bool keep_addresses;
 	/* the programs verified in the background (bpf_session.h) */
 	struct daemon_calib *calib; /* the sample cost their loader measures */
 	bool programs_done;	    /* their load ended: ready, or load_error */

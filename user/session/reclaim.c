@@ -33,7 +33,6 @@ struct reclaim {
 		void *ctx;
 	} holders[MAX_HOLDERS];
 	int n_holders;
-	bool keep_addresses; /* reclaim__keep_addresses() */
 };
 
 struct reclaim *reclaim__new(void)
@@ -66,11 +65,6 @@ void reclaim__remove_holder(struct reclaim *r, void *ctx)
 		if (r->holders[i].ctx != ctx)
 			r->holders[n++] = r->holders[i];
 	r->n_holders = n;
-}
-
-void reclaim__keep_addresses(struct reclaim *r)
-{
-	r->keep_addresses = true;
 }
 
 size_t reclaim__kept(const struct reclaim *r)
@@ -119,14 +113,12 @@ static int64_t kept_for(struct reclaim *r, struct daemon *d, uint32_t id, uint64
 	r->n++;
 	stack_store__pin(d->stacks, id);
 	/*
-	 * Its frames are all it is kept for: its addresses (most of its
-	 * bytes) go to the stacks sampled next, which in a program of ever
-	 * new paths would otherwise take fresh pages, the dearest part of a
-	 * new stack. Should it be sampled again, it comes back under a new
-	 * id, folded into this one by a later pass. Without memory for the
-	 * shared record, it keeps its addresses, which changes nothing else.
+	 * Its frames are all it is kept for: its addresses go to the stacks
+	 * sampled next (on_sample() sheds most stacks already; these may have
+	 * been symbolized at a tick). Without memory for the shared record,
+	 * it keeps its addresses, which changes nothing else.
 	 */
-	if (!r->keep_addresses)
+	if (!d->keep_addresses)
 		stack_store__shed(d->stacks, id);
 	return id;
 }

@@ -52,13 +52,6 @@ void reclaim__remove_holder(struct reclaim *r, void *ctx);
  */
 int64_t reclaim__run(struct daemon *d, uint32_t cutoff);
 
-/**
- * reclaim__keep_addresses - keep the addresses of kept stacks, which are
- * otherwise shed (stack_store__shed): for a session that symbolizes its
- * whole-run stacks again in another way (causal profiling's lines)
- */
-void reclaim__keep_addresses(struct reclaim *r);
-
 /** reclaim__kept - stacks kept to carry the counts of released ones */
 size_t reclaim__kept(const struct reclaim *r);
 
