@@ -321,6 +321,18 @@ def test_library_never_loaded_waits_with_no_latency(run_lp, wl):
     assert int(ran[1]) > 0 and ran[3] != "-", ran
 
 
+@pytest.mark.parametrize("lib", ["/nonexistent/libwl.so", "nothere/libwl.so"])
+def test_library_path_that_does_not_exist_is_refused(run_lp, wl, lib):
+    """A library named by a path (it has a '/') that exists neither for the
+    target nor for liveprof is a mistake, said at once with exit status 8
+    (README), not a library to wait for while the command runs."""
+    r = run_lp(["--trace", f"{lib}:lib_call", "--", wl("uselib"), "1"], timeout=30)
+    assert r.rc == 8, r
+    err = r.stderr.strip()
+    assert err == f"liveprof: no such file '{lib}' in '{lib}:lib_call'", err
+    assert "waiting for" not in r.stdout, r.stdout[-800:]
+
+
 def test_library_global_read_before_its_load_bias_is_known(run_lp, wl):
     """The same, with a global of the library read at each entry: its
     address needs the library's load bias, unknown when the probe went on

@@ -90,6 +90,18 @@ static void sample_raw_stack(struct daemon *d, const struct lp_sample *s, uint64
 	}
 }
 
+void daemon__symbolize_stack(struct daemon *d, uint32_t id, const struct raw_stack *rs)
+{
+	/* Now, while its addresses are in the cache: at the tick, a second
+	 * later, each was unpacked again from memory gone cold. Then their
+	 * bytes go to the next new stack: in a program of ever new paths, a
+	 * fresh page every few stacks was the dearest part of a new stack. */
+	if (d->symbolized &&
+	    stack_symbols__add_new(d->core.symbols, id, rs, d->sym, daemon__process_name, d) > 0 &&
+	    !d->keep_addresses)
+		stack_store__shed(d->stacks, id);
+}
+
 static int on_sample(struct daemon *d, const struct lp_sample *s, size_t size)
 {
 	uint64_t us[MAX_USER_FRAMES];
@@ -110,18 +122,7 @@ static int on_sample(struct daemon *d, const struct lp_sample *s, size_t size)
 	id = stack_store__intern_hash(d->stacks, &rs, &key);
 	if (id < 0)
 		return (int)id;
-	/* A new stack is symbolized now, while its addresses are in the
-	 * cache: at the tick, a second later, each was unpacked again from
-	 * memory gone cold. Before the first symbolization (start-up) and
-	 * after an error, the tick takes it. Symbolized, its addresses are
-	 * read no more: their bytes go to the next new stack, where in a
-	 * program of ever new paths a fresh page every few stacks was the
-	 * dearest part of a new stack. */
-	if (d->symbolized &&
-	    stack_symbols__add_new(d->core.symbols, (uint32_t)id, &rs, d->sym, daemon__process_name,
-				   d) > 0 &&
-	    !d->keep_addresses)
-		stack_store__shed(d->stacks, (uint32_t)id);
+	daemon__symbolize_stack(d, (uint32_t)id, &rs);
 
 	/* An off-CPU event is one block, weighed by its duration. */
 	count = 1;
@@ -168,6 +169,8 @@ static int on_waker(struct daemon *d, const struct lp_waker *w, size_t size)
 	if (name)
 		snprintf(rs.comm, sizeof(rs.comm), "%s", name);
 	id = stack_store__intern(d->stacks, &rs);
+	if (id >= 0)
+		daemon__symbolize_stack(d, (uint32_t)id, &rs);
 	pair = id < 0 ? id : holders__pair(d->holders, waiter, (uint32_t)id);
 	if (pair >= 0) {
 		/* a pair keeps both ids for the whole run, unremapped */

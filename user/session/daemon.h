@@ -201,6 +201,15 @@ bool daemon__targets_alive(struct daemon *d);
 /** daemon__symbolize_new - symbolize stacks interned since the last call */
 int daemon__symbolize_new(struct daemon *d);
 
+/**
+ * daemon__symbolize_stack - symbolize stack @id, just interned from @rs,
+ * now, while its addresses are at hand, and shed them (unless
+ * keep_addresses): a stack is read no more once it has frames. Before the
+ * first symbolization, and on an error, the next tick takes it. Every
+ * intern of the daemon's calls it, so that the new ids come in turn.
+ */
+void daemon__symbolize_stack(struct daemon *d, uint32_t id, const struct raw_stack *rs);
+
 /** daemon__window_counts - sum of the window's slots into @out (cleared first) */
 int daemon__window_counts(struct daemon *d, struct counts *out);
 

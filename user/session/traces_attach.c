@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -301,6 +302,22 @@ static int attach_line(struct traces *t, struct trace *tr, struct probe_target *
 	return 0;
 }
 
+/*
+ * Whether the file @path exists as process @pid sees it (its root may be
+ * a container's) or as we do. A library named by a path that is in
+ * neither is a mistake to say at once, not a library to wait for.
+ */
+static bool path_exists_for(int pid, const char *path)
+{
+	char in_root[PATH_MAX + 32];
+
+	if (!access(path, F_OK))
+		return true;
+	snprintf(in_root, sizeof(in_root), "/proc/%d/root%s%s", pid, path[0] == '/' ? "" : "/",
+		 path);
+	return !access(in_root, F_OK);
+}
+
 int traces_locate_spec(struct traces *t, struct trace *tr, int pid, const char *binary,
 		       struct binary_loc *loc, bool *pre_exec, char *err, size_t errlen)
 {
@@ -321,6 +338,10 @@ int traces_locate_spec(struct traces *t, struct trace *tr, int pid, const char *
 	    pid == t->c->child && t->c->opts->command && traces_child_before_exec(pid) &&
 	    !traces_locate_needed(t->c->opts->command[0], binary, loc))
 		r = 0;
+	if (r == -ENOENT && strchr(binary, '/') && !path_exists_for(pid, binary)) {
+		snprintf(err, errlen, "no such file '%s' in '%s'", binary, tr->spec_text);
+		return r;
+	}
 	if (r == -ENOENT && binary[0]) {
 		tr->pending = true; /* attach when the library shows up */
 		return -EAGAIN;
