@@ -184,17 +184,19 @@ static struct addr_frames *addr_find(struct stack_symbols *ss, uint32_t pid, uin
 	return NULL;
 }
 
-/* Room for one more entry: the table doubles at half full, and starts
- * over empty at ADDR_CACHE_MAX (a bound on memory, not on correctness).
- * It starts small, 12 KB: a process's stacks return to a few hundred
- * addresses, whose entries then stay in the first-level cache, where 4,096
- * entries spread them over 192 KB. */
+/* Room for one more entry: the table doubles at a quarter full, so that
+ * a lookup, once per frame of every new stack, seldom probes a second
+ * slot (a branch mispredicted), and starts over empty at ADDR_CACHE_MAX
+ * (a bound on memory, not on correctness). It starts small, 12 KB: a
+ * process's stacks return to a few dozen addresses, whose entries then
+ * stay in the first-level cache, where 4,096 entries spread them over
+ * 192 KB. */
 static int addr_room(struct stack_symbols *ss)
 {
 	size_t ncap = ss->addr_cap ? ss->addr_cap * 2 : 256;
 	struct addr_frames *old = ss->addr_cache, *n;
 
-	if (ss->addr_n * 2 < ss->addr_cap)
+	if (ss->addr_n * 4 < ss->addr_cap)
 		return 0;
 	if (ncap > ADDR_CACHE_MAX) {
 		memset(old, 0, ss->addr_cap * sizeof(*old));
@@ -261,6 +263,11 @@ static int push_user_addr_cached(struct stack_symbols *ss, struct symbolizer *sy
 	int err;
 
 	if (e) {
+		/* most addresses are one frame: no loop to mispredict */
+		if (e->n == 1 && *depth < MAX_FRAMES) {
+			ids[(*depth)++] = e->ids[0];
+			return 0;
+		}
 		for (uint32_t k = 0; k < e->n && *depth < MAX_FRAMES; k++)
 			ids[(*depth)++] = e->ids[k];
 		return 0;
