@@ -498,6 +498,40 @@ UNIT_TEST(shed_keeps_id_flags_and_key)
 	stack_store__free(ss);
 }
 
+/* A stack interned bare has an id, flags and key but no addresses until
+ * unshed; found again either way, and counted shed only while bare. */
+UNIT_TEST(intern_bare_then_unshed)
+{
+	struct stack_store *ss = stack_store__new(false);
+	uint64_t u[3] = {0x401000, 0x402000, 0x7f0000001000};
+	struct raw_stack a = mk(5, u, 3, NULL, 0), b = a;
+	struct stack_key ka, kb;
+	uint32_t flags;
+	bool added;
+
+	b.flags = 1u << 31; /* no shared flags-only record for it: kept whole */
+	ka = stack_store__hash(ss, &a);
+	kb = stack_store__hash(ss, &b);
+	CHECK_EQ_INT(stack_store__intern_bare(ss, &a, &ka, &added), 0);
+	CHECK(added);
+	CHECK(get(ss, 0) == NULL);
+	CHECK(stack_store__flags(ss, 0, &flags) && flags == 0);
+	CHECK_EQ_INT(stack_store__shed_count(ss), 1);
+	CHECK_EQ_INT(stack_store__intern_hash(ss, &a, &ka), 0);
+	CHECK_EQ_INT(stack_store__intern_bare(ss, &a, &ka, &added), 0);
+	CHECK(!added);
+	CHECK_EQ_INT(stack_store__unshed(ss, 0, &a), 0);
+	CHECK(same_stack(get(ss, 0), &a));
+	CHECK_EQ_INT(stack_store__shed_count(ss), 0);
+	CHECK_EQ_INT(stack_store__unshed(ss, 0, &a), -EINVAL); /* not shed */
+	CHECK_EQ_INT(stack_store__intern(ss, &a), 0);
+	CHECK_EQ_INT(stack_store__intern_bare(ss, &b, &kb, &added), 1);
+	CHECK(added && same_stack(get(ss, 1), &b));
+	CHECK_EQ_INT(stack_store__shed_count(ss), 0);
+	CHECK_EQ_INT(stack_store__unshed(ss, 7, &a), -EINVAL);
+	stack_store__free(ss);
+}
+
 /* Stacks one address apart, in every lane of the key and at either end,
  * are as many stacks; and a store's key is its own (seeded). */
 UNIT_TEST(key_tells_one_address_apart)

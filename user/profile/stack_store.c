@@ -333,12 +333,37 @@ int64_t stack_store__intern(struct stack_store *ss, const struct raw_stack *st)
 	return stack_store__intern_hash(ss, st, &k);
 }
 
-int64_t stack_store__intern_hash(struct stack_store *ss, const struct raw_stack *st,
-				 const struct stack_key *k)
+/* The record every shed stack with @flags points to (no addresses, no
+ * process), made on the first shed of its kind; NULL without memory. */
+static struct record *shed_kind(struct stack_store *ss, uint32_t flags)
+{
+	struct record **kind = &ss->shed_kinds[flags];
+
+	if (!*kind) {
+		*kind = lp_slab__alloc(ss->slab, sizeof(**kind));
+		if (*kind) /* its flags alone, for stack_store__flags() */
+			**kind = (struct record){.flags = flags};
+	}
+	return *kind;
+}
+
+/* The record of @st with its addresses; NULL without memory. */
+static struct record *record_of(struct stack_store *ss, const struct raw_stack *st)
+{
+	uint8_t packed[PACKED_MAX];
+
+	return copy_stack(ss, st, packed, pack_stack(st, packed));
+}
+
+/*
+ * Find @st by its key *@k, or add it: with its addresses, or @bare (shed
+ * from the start) where its flags allow; *@added says which (if not NULL).
+ */
+static int64_t intern(struct stack_store *ss, const struct raw_stack *st, const struct stack_key *k,
+		      bool bare, bool *added)
 {
 	uint64_t h = k->h;
-	size_t i = h & (ss->table_cap - 1), len;
-	uint8_t packed[PACKED_MAX];
+	size_t i = h & (ss->table_cap - 1);
 	struct record *copy;
 	uint32_t id;
 
@@ -349,29 +374,62 @@ int64_t stack_store__intern_hash(struct stack_store *ss, const struct raw_stack 
 		if ((ss->table[i] >> 32) == (h >> 32) && ss->hashes[id] == h &&
 		    ss->hashes2[id] == k->h2) {
 			ss->seen[id] = (ss->seen[id] & (PINNED | SHED)) | ss->epoch;
+			if (added)
+				*added = false;
 			return id;
 		}
 		i = (i + 1) & (ss->table_cap - 1);
 	}
-	len = pack_stack(st, packed);
 	if (!ss->n_free && ss->n >= UINT32_MAX - 1)
 		return -E2BIG;
 	if (!ss->n_free && ss->n == ss->cap && grow_ids(ss))
 		return -ENOMEM;
-	copy = copy_stack(ss, st, packed, len);
+	bare = bare && st->flags < SHED_KINDS;
+	copy = bare ? shed_kind(ss, st->flags) : record_of(ss, st);
 	if (!copy)
 		return -ENOMEM;
 	id = ss->n_free ? ss->free_ids[--ss->n_free] : (uint32_t)ss->n++;
 	ss->stacks[id] = copy;
 	ss->hashes[id] = h;
 	ss->hashes2[id] = k->h2;
-	ss->seen[id] = ss->epoch;
+	ss->seen[id] = ss->epoch | (bare ? SHED : 0);
+	ss->shed += bare;
 	ss->table[i] = table_entry(h, id);
 	ss->live++;
+	if (added)
+		*added = true;
 	/* Keep the load factor under one half. */
 	if (ss->live * 2 > ss->table_cap && grow_table(ss))
 		return -ENOMEM;
 	return id;
+}
+
+int64_t stack_store__intern_hash(struct stack_store *ss, const struct raw_stack *st,
+				 const struct stack_key *k)
+{
+	return intern(ss, st, k, false, NULL);
+}
+
+int64_t stack_store__intern_bare(struct stack_store *ss, const struct raw_stack *st,
+				 const struct stack_key *k, bool *added)
+{
+	return intern(ss, st, k, true, added);
+}
+
+int stack_store__unshed(struct stack_store *ss, uint32_t id, const struct raw_stack *st)
+{
+	struct record *r;
+
+	if (id >= ss->n || !ss->stacks[id] || !(ss->seen[id] & SHED) ||
+	    st->n_user + st->n_kernel > STACK_STORE_MAX_ADDRS)
+		return -EINVAL;
+	r = record_of(ss, st);
+	if (!r)
+		return -ENOMEM;
+	ss->stacks[id] = r;
+	ss->seen[id] &= ~SHED;
+	ss->shed--;
+	return 0;
 }
 
 /* Take the entry of @id out of the table, moving later entries of its
@@ -426,23 +484,18 @@ void stack_store__pin(struct stack_store *ss, uint32_t id)
 
 int stack_store__shed(struct stack_store *ss, uint32_t id)
 {
-	struct record *r = id < ss->n ? ss->stacks[id] : NULL, **kind;
+	struct record *r = id < ss->n ? ss->stacks[id] : NULL, *kind;
 
 	if (!r || r->flags >= SHED_KINDS)
 		return -EINVAL;
 	if (ss->seen[id] & SHED)
 		return 0;
-	kind = &ss->shed_kinds[r->flags];
-	if (!*kind) {
-		*kind = lp_slab__alloc(ss->slab, sizeof(**kind));
-		if (!*kind)
-			return -ENOMEM;
-		/* its flags alone, for stack_store__flags() */
-		**kind = (struct record){.flags = r->flags};
-	}
+	kind = shed_kind(ss, r->flags);
+	if (!kind)
+		return -ENOMEM;
 	/* Its table entry and its key stay: it is found as before. */
 	free_stack(ss, r);
-	ss->stacks[id] = *kind;
+	ss->stacks[id] = kind;
 	ss->seen[id] |= SHED;
 	ss->shed++;
 	return 0;

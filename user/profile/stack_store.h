@@ -89,6 +89,26 @@ int64_t stack_store__intern_hash(struct stack_store *ss, const struct raw_stack 
 				 const struct stack_key *k);
 
 /**
+ * stack_store__intern_bare - stack_store__intern_hash(), but a new stack
+ * is added without its addresses, shed from the start (stack_store__shed):
+ * for a caller that symbolizes it at once, and gives it its addresses
+ * with stack_store__unshed() if it cannot
+ * @added: set to whether @st was new
+ *
+ * Return: as stack_store__intern().
+ */
+int64_t stack_store__intern_bare(struct stack_store *ss, const struct raw_stack *st,
+				 const struct stack_key *k, bool *added);
+
+/**
+ * stack_store__unshed - give shed stack @id its addresses, those of @st
+ * (the stack it was interned from: its key is not checked again)
+ *
+ * Return: 0, -EINVAL if @id is not a shed stack, or -ENOMEM.
+ */
+int stack_store__unshed(struct stack_store *ss, uint32_t id, const struct raw_stack *st);
+
+/**
  * stack_store__read - the stack with id @id, unpacked
  * @out: the stack; its address pointers point into @addrs
  * @addrs: room for STACK_STORE_MAX_ADDRS addresses

@@ -102,6 +102,38 @@ void daemon__symbolize_stack(struct daemon *d, uint32_t id, const struct raw_sta
 		stack_store__shed(d->stacks, id);
 }
 
+/*
+ * The id of sampled stack @rs, whose key is *@k; a new one symbolized now.
+ * Once symbolization runs as stacks come, a new stack is added without
+ * its addresses (packing, copying and freeing them was a tenth of a new
+ * stack's cost): they are kept only if its frames must wait for the tick.
+ */
+static int64_t intern_sampled(struct daemon *d, const struct raw_stack *rs,
+			      const struct stack_key *k)
+{
+	bool added;
+	int64_t id;
+	int r;
+
+	if (!d->symbolized || d->keep_addresses) {
+		id = stack_store__intern_hash(d->stacks, rs, k);
+		if (id >= 0)
+			daemon__symbolize_stack(d, (uint32_t)id, rs);
+		return id;
+	}
+	id = stack_store__intern_bare(d->stacks, rs, k, &added);
+	if (id < 0 || !added)
+		return id;
+	r = stack_symbols__add_new(d->core.symbols, (uint32_t)id, rs, d->sym, daemon__process_name,
+				   d);
+	if (r <= 0) {
+		r = stack_store__unshed(d->stacks, (uint32_t)id, rs);
+		if (r == -ENOMEM)
+			return r;
+	}
+	return id;
+}
+
 static int on_sample(struct daemon *d, const struct lp_sample *s, size_t size)
 {
 	uint64_t us[MAX_USER_FRAMES];
@@ -119,10 +151,9 @@ static int on_sample(struct daemon *d, const struct lp_sample *s, size_t size)
 	if (s->pid == d->self_pid || s->time_ns < d->count_from_ns)
 		return 0;
 	sample_raw_stack(d, s, us, &rs, &key);
-	id = stack_store__intern_hash(d->stacks, &rs, &key);
+	id = intern_sampled(d, &rs, &key);
 	if (id < 0)
 		return (int)id;
-	daemon__symbolize_stack(d, (uint32_t)id, &rs);
 
 	/* An off-CPU event is one block, weighed by its duration. */
 	count = 1;
