@@ -24,6 +24,7 @@ struct split;
 struct unwinder;
 struct unwind_tables;
 struct reclaim;
+struct lp_sample;
 
 #define MAX_WINDOW_SLOTS 3600
 
@@ -209,6 +210,17 @@ int daemon__symbolize_new(struct daemon *d);
  * intern of the daemon's calls it, so that the new ids come in turn.
  */
 void daemon__symbolize_stack(struct daemon *d, uint32_t id, const struct raw_stack *rs);
+
+/**
+ * daemon__sample_stack - the id of the stack of sample @s (daemon_stacks.c),
+ * interned and, if new, symbolized
+ * @us: room for MAX_USER_FRAMES user frames, which @rs points into
+ * @rs: the stack as interned
+ *
+ * Return: the id, or a negative errno.
+ */
+int64_t daemon__sample_stack(struct daemon *d, const struct lp_sample *s, uint64_t *us,
+			     struct raw_stack *rs);
 
 /** daemon__window_counts - sum of the window's slots into @out (cleared first) */
 int daemon__window_counts(struct daemon *d, struct counts *out);
