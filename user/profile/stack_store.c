@@ -27,8 +27,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <time.h>
 
 #include "user/profile/stack_store.h"
 #include "user/util/slab.h"
@@ -55,13 +53,13 @@ struct stack_store {
 	 * addresses, no process; made on the first shed of its kind */
 	struct record *shed_kinds[SHED_KINDS];
 	uint64_t shed;
-	uint64_t *hashes;   /* by id: the key's first half, h */
-	uint64_t *hashes2;  /* by id: its second half, h2 */
-	uint64_t seed[2];   /* the key's, drawn for this store */
-	uint32_t *seen;	    /* by id: the epoch last interned, | PINNED, | SHED */
-	size_t n, cap;	    /* ids handed out so far (the bound), room */
-	size_t live;	    /* stacks not released */
-	uint32_t *free_ids; /* released ids, reused first */
+	uint64_t *hashes;	  /* by id: the key's first half, h */
+	uint64_t *hashes2;	  /* by id: its second half, h2 */
+	struct stack_keyer keyer; /* the key function, seeded for this store */
+	uint32_t *seen;		  /* by id: the epoch last interned, | PINNED, | SHED */
+	size_t n, cap;		  /* ids handed out so far (the bound), room */
+	size_t live;		  /* stacks not released */
+	uint32_t *free_ids;	  /* released ids, reused first */
 	size_t n_free, cap_free;
 	uint32_t epoch;
 	uint64_t released;
@@ -73,68 +71,14 @@ struct stack_store {
 	struct lp_slab *slab; /* the records */
 };
 
-static uint64_t mix(uint64_t h, uint64_t v)
-{
-	h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-	return h * 0xff51afd7ed558ccdULL;
-}
-
-/* The second half's step: another multiplier and shift, so that a pair of
- * stacks that meets in mix()'s chains does not also meet here. Like mix(),
- * one to one in @v for a given @h: a single changed word always shows. */
-static uint64_t mix2(uint64_t h, uint64_t v)
-{
-	h ^= v * 0xbf58476d1ce4e5b9ULL + (h >> 29);
-	return h * 0xc2b2ae3d27d4eb4fULL;
-}
-
-/*
- * Both halves of the key of the @n words of @v, after *@h and *@g. Four
- * lanes each, every lane taking every fourth word: one chain of mix()
- * through a deep stack (a multiply per frame) was a tenth of what
- * interning a new stack cost; eight chains overlap.
- */
-static void mix_words(uint64_t *h, uint64_t *g, const uint64_t *v, unsigned int n)
-{
-	uint64_t a = *h, b = *h ^ 0x94d049bb133111ebULL, c = *h ^ 0xbf58476d1ce4e5b9ULL,
-		 e = *h ^ 0x2545f4914f6cdd1dULL;
-	uint64_t p = *g, q = *g ^ 0x8cb92ba72f3d8dd7ULL, r = *g ^ 0x3c6ef372fe94f82bULL,
-		 t = *g ^ 0xa54ff53a5f1d36f1ULL;
-	unsigned int i = 0;
-
-	for (; i + 4 <= n; i += 4) {
-		a = mix(a, v[i]);
-		b = mix(b, v[i + 1]);
-		c = mix(c, v[i + 2]);
-		e = mix(e, v[i + 3]);
-		p = mix2(p, v[i]);
-		q = mix2(q, v[i + 1]);
-		r = mix2(r, v[i + 2]);
-		t = mix2(t, v[i + 3]);
-	}
-	for (; i < n; i++) {
-		a = mix(a, v[i]);
-		p = mix2(p, v[i]);
-	}
-	*h = n < 4 ? a : mix(mix(mix(a, b), c), e);
-	*g = n < 4 ? p : mix2(mix2(mix2(p, q), r), t);
-}
-
 struct stack_key stack_store__hash(const struct stack_store *ss, const struct raw_stack *st)
 {
-	uint64_t id = ((uint64_t)st->flags << 32) | ((uint64_t)st->n_user << 16) | st->n_kernel;
-	uint64_t h = mix(ss->seed[0] ^ st->pid, id), g = mix2(ss->seed[1] ^ st->pid, id);
+	uint64_t head[3] = {
+		st->pid, ((uint64_t)st->flags << 32) | ((uint64_t)st->n_user << 16) | st->n_kernel,
+		st->tid};
 
-	if (ss->per_thread) {
-		h = mix(h, st->tid);
-		g = mix2(g, st->tid);
-	}
-	mix_words(&h, &g, st->user, st->n_user);
-	if (st->n_kernel)
-		mix_words(&h, &g, st->kernel, st->n_kernel);
-	/* mix() leaves the low bits, the table's index, weakly spread */
-	h = lp_mix64(h);
-	return (struct stack_key){.h = h ? h : 1, .h2 = lp_mix64(g)};
+	return stack_keyer__key(&ss->keyer, head, ss->per_thread ? 3 : 2, st->user, st->n_user,
+				st->kernel, st->n_kernel);
 }
 
 /*
@@ -212,12 +156,7 @@ struct stack_store *stack_store__new(bool per_thread)
 	if (!ss)
 		return NULL;
 	ss->per_thread = per_thread;
-	/* A fixed key would let a target that writes its own stack (frame
-	 * pointers are its memory) make two stacks one on purpose. */
-	if (getrandom(ss->seed, sizeof(ss->seed), GRND_NONBLOCK) != sizeof(ss->seed)) {
-		ss->seed[0] = lp_mix64((uint64_t)time(NULL) ^ (uint64_t)(uintptr_t)ss);
-		ss->seed[1] = lp_mix64(ss->seed[0] ^ 0x9e3779b97f4a7c15ULL);
-	}
+	stack_keyer__init(&ss->keyer, false);
 	ss->table_cap = 1024;
 	ss->table = calloc(ss->table_cap, sizeof(*ss->table));
 	ss->slab = lp_slab__new();

@@ -14,6 +14,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "user/profile/stack_key.h"
+
 #define STACK_F_OFFCPU	     (1u << 0) /* blocked, not running */
 #define STACK_F_TRUNCATED    (1u << 1) /* the unwind did not reach the outermost frame */
 #define STACK_F_UNWIND_ERROR (1u << 2) /* cut where a caller's address was not code */
@@ -51,17 +53,6 @@ void stack_store__free(struct stack_store *ss);
  * addresses, or another negative errno.
  */
 int64_t stack_store__intern(struct stack_store *ss, const struct raw_stack *st);
-
-/*
- * What a stack is known by in its store: a 128-bit hash, keyed by a seed
- * of the store's own, of everything that is part of the stack's identity
- * (addresses, pid, flags, the thread with per_thread). Stacks whose keys
- * are equal are one stack: their addresses are never compared.
- */
-struct stack_key {
-	uint64_t h;  /* its first half, never 0: it places the stack in the table */
-	uint64_t h2; /* its second half */
-};
 
 /**
  * stack_store__hash - the key stack_store__intern_hash() takes for @st
