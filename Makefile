@@ -51,7 +51,7 @@ DEPS_STAMP := $(OUT)/.deps-ok
 CFLAGS_COMMON := -g -O2 -Wall -Wextra -Werror -std=gnu11 -D_GNU_SOURCE \
 	-I$(OUT) -I. -MMD -MP
 CFLAGS  ?=
-LDLIBS  := -lbpf -ldw -ldebuginfod -lelf -ljansson -lncursesw -lmicrohttpd -lz -lpthread -lm
+LDLIBS  := -lbpf -ldw -lelf -ljansson -lncursesw -lmicrohttpd -lz -lpthread -lm
 
 BPF_SRCS  := $(wildcard bpf/*.bpf.c)
 BPF_OBJS  := $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.bpf.o,$(BPF_SRCS))

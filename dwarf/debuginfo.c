@@ -11,7 +11,13 @@
  * which the client calls about once a second while a query is in flight,
  * also ends queries that run past our own time-out, and every build-id
  * that got no answer is remembered here for the rest of the run.
+ *
+ * libdebuginfod is opened (dlopen) on the first query, as libdwfl does:
+ * linked, it brought libcurl, Kerberos, LDAP and more into every start,
+ * 3.6 ms of their constructors before liveprof's first line, for a client
+ * that most runs never make.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -25,6 +31,7 @@
 #include <elfutils/libdwelf.h>
 
 #include "dwarf/debuginfo.h"
+#include "user/util/log.h"
 #include "user/util/util.h"
 
 #define BUILD_ID_MAX_BYTES 64
@@ -39,6 +46,14 @@ static debuginfo_progress_fn progress_fn;
 static void *progress_ctx;
 static debuginfod_client *client;
 static bool client_tried;
+
+/* The calls into libdebuginfod, resolved when it is opened. */
+static struct {
+	debuginfod_client *(*begin)(void);
+	void (*set_progressfn)(debuginfod_client *, debuginfod_progressfn_t);
+	int (*find_debuginfo)(debuginfod_client *, const unsigned char *, int, char **);
+	int (*find_source)(debuginfod_client *, const unsigned char *, int, const char *, char **);
+} dfd;
 static char *misses[MAX_MISSES]; /* "d:<hex>" or "s:<hex>:<file>" that failed */
 static size_t n_misses;
 
@@ -116,15 +131,35 @@ static int on_progress(debuginfod_client *c, long done, long total)
 	return 0;
 }
 
+/* libdebuginfod's calls into dfd; false if it is not installed. */
+static bool open_libdebuginfod(void)
+{
+	void *h = dlopen("libdebuginfod.so.1", RTLD_NOW | RTLD_LOCAL);
+
+	if (!h) {
+		lp_warn("debuginfod: %s", dlerror());
+		return false;
+	}
+	*(void **)&dfd.begin = dlsym(h, "debuginfod_begin");
+	*(void **)&dfd.set_progressfn = dlsym(h, "debuginfod_set_progressfn");
+	*(void **)&dfd.find_debuginfo = dlsym(h, "debuginfod_find_debuginfo");
+	*(void **)&dfd.find_source = dlsym(h, "debuginfod_find_source");
+	if (dfd.begin && dfd.set_progressfn && dfd.find_debuginfo && dfd.find_source)
+		return true;
+	lp_warn("debuginfod: libdebuginfod.so.1 lacks the calls liveprof makes");
+	dlclose(h); /* never used: nothing of it is held */
+	return false;
+}
+
 /* The one client, made on first use; NULL without DEBUGINFOD_URLS. */
 static debuginfod_client *get_client(void)
 {
 	if (!client_tried) {
 		client_tried = true;
-		if (debuginfo__enabled()) {
-			client = debuginfod_begin();
+		if (debuginfo__enabled() && open_libdebuginfod()) {
+			client = dfd.begin();
 			if (client)
-				debuginfod_set_progressfn(client, on_progress);
+				dfd.set_progressfn(client, on_progress);
 		}
 	}
 	return client;
@@ -276,9 +311,9 @@ static int ask_debuginfod(const char *hex, const char *file, const char *what, c
 	cached = !file && in_cache(hex);
 	cur = (struct query){.what = what, .start_ns = lp_now_ns()};
 	if (file)
-		fd = debuginfod_find_source(c, (const unsigned char *)hex, 0, file, &got);
+		fd = dfd.find_source(c, (const unsigned char *)hex, 0, file, &got);
 	else
-		fd = debuginfod_find_debuginfo(c, (const unsigned char *)hex, 0, &got);
+		fd = dfd.find_debuginfo(c, (const unsigned char *)hex, 0, &got);
 	/* a small file can be whole before the client calls us with a byte of it */
 	if (fd >= 0 && !cached && !fstat(fd, &st)) {
 		cur.shown = true;

@@ -208,6 +208,50 @@ def test_annotate_stripped_with_source_from_debuginfod(server, tmp_path):
                            f"(+-3 points): outside {lo}..{hi}\n{sec[:2500]}")
 
 
+def mapped_libraries(pid):
+    """The file names of the shared objects process PID has mapped."""
+    with open(f"/proc/{pid}/maps") as f:
+        return {os.path.basename(l.split()[-1]) for l in f if ".so" in l}
+
+
+def libraries_while_running(cmd, env, ready, stream):
+    """Run liveprof CMD until a line of its STREAM ("stdout" or "stderr")
+    satisfies READY, then the shared objects it has mapped; it is then
+    stopped with SIGINT."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    seen = []
+    try:
+        for line in getattr(p, stream):
+            seen.append(line)
+            if ready(line):
+                return mapped_libraries(p.pid), "".join(seen)
+        pytest.fail("liveprof ended before it was ready:\n" + "".join(seen))
+    finally:
+        p.send_signal(2)
+        p.communicate(timeout=30)
+
+
+def test_debuginfod_client_loaded_on_first_query(server, tmp_path):
+    """libdebuginfod (and the libcurl, Kerberos and LDAP it brings) is opened
+    on the first query only: linked, its constructors cost every start 3.6 ms.
+    Without DEBUGINFOD_URLS none of it is mapped while liveprof samples; with
+    a query, it is, and the query works (test_stripped_binary_names_lines_and_probe
+    checks what it brings)."""
+    url, stripped, _, _ = server
+    env = dict(os.environ)
+    env.pop("DEBUGINFOD_URLS", None)
+    libs, _ = libraries_while_running(
+        [LIVEPROF, "--no-tui", "-F", "99", "--interval", "0.2", "--top", "0", "--",
+         WORKLOAD, "6"], env, lambda l: re.match(r"^--- .*: [1-9][0-9]* samples", l), "stdout")
+    assert any(l.startswith("libdw") for l in libs), libs
+    assert not {l for l in libs if l.startswith(("libdebuginfod", "libcurl", "libkrb5", "libldap"))}, libs
+    libs, err = libraries_while_running(
+        [LIVEPROF, "--no-tui", "-F", "99", "--top", "0", "--trace", "work", "--",
+         stripped, "6"], client_env(url, tmp_path / "cache"),
+        lambda l: "debuginfod: debuginfo of 'annot'" in l, "stderr")
+    assert any(l.startswith("libdebuginfod") for l in libs), (libs, err)
+
+
 def test_annotate_source_path_and_mismatch(tmp_path):
     """--source-path finds the file when the DWARF path is gone; a file shorter than
     the code's lines is flagged, never shown as the source; without any source the
