@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -464,11 +465,24 @@ static void serve_defaults(struct options *o)
 		o->http_addr = "127.0.0.1:6060";
 }
 
+/*
+ * Blocks of 256 KB and more are mappings of their own. glibc's default
+ * threshold rises with every such block freed, so the daemon's per-stack
+ * arrays, doubled by realloc(), soon lived in the heap, where growing one
+ * copies it into fresh pages: a fixed threshold keeps them mappings that
+ * realloc() moves by remapping. On bench_deep (every sample a new stack):
+ * page faults per sample 0.058 -> 0.050, RSS growth per sample 236 ->
+ * 177 bytes, CPU per sample 0.93 -> 0.86 and 0.92 -> 0.90 us (medians of
+ * two runs of 6 alternated pairs).
+ */
+#define MMAP_THRESHOLD (256 << 10)
+
 int main(int argc, char **argv)
 {
 	struct options o;
 	int r;
 
+	mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD);
 	if (argc > 1 && !strcmp(argv[1], "emit"))
 		return cmd_emit(argc - 1, argv + 1);
 	if (argc > 1 && !strcmp(argv[1], "causal"))
