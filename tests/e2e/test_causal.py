@@ -289,7 +289,11 @@ def test_validate_scenario(runs, name):
     assert len(checks) == 2, r.stdout + r.stderr
     gate, other = check_fields(checks[0]), check_fields(checks[1])
     assert gate["function"] == gating and other["function"] == idle, checks
-    print("\n" + "\n".join(checks) + "\nvalidate took %.1f s" % secs)
+    # the prediction's delays happened; how many yielded to the scheduler
+    # is printed with the checks (their rest moves to later calls)
+    delays = [l for l in r.stdout.splitlines() if l.startswith("causal-delays")]
+    assert len(delays) == 1 and int(check_fields("x " + delays[0])["delayed_hits"]) > 0, delays
+    print("\n" + "\n".join(checks + delays) + "\nvalidate took %.1f s" % secs)
     ci = {}
     for c in (gate, other):
         lo, hi = (float(v) for v in c["ci"].strip("[]").split(","))

@@ -390,6 +390,11 @@ int validate_causal(const struct vopts *vo, const char *dir)
 	}
 	vg = check_cand("gating", g, pct, &rg, true);
 	vi = check_cand("idle", i, pct, &ri, false);
+	/* How many delays were cut short for the scheduler (their rest paid
+	 * at later calls): on a loaded machine, what moves a percentile's
+	 * delays from call to call, printed to tell such runs apart. */
+	printf("causal-delays delayed_hits=%.0f yielded_hits=%.0f\n", jnum(pred, "delayed_hits"),
+	       jnum(pred, "yielded_hits"));
 	json_decref(pred);
 	return verdict_status(vg, vi);
 }
