@@ -135,10 +135,9 @@ static int on_alloc(struct alloc_prof *a, const struct lp_alloc_event *e)
 	name = daemon__process_name(a->d, e->pid);
 	if (name)
 		snprintf(rs.comm, sizeof(rs.comm), "%s", name);
-	id = stack_store__intern(a->d->stacks, &rs);
+	id = daemon__intern_stack(a->d, &rs);
 	if (id < 0)
 		return (int)id;
-	daemon__symbolize_stack(a->d, (uint32_t)id, &rs);
 	/* rows are by stack id for the whole run: never released */
 	stack_store__pin(a->d->stacks, (uint32_t)id);
 	row = (uint32_t)id * ALLOC_NCLASS + (call ? ALLOC_IN_CALL : ALLOC_OUTSIDE);

@@ -97,9 +97,7 @@ static int on_waker(struct daemon *d, const struct lp_waker *w, size_t size)
 	name = daemon__process_name(d, w->pid);
 	if (name)
 		snprintf(rs.comm, sizeof(rs.comm), "%s", name);
-	id = stack_store__intern(d->stacks, &rs);
-	if (id >= 0)
-		daemon__symbolize_stack(d, (uint32_t)id, &rs);
+	id = daemon__intern_stack(d, &rs);
 	pair = id < 0 ? id : holders__pair(d->holders, waiter, (uint32_t)id);
 	if (pair >= 0) {
 		/* a pair keeps both ids for the whole run, unremapped */

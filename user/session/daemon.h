@@ -203,13 +203,15 @@ bool daemon__targets_alive(struct daemon *d);
 int daemon__symbolize_new(struct daemon *d);
 
 /**
- * daemon__symbolize_stack - symbolize stack @id, just interned from @rs,
- * now, while its addresses are at hand, and shed them (unless
- * keep_addresses): a stack is read no more once it has frames. Before the
- * first symbolization, and on an error, the next tick takes it. Every
- * intern of the daemon's calls it, so that the new ids come in turn.
+ * daemon__intern_stack - the id of stack @rs (a waker's, an allocation's),
+ * interned as a sampled stack is (daemon__sample_stack): if new,
+ * symbolized now and kept without its addresses. Every intern of the
+ * daemon's goes through here or daemon__sample_stack(), so that new ids
+ * come in turn for the symbolizer.
+ *
+ * Return: the id, or a negative errno.
  */
-void daemon__symbolize_stack(struct daemon *d, uint32_t id, const struct raw_stack *rs);
+int64_t daemon__intern_stack(struct daemon *d, const struct raw_stack *rs);
 
 /**
  * daemon__sample_stack - the id of the stack of sample @s (daemon_stacks.c),

@@ -72,35 +72,24 @@ static void sample_raw_stack(struct daemon *d, const struct lp_sample *s, uint64
 	}
 }
 
-void daemon__symbolize_stack(struct daemon *d, uint32_t id, const struct raw_stack *rs)
-{
-	/* Now, while its addresses are in the cache: at the tick, a second
-	 * later, each was unpacked again from memory gone cold. Then their
-	 * bytes go to the next new stack: in a program of ever new paths, a
-	 * fresh page every few stacks was the dearest part of a new stack. */
-	if (d->symbolized &&
-	    stack_symbols__add_new(d->core.symbols, id, rs, d->sym, daemon__process_name, d) > 0 &&
-	    !d->keep_addresses)
-		stack_store__shed(d->stacks, id);
-}
-
 /*
- * The id of sampled stack @rs, whose key is *@k; a new one symbolized now.
+ * The id of stack @rs, whose key is *@k; a new one symbolized now.
  * Once symbolization runs as stacks come, a new stack is added without
  * its addresses (packing, copying and freeing them was a tenth of a new
  * stack's cost): they are kept only if its frames must wait for the tick.
  */
-static int64_t intern_sampled(struct daemon *d, const struct raw_stack *rs,
-			      const struct stack_key *k)
+static int64_t intern_keyed(struct daemon *d, const struct raw_stack *rs, const struct stack_key *k)
 {
 	bool added;
 	int64_t id;
 	int r;
 
 	if (!d->symbolized || d->keep_addresses) {
+		/* with its addresses; symbolized now where the tick would */
 		id = stack_store__intern_hash(d->stacks, rs, k);
-		if (id >= 0)
-			daemon__symbolize_stack(d, (uint32_t)id, rs);
+		if (id >= 0 && d->symbolized)
+			stack_symbols__add_new(d->core.symbols, (uint32_t)id, rs, d->sym,
+					       daemon__process_name, d);
 		return id;
 	}
 	id = stack_store__intern_bare(d->stacks, rs, k, &added);
@@ -122,5 +111,12 @@ int64_t daemon__sample_stack(struct daemon *d, const struct lp_sample *s, uint64
 	struct stack_key key;
 
 	sample_raw_stack(d, s, us, rs, &key);
-	return intern_sampled(d, rs, &key);
+	return intern_keyed(d, rs, &key);
+}
+
+int64_t daemon__intern_stack(struct daemon *d, const struct raw_stack *rs)
+{
+	struct stack_key key = stack_store__hash(d->stacks, rs);
+
+	return intern_keyed(d, rs, &key);
 }
