@@ -200,25 +200,42 @@ static __always_inline void push_call(struct pt_regs *ctx, struct lp_thread_call
 }
 
 /*
- * Push the call of @probe_id entered with its return-address slot at @sp
- * at depth @d of the thread's calls @tc (the stale ones above it
- * dropped). A global function, verified once: as part of lp_func_entry()
- * it was verified again for each way out of its stale-frame loop.
+ * Whether the innermost call of @tc (depth @d > 0) is gone by the time the
+ * call of @probe_id enters with its return-address slot at @sp: its slot
+ * is at or below ours, and it is neither a USDT pair nor a sibling.
  */
-__noinline int lp_begin_call(struct pt_regs *ctx, struct lp_thread_calls *tc, __u32 d,
-			     __u32 probe_id, __u64 sp)
+static __always_inline bool top_is_stale(const struct lp_thread_calls *tc, __u32 d, __u32 probe_id,
+					 __u64 sp, __u32 ip_lo)
 {
-	struct lp_probe_cfg *cfg = bpf_map_lookup_elem(&probes, &probe_id);
+	const struct lp_frame_state *top = &tc->f[call_idx(d - 1)];
 
-	if (!ctx || !tc || !cfg)
+	return top->sp <= sp && !(top->flags & LP_FS_USDT) && !is_sibling(top, probe_id, sp, ip_lo);
+}
+
+/*
+ * Drop the calls of @tc that the call of @probe_id, entered with its
+ * return-address slot at @sp, shows are gone; return the depth left. Only
+ * called when the innermost one is (top_is_stale()), which a longjmp or
+ * an exception leaves behind: a global function, verified once on its
+ * own, so that the entry program's common path has no loop and no call.
+ */
+__noinline __u32 lp_drop_stale_entries(struct lp_thread_calls *tc, __u32 probe_id, __u64 sp,
+				       __u32 ip_lo)
+{
+	__u32 d, k;
+
+	if (!tc)
 		return 0;
-	if (d >= LP_MAX_DEPTH) {
-		tc->depth = d;
-		tc->overhead_ns += lp_untimed_call(probe_id, LP_CNT_CALLS_DROPPED);
-		return 0;
+	d = tc->depth;
+	if (d > LP_MAX_DEPTH)
+		d = LP_MAX_DEPTH;
+	for (k = 0; k < LP_MAX_DEPTH; k++) {
+		if (d == 0 || !top_is_stale(tc, d, probe_id, sp, ip_lo))
+			break;
+		d--;
+		drop_stale(tc, tc->f[call_idx(d)].probe_id);
 	}
-	push_call(ctx, tc, d, cfg, probe_id, sp, 0, probe_id);
-	return 0;
+	return d;
 }
 
 SEC("uprobe")
@@ -226,8 +243,9 @@ int BPF_KPROBE(lp_func_entry)
 {
 	__u32 probe_id = (__u32)bpf_get_attach_cookie(ctx);
 	struct lp_thread_calls *tc;
+	struct lp_probe_cfg *cfg;
 	__u64 sp = ctx->sp;
-	__u32 d, k;
+	__u32 d;
 
 	/* No target lookup: uprobes are attached per target pid, so they fire
 	 * only where they should. With -a they fire everywhere but in us.
@@ -235,18 +253,19 @@ int BPF_KPROBE(lp_func_entry)
 	if (in_self() || is_paused())
 		return 0;
 	tc = thread_calls_of(bpf_get_current_task_btf(), true);
-	if (!tc)
+	cfg = bpf_map_lookup_elem(&probes, &probe_id);
+	if (!tc || !cfg)
 		return 0;
 	d = tc->depth;
-	for (k = 0; k < LP_MAX_DEPTH; k++) {
-		if (d == 0 || tc->f[call_idx(d - 1)].sp > sp ||
-		    (tc->f[call_idx(d - 1)].flags & LP_FS_USDT) ||
-		    is_sibling(&tc->f[call_idx(d - 1)], probe_id, sp, (__u32)ctx->ip))
-			break;
-		d--;
-		drop_stale(tc, tc->f[call_idx(d)].probe_id);
+	if (d && top_is_stale(tc, d, probe_id, sp, (__u32)ctx->ip))
+		d = lp_drop_stale_entries(tc, probe_id, sp, (__u32)ctx->ip);
+	if (d >= LP_MAX_DEPTH) {
+		tc->depth = d;
+		tc->overhead_ns += lp_untimed_call(probe_id, LP_CNT_CALLS_DROPPED);
+		return 0;
 	}
-	return lp_begin_call(ctx, tc, d, probe_id, sp);
+	push_call(ctx, tc, d, cfg, probe_id, sp, 0, probe_id);
+	return 0;
 }
 
 /* Send the end of a sampled call, so the daemon can class its samples. */
@@ -343,41 +362,75 @@ static __always_inline bool under_sibling(const struct lp_thread_calls *tc, __u3
 }
 
 /*
- * The end of the call of @probe_id (low half of @d_probe) whose frame is
- * at @entry_sp, at depth @d (high half) of the thread's calls @tc (the
- * stale ones above it dropped), at @now. A global function: the verifier checks it once, on its
- * own; as part of on_return() it was checked again for each way out of the stale-frame loop, and
- * each return program took 0.4-0.5 s to verify (436,041 instructions).
+ * Drop the calls of @tc deeper than the one returning with its
+ * return-address slot at @entry_sp: they never returned (longjmp, an
+ * exception). Return the depth left. Only called when the innermost call
+ * is one of them: a global function, verified once on its own, so that
+ * the return programs' common path has no loop and no call.
  */
-__noinline int lp_end_call(struct pt_regs *ctx, struct lp_thread_calls *tc, __u64 d_probe,
-			   __u64 entry_sp, __u64 now)
+__noinline __u32 lp_drop_stale_returns(struct lp_thread_calls *tc, __u64 entry_sp)
 {
-	/* five arguments at most: the depth and the probe id share one */
-	__u32 d = d_probe >> 32, probe_id = (__u32)d_probe;
-	struct lp_probe_cfg *cfg = bpf_map_lookup_elem(&probes, &probe_id);
-	struct lp_frame_state *fs;
+	__u32 d, k;
 
-	if (!ctx || !tc || !cfg)
+	if (!tc)
 		return 0;
+	d = tc->depth;
+	if (d > LP_MAX_DEPTH)
+		d = LP_MAX_DEPTH;
+	for (k = 0; k < LP_MAX_DEPTH; k++) {
+		if (d == 0 || tc->f[call_idx(d - 1)].sp >= entry_sp ||
+		    (tc->f[call_idx(d - 1)].flags & LP_FS_USDT))
+			break;
+		d--;
+		drop_stale(tc, tc->f[call_idx(d)].probe_id);
+	}
+	return d;
+}
+
+/*
+ * The return of the call whose return-address slot was at @entry_sp, at
+ * @now: the innermost call of the thread's @tc at depth @d (the stale
+ * ones above it dropped) if its slot is that one. Its probe id is the
+ * frame's own, but where a sibling shares the slot (is_sibling): then
+ * the link's cookie tells which of the two returns.
+ */
+static __always_inline int end_call(struct pt_regs *ctx, struct lp_thread_calls *tc, __u32 d,
+				    __u64 entry_sp, __u64 now)
+{
+	struct lp_probe_cfg *cfg;
+	struct lp_frame_state *fs;
+	__u32 probe_id;
+
 	if (d == 0 || d > LP_MAX_DEPTH) {
 		tc->depth = 0;
 		return 0;
 	}
-	/* Ours may be under a sibling that returns after us (return probes
-	 * run in the order the entry probes did): swap them, and ours is on
-	 * top like any other. */
-	if (under_sibling(tc, d, probe_id, entry_sp)) {
-		struct lp_frame_state t = tc->f[call_idx(d - 1)];
-
-		tc->f[call_idx(d - 1)] = tc->f[call_idx(d - 2)];
-		tc->f[call_idx(d - 2)] = t;
-	}
 	fs = &tc->f[call_idx(d - 1)];
-	if (fs->sp != entry_sp || fs->probe_id != probe_id) {
+	if (fs->sp != entry_sp) {
 		/* Entered before we attached, or too deep to time (counted). */
 		tc->depth = d;
 		return 0;
 	}
+	probe_id = fs->probe_id;
+	if (d >= 2 && tc->f[call_idx(d - 2)].sp == entry_sp) {
+		probe_id = (__u32)bpf_get_attach_cookie(ctx);
+		/* Ours may be under a sibling that returns after us (return
+		 * probes run in the order the entry probes did): swap them,
+		 * and ours is on top like any other. */
+		if (under_sibling(tc, d, probe_id, entry_sp)) {
+			struct lp_frame_state t = tc->f[call_idx(d - 1)];
+
+			tc->f[call_idx(d - 1)] = tc->f[call_idx(d - 2)];
+			tc->f[call_idx(d - 2)] = t;
+		}
+		if (fs->probe_id != probe_id) {
+			tc->depth = d;
+			return 0;
+		}
+	}
+	cfg = bpf_map_lookup_elem(&probes, &probe_id);
+	if (!cfg)
+		return 0;
 	finish_call(ctx, tc, fs, cfg, now, cfg->cost_ns);
 	tc->depth = d - 1;
 	return 0;
@@ -386,9 +439,8 @@ __noinline int lp_end_call(struct pt_regs *ctx, struct lp_thread_calls *tc, __u6
 static __always_inline int on_return(struct pt_regs *ctx, __u64 entry_sp, bool via_tramp)
 {
 	__u64 now = bpf_ktime_get_ns();
-	__u32 probe_id = (__u32)bpf_get_attach_cookie(ctx);
 	struct lp_thread_calls *tc;
-	__u32 d, k;
+	__u32 d;
 
 	if (in_self())
 		return 0;
@@ -406,15 +458,11 @@ static __always_inline int on_return(struct pt_regs *ctx, __u64 entry_sp, bool v
 	d = tc->depth;
 	if (d > LP_MAX_DEPTH)
 		d = LP_MAX_DEPTH;
-	/* Frames deeper than ours that never returned (longjmp, exceptions). */
-	for (k = 0; k < LP_MAX_DEPTH; k++) {
-		if (d == 0 || tc->f[call_idx(d - 1)].sp >= entry_sp ||
-		    (tc->f[call_idx(d - 1)].flags & LP_FS_USDT))
-			break;
-		d--;
-		drop_stale(tc, tc->f[call_idx(d)].probe_id);
-	}
-	return lp_end_call(ctx, tc, ((__u64)d << 32) | probe_id, entry_sp, now);
+	/* Calls deeper than ours that never returned (longjmp, exceptions). */
+	if (d && tc->f[call_idx(d - 1)].sp < entry_sp &&
+	    !(tc->f[call_idx(d - 1)].flags & LP_FS_USDT))
+		d = lp_drop_stale_returns(tc, entry_sp);
+	return end_call(ctx, tc, d, entry_sp, now);
 }
 
 /* uretprobe: the return address has been popped, so entry sp = sp - 8. */
