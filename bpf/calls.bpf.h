@@ -33,6 +33,16 @@ struct lp_frame_state {
  * the stack-pointer rules that drop stale frames do not apply to it. */
 #define LP_FS_USDT (1u << 3)
 
+/* A function entry's address, and the probe whose entry program ran
+ * there, while no uprobe was attached or detached (probe_gen). */
+struct lp_site_memo {
+	__u64 ip;
+	__u32 probe_id;
+	__u32 gen;
+};
+
+#define LP_SITE_MEMO 8 /* a power of 2 */
+
 /*
  * A thread's traced calls in flight, in its task-local storage: no hash
  * lookup per call, freed with the task, and room for LP_MAX_DEPTH calls.
@@ -56,6 +66,10 @@ struct lp_thread_calls {
 	 * not written the return address back: unwind.bpf.h takes it from
 	 * here, and checks the slot holds one of the two. */
 	__u64 tramp_slot, tramp_ret, tramp_ax;
+	/* The probe ids of the function entries this thread hit last, by
+	 * address, for the exec it was hit in (tracer.bpf.h, entry_probe_id) */
+	__u64 memo_exec_id;
+	struct lp_site_memo memo[LP_SITE_MEMO];
 	struct lp_frame_state f[LP_MAX_DEPTH];
 };
 

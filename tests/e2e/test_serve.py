@@ -250,3 +250,45 @@ def test_http_in_batch_mode(liveprof, procs, wl, tmp_path):
     assert f"serving http://127.0.0.1:{port}/" in se, se
     assert out.stat().st_size > 0
 
+
+
+def test_retrace_at_an_address_that_had_another_probe(server, procs, wl):
+    """Trace parse_request(), untrace it, then trace handle() (which takes
+    its freed probe id, the lowest) and parse_request() again (which gets
+    another), live. The tracer's per-thread memo of probe ids by address
+    (tracer.bpf.h) must start anew when uprobes come and go: a memo kept
+    would time parse_request()'s calls under its old id, now handle()'s,
+    and handle() would count twice its calls and parse_request() none.
+    handler.c calls parse_request() once in every handle()."""
+    p = procs.start([wl("handler"), "cpu", "120"])
+    s = server(["-p", p.pid, "-F", "99"])
+    csrf = json.loads(s.get("/api/state")[2])["csrf"]
+
+    def command(cmd, arg):
+        body = json.dumps({"cmd": cmd, "arg": arg}).encode()
+        st, _, out = s.get("/api/command", method="POST", data=body,
+                           headers={"X-Liveprof-Csrf": csrf, "Content-Type": "application/json"})
+        assert st == 200, (st, out, s.stderr()[-2000:])
+
+    def calls(want, timeout=30):
+        """{spec: calls} once every trace has counted at least @want calls."""
+        deadline = time.monotonic() + timeout
+        while True:
+            traces = json.loads(s.get("/api/state")[2])["traces"]
+            n = {t["spec"]: t["calls"] for t in traces}
+            if min(n.values()) >= want or time.monotonic() > deadline:
+                return n
+            time.sleep(0.5)
+
+    command("trace", "parse_request")
+    # handle() runs about every 100 us: thousands of calls a second
+    assert calls(1000)["parse_request"] >= 1000, s.stderr()[-2000:]
+    command("untrace", "parse_request")
+    command("trace", "handle")
+    command("trace", "parse_request")
+    n = calls(1000)
+    print(f"\ntraced again: {n}")
+    assert n["parse_request"] >= 1000, (n, s.stderr()[-2000:])
+    # one parse_request() in every handle(): the counts differ by the calls
+    # in flight when each probe went live, and by the probes' own timing
+    assert abs(n["handle"] - n["parse_request"]) <= 0.05 * n["handle"], n

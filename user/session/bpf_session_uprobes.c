@@ -79,6 +79,16 @@ int bpf_session__attach_uprobe(struct bpf_session *s, enum bpf_probe_prog which,
 	return bpf_session__attach_uprobe_sema(s, which, pid, path, offset, 0, cookie);
 }
 
+/*
+ * Make every thread's memo of probe ids by address (tracer.bpf.h,
+ * entry_probe_id) start anew: before a uprobe is attached, a new probe
+ * may share an address with another, or take a detached one's place.
+ */
+static void forget_probe_ids(struct bpf_session *s)
+{
+	__atomic_add_fetch(&s->skel->bss->probe_gen, 1, __ATOMIC_SEQ_CST);
+}
+
 /* Attach @prog as slot @slot now; 0 or a negative errno. */
 static int attach_slot(struct bpf_session *s, int slot, enum bpf_probe_prog which, int pid,
 		       const char *path, uint64_t offset, uint64_t sema_offset, uint32_t cookie)
@@ -90,6 +100,7 @@ static int attach_slot(struct bpf_session *s, int slot, enum bpf_probe_prog whic
 	struct bpf_program *prog = prog_of(s, which);
 
 	opts.retprobe = which == PROBE_PROG_RETURN;
+	forget_probe_ids(s);
 	if (s->multi && which <= PROBE_PROG_LINE) {
 		int fd = uprobe_multi_attach(bpf_program__fd(prog), pid, path, offset, sema_offset,
 					     cookie, opts.retprobe);
@@ -230,6 +241,7 @@ void bpf_session__detach(struct bpf_session *s, int handle)
 	if (s->multi_fds[handle] >= 0)
 		close(s->multi_fds[handle]);
 	s->multi_fds[handle] = -1;
+	forget_probe_ids(s);
 }
 
 bool bpf_session__has_prog(const struct bpf_session *s, enum bpf_probe_prog which)
