@@ -10,8 +10,10 @@ import json
 import math
 import os
 import re
+import shutil
 import signal
 import subprocess
+import threading
 import time
 
 import pytest
@@ -621,3 +623,41 @@ def test_no_untimed_calls_at_attach(procs, liveprof, wl, tmp_path):
     t = next(t for t in json.loads(js.read_text())["traces"] if t["spec"] == "bench_target")
     assert t["calls"] > 10000, t
     assert t["untimed_calls"] == 0, t
+
+
+def test_exec_forgets_the_probe_ids(liveprof, wl, tmp_path):
+    """A thread that execs keeps its task, and with it the tracer's memo of
+    which probe it entered at which address (tracer.bpf.h). execpair.c
+    runs stage() 3000 times, then execs a copy of itself from the same
+    thread, whose stage() runs 3000 times more; without address
+    randomization both stage()s sit at one address, in two files, each
+    traced under its own probe (attached to every process with -a, so
+    before either runs). Each must count its own 3000 calls: a memo kept
+    across the exec counted 6000 for the first and none for the second."""
+    first = wl("execpair")
+    second = tmp_path / "execpair_copy"
+    shutil.copy(first, second)
+    out = tmp_path / "out.json"
+    lp = subprocess.Popen([str(liveprof), "-a", "--no-tui", "--top", "0", "-v", "-d", "120",
+                           "--trace", f"{first}:stage", "--trace", f"{second}:stage",
+                           "--json", str(out)],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    err = []
+    reader = threading.Thread(target=lambda: err.extend(lp.stderr), daemon=True)
+    reader.start()
+    try:
+        deadline = time.monotonic() + 60
+        while not any("programs verified and attached" in line for line in err):
+            assert lp.poll() is None and time.monotonic() < deadline, "".join(err)
+            time.sleep(0.1)
+        r = subprocess.run(["setarch", "-R", first, "3000", str(second)], capture_output=True,
+                           text=True, timeout=60)
+        assert r.returncode == 0 and r.stdout.split() == ["stage", "3000"] * 2, r
+    finally:
+        lp.send_signal(signal.SIGINT)
+        lp.wait(timeout=60)
+        reader.join(timeout=10)
+    assert lp.returncode == 0, "".join(err)
+    traces = {t["spec"]: t["calls"] for t in json.loads(out.read_text())["traces"]}
+    print(f"\ncalls: {traces}")
+    assert traces == {f"{first}:stage": 3000, f"{second}:stage": 3000}, traces
