@@ -322,6 +322,9 @@ struct lp_probe_cfg {
 #define LP_PCF_EMIT_VALUES (1u << 0) /* send an LP_EV_HIT with the values of every hit */
 #define LP_PCF_WHEN	   (1u << 1) /* a --when line: when_of names the split function */
 #define LP_PCF_STR_MATCH   (1u << 2) /* USDT pair: fire only for the strings of fetch 0, 1 */
+/* a function of a program's own file, never of a library: its address is
+ * its own until the process execs (tracer.bpf.h, entry_probe_id) */
+#define LP_PCF_IN_PROGRAM (1u << 3)
 
 /*
  * Key of map "str_match": a USDT pair with LP_PCF_STR_MATCH times a hit

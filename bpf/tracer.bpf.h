@@ -53,37 +53,49 @@ __u32 probe_gen = 0;
  * cookie. The helper that reads it is a call, and here a call costs about
  * 19 ns of the entry program's 150 (measured by leaving it out; most of
  * it is the return through the CPU's return-stack mitigation). So each
- * thread remembers which probe it entered at its last few addresses, for
- * as long as no uprobe comes or goes (probe_gen) and it runs the same
- * exec. Two probes at one address (is_sibling) run one after the other
- * at the same hit, which a memo by address cannot tell apart: when the
- * innermost frame was entered at this very address and stack slot, or
- * there is no room for another frame, the cookie answers.
+ * thread remembers which probe it entered at its last few addresses in
+ * its program's own file (LP_PCF_IN_PROGRAM, remember_probe_id()), for as
+ * long as no uprobe comes or goes (probe_gen) and it runs the same exec:
+ * a library may be unloaded, and another one's probed function mapped at
+ * the same address. Two probes at one address (is_sibling) run one after
+ * the other at the same hit, which a memo by address cannot tell apart:
+ * when the innermost frame was entered at this very address and stack
+ * slot, or there is no room for another frame, the cookie answers. *@m is
+ * the memo's slot for this address, or NULL when the cookie must answer.
  */
-static __always_inline __u32 entry_probe_id(struct pt_regs *ctx, struct lp_thread_calls *tc)
+static __always_inline __u32 entry_probe_id(struct pt_regs *ctx, struct lp_thread_calls *tc,
+					    struct lp_site_memo **m)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u64 ip = ctx->ip, exec_id = task->self_exec_id;
-	__u32 gen = probe_gen, d = tc->depth, i, id;
+	__u32 d = tc->depth, i;
 	const struct lp_frame_state *top = &tc->f[call_idx(d - 1)];
-	struct lp_site_memo *m;
 
+	*m = NULL;
 	if (tc->memo_exec_id != exec_id) {
 		for (i = 0; i < LP_SITE_MEMO; i++)
 			tc->memo[i].ip = 0;
 		tc->memo_exec_id = exec_id;
 	}
-	i = call_idx((__u32)(ip >> 4)) & (LP_SITE_MEMO - 1);
-	m = &tc->memo[i];
 	if (d >= LP_MAX_DEPTH || (d && top->sp == ctx->sp && top->ip_lo == (__u32)ip))
 		return (__u32)bpf_get_attach_cookie(ctx);
-	if (m->ip == ip && m->gen == gen)
-		return m->probe_id;
-	id = (__u32)bpf_get_attach_cookie(ctx);
-	m->ip = ip;
-	m->probe_id = id;
-	m->gen = gen;
-	return id;
+	i = call_idx((__u32)(ip >> 4)) & (LP_SITE_MEMO - 1);
+	if (tc->memo[i].ip == ip && tc->memo[i].gen == probe_gen)
+		return tc->memo[i].probe_id;
+	*m = &tc->memo[i];
+	return (__u32)bpf_get_attach_cookie(ctx);
+}
+
+/* Keep @probe_id, which the cookie gave for this entry, in the memo slot
+ * @m (entry_probe_id()) if its function is in the program's own file. */
+static __always_inline void remember_probe_id(struct pt_regs *ctx, struct lp_site_memo *m,
+					      __u32 probe_id, const struct lp_probe_cfg *cfg)
+{
+	if (!m || !(cfg->flags & LP_PCF_IN_PROGRAM))
+		return;
+	m->ip = ctx->ip;
+	m->probe_id = probe_id;
+	m->gen = probe_gen;
 }
 
 /* The probed module's load bias for this hit (liveprof.h, site_vaddr). */
@@ -283,6 +295,7 @@ __noinline __u32 lp_drop_stale_entries(struct lp_thread_calls *tc, __u32 probe_i
 SEC("uprobe")
 int BPF_KPROBE(lp_func_entry)
 {
+	struct lp_site_memo *memo;
 	struct lp_thread_calls *tc;
 	struct lp_probe_cfg *cfg;
 	__u64 sp = ctx->sp;
@@ -296,10 +309,11 @@ int BPF_KPROBE(lp_func_entry)
 	tc = thread_calls_of(bpf_get_current_task_btf(), true);
 	if (!tc)
 		return 0;
-	probe_id = entry_probe_id(ctx, tc);
+	probe_id = entry_probe_id(ctx, tc, &memo);
 	cfg = bpf_map_lookup_elem(&probes, &probe_id);
 	if (!cfg)
 		return 0;
+	remember_probe_id(ctx, memo, probe_id, cfg);
 	d = tc->depth;
 	if (d && top_is_stale(tc, d, probe_id, sp, (__u32)ctx->ip))
 		d = lp_drop_stale_entries(tc, probe_id, sp, (__u32)ctx->ip);

@@ -132,6 +132,32 @@ bool elf_is_go(Elf *elf)
 	return has_symbol(elf, "runtime.main");
 }
 
+bool elf_is_program(Elf *elf)
+{
+	GElf_Ehdr eh;
+	size_t i, n;
+
+	if (!elf || !gelf_getehdr(elf, &eh))
+		return false;
+	if (eh.e_type == ET_EXEC)
+		return true;
+	if (eh.e_type != ET_DYN || elf_getphdrnum(elf, &n))
+		return false;
+	for (i = 0; i < n; i++) {
+		GElf_Phdr ph;
+		Elf_Data *d;
+		GElf_Dyn dyn;
+
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_DYNAMIC)
+			continue;
+		d = elf_getdata_rawchunk(elf, ph.p_offset, ph.p_filesz, ELF_T_DYN);
+		for (int k = 0; d && gelf_getdyn(d, k, &dyn) && dyn.d_tag != DT_NULL; k++)
+			if (dyn.d_tag == DT_FLAGS_1)
+				return (dyn.d_un.d_val & DF_1_PIE) != 0;
+	}
+	return false;
+}
+
 /*
  * What code that unwinds a thread's stack (a C++ throw, a Rust panic) or
  * switches it (coroutines: ucontext, boost.context, libco, Ruby's fibers)

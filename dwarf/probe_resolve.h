@@ -92,6 +92,7 @@ struct probe_target {
 	bool is_line;	       /* sites[] are line addresses */
 	bool is_offset;	       /* FUNC+OFF: sites[0] takes a hit probe, never a return probe */
 	bool is_go;	       /* Go binary: use ret_sites[], never uretprobes */
+	bool is_exe;	       /* a program's own file (elf_is_program()), not a library */
 	uint64_t entry_vaddr;  /* function entry (+OFF), 0 for a line spec */
 	uint64_t entry_offset; /* file offset of entry_vaddr */
 	uint64_t body_vaddr;   /* after the prologue (== entry_vaddr when unknown) */
@@ -238,6 +239,17 @@ int x86_insn_info(const uint8_t *p, size_t avail, struct x86_insn *out);
  * runtime.main symbol.
  */
 bool elf_is_go(Elf *elf);
+
+/**
+ * elf_is_program - is this file a program's own, which no dlopen() maps
+ * @elf: the open file
+ *
+ * True for a fixed-address executable (ET_EXEC) and a position-independent
+ * one (ET_DYN with DF_1_PIE in DT_FLAGS_1), which glibc refuses to
+ * dlopen(): its code stays where the exec put it until the process execs
+ * again. A shared library may be unloaded and another mapped in its place.
+ */
+bool elf_is_program(Elf *elf);
 
 /**
  * elf_uretprobe_unsafe - may code of this file move a thread's stack out

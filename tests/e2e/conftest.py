@@ -25,7 +25,7 @@ LIVEPROF = Path(os.environ.get("LIVEPROF", ROOT / "liveprof"))
 
 NEEDED = ["fastslow", "threads4", "uselib", "libwl.so", "latency", "calls",
           "argso2", "reqs", "midleaf", "rate", "churn", "spinexit", "constwork", "deeprec",
-          "probesafe", "usdt", "phases", "causal_lines", "execpair"]
+          "probesafe", "usdt", "phases", "causal_lines", "execpair", "reload"]
 
 
 def pytest_collection_modifyitems(config, items):

@@ -625,6 +625,36 @@ def test_no_untimed_calls_at_attach(procs, liveprof, wl, tmp_path):
     assert t["untimed_calls"] == 0, t
 
 
+def calls_traced_everywhere(liveprof, tmp_path, specs, command):
+    """Run @command (checked: exit status 0) while `liveprof -a` traces
+    @specs, attached to every process before the command starts; return
+    (the command's stdout, {spec: calls})."""
+    out = tmp_path / "everywhere.json"
+    argv = [str(liveprof), "-a", "--no-tui", "--top", "0", "-v", "-d", "120", "--json", str(out)]
+    for spec in specs:
+        argv += ["--trace", spec]
+    lp = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    err = []
+    reader = threading.Thread(target=lambda: err.extend(lp.stderr), daemon=True)
+    reader.start()
+    try:
+        deadline = time.monotonic() + 60
+        while not any("programs verified and attached" in line for line in err):
+            assert lp.poll() is None and time.monotonic() < deadline, "".join(err)
+            time.sleep(0.1)
+        r = subprocess.run([str(a) for a in command], capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode == 0, r
+    finally:
+        lp.send_signal(signal.SIGINT)
+        lp.wait(timeout=60)
+        reader.join(timeout=10)
+    assert lp.returncode == 0, "".join(err)
+    traces = {t["spec"]: t["calls"] for t in json.loads(out.read_text())["traces"]}
+    print(f"\ncalls: {traces}")
+    return r.stdout, traces
+
+
 def test_exec_forgets_the_probe_ids(liveprof, wl, tmp_path):
     """A thread that execs keeps its task, and with it the tracer's memo of
     which probe it entered at which address (tracer.bpf.h). execpair.c
@@ -637,27 +667,27 @@ def test_exec_forgets_the_probe_ids(liveprof, wl, tmp_path):
     first = wl("execpair")
     second = tmp_path / "execpair_copy"
     shutil.copy(first, second)
-    out = tmp_path / "out.json"
-    lp = subprocess.Popen([str(liveprof), "-a", "--no-tui", "--top", "0", "-v", "-d", "120",
-                           "--trace", f"{first}:stage", "--trace", f"{second}:stage",
-                           "--json", str(out)],
-                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    err = []
-    reader = threading.Thread(target=lambda: err.extend(lp.stderr), daemon=True)
-    reader.start()
-    try:
-        deadline = time.monotonic() + 60
-        while not any("programs verified and attached" in line for line in err):
-            assert lp.poll() is None and time.monotonic() < deadline, "".join(err)
-            time.sleep(0.1)
-        r = subprocess.run(["setarch", "-R", first, "3000", str(second)], capture_output=True,
-                           text=True, timeout=60)
-        assert r.returncode == 0 and r.stdout.split() == ["stage", "3000"] * 2, r
-    finally:
-        lp.send_signal(signal.SIGINT)
-        lp.wait(timeout=60)
-        reader.join(timeout=10)
-    assert lp.returncode == 0, "".join(err)
-    traces = {t["spec"]: t["calls"] for t in json.loads(out.read_text())["traces"]}
-    print(f"\ncalls: {traces}")
-    assert traces == {f"{first}:stage": 3000, f"{second}:stage": 3000}, traces
+    out, calls = calls_traced_everywhere(liveprof, tmp_path, [f"{first}:stage", f"{second}:stage"],
+                                         ["setarch", "-R", first, 3000, second])
+    assert out.split() == ["stage", "3000"] * 2, out
+    assert calls == {f"{first}:stage": 3000, f"{second}:stage": 3000}, calls
+
+
+def test_reloaded_library_is_not_remembered(liveprof, wl, tmp_path):
+    """A plugin unloaded and another loaded in its place (reload.c): two
+    copies of libwl.so, one after the other at one address in one thread,
+    each lib_call() traced under its own probe. The tracer remembers probe
+    ids only for functions of the program's own file, which nothing maps
+    over while it runs: a memo of the first copy's lib_call() counted the
+    second's 3000 calls as its own (6000 and none)."""
+    first, second = tmp_path / "plug1.so", tmp_path / "plug2.so"
+    shutil.copy(wl("libwl.so"), first)
+    shutil.copy(wl("libwl.so"), second)
+    out, calls = calls_traced_everywhere(liveprof, tmp_path,
+                                         [f"{first}:lib_call", f"{second}:lib_call"],
+                                         [wl("reload"), 3000, first, second])
+    lines = [line.split() for line in out.splitlines()]
+    assert [line[2] for line in lines] == ["3000", "3000"], out
+    # the premise: the second copy's function where the first one's was
+    assert lines[0][1] == lines[1][1], out
+    assert calls == {f"{first}:lib_call": 3000, f"{second}:lib_call": 3000}, calls

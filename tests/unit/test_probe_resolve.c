@@ -325,6 +325,56 @@ UNIT_TEST(test_line_inlined_site)
 	probe_target_free(&t);
 }
 
+/*
+ * Whether readelf -d, an independent reader, lists PIE in @bin's FLAGS_1
+ * or finds no dynamic section at all: what makes it a program of its own.
+ */
+static bool readelf_says_program(const char *bin)
+{
+	char cmd[256], line[512];
+	bool pie = false, dynamic = false;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "readelf -hd %s", bin);
+	p = popen(cmd, "r");
+	if (!p)
+		return false;
+	while (fgets(line, sizeof(line), p)) {
+		dynamic |= strstr(line, "(NEEDED)") != NULL;
+		pie |= strstr(line, "(FLAGS_1)") && strstr(line, " PIE");
+		pie |= strstr(line, "Type:") && strstr(line, "EXEC ");
+	}
+	pclose(p);
+	return pie || !dynamic;
+}
+
+/* A program's own file (PIE, fixed-address) is told from a library. */
+UNIT_TEST(test_program_or_library)
+{
+	const char *kinds[] = {"-pie", "-no-pie", "-shared -fPIC"};
+	const bool program[] = {true, true, false};
+
+	if (!build()) {
+		CHECK(0);
+		return;
+	}
+	for (size_t k = 0; k < 3; k++) {
+		struct probe_spec sp;
+		struct probe_target t;
+		char bin[160], cmd[512], err[512];
+
+		snprintf(bin, sizeof(bin), "%s/kind%zu", tmpdir, k);
+		snprintf(cmd, sizeof(cmd), "cc -O0 -g %s -o %s " FIXTURE, kinds[k], bin);
+		CHECK(system(cmd) == 0);
+		CHECK(readelf_says_program(bin) == program[k]);
+		CHECK_EQ_INT(resolve(bin, "handle", &sp, &t, err, sizeof(err)), 0);
+		if (t.is_exe != program[k])
+			fprintf(stderr, "  %s: is_exe %d\n", kinds[k], t.is_exe);
+		CHECK(t.is_exe == program[k]);
+		probe_target_free(&t);
+	}
+}
+
 UNIT_TEST(test_errors)
 {
 	struct probe_spec sp;

@@ -196,6 +196,8 @@ static int attach_func(struct traces *t, struct trace *tr, struct probe_target *
 		cfg.n_ret_values = nr;
 		/* A --by value alone is used in BPF, never sent per call. */
 		cfg.flags = tr->user_args ? LP_PCF_EMIT_VALUES : 0;
+		if (pt->is_exe)
+			cfg.flags |= LP_PCF_IN_PROGRAM;
 		cfg.module_bias = loc->bias;
 		/* a file not mapped yet: the entry takes the bias from where it
 		 * fires (values at return are registers, which need none) */
