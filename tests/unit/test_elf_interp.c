@@ -21,12 +21,10 @@
 /* readelf's interpreter of @path and the file offset of PT_INTERP's bytes. */
 static bool readelf_interp(const char *path, char *out, size_t cap, long *offset)
 {
-	char cmd[PATH_MAX + 32], line[PATH_MAX + 64];
+	char line[PATH_MAX + 64];
 	bool found = false, next = false;
-	FILE *p;
+	FILE *p = unit_readelf("-W -l", path);
 
-	snprintf(cmd, sizeof(cmd), "readelf -W -l %s", path);
-	p = popen(cmd, "r");
 	if (!p)
 		return false;
 	while (fgets(line, sizeof(line), p)) {

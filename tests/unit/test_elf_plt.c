@@ -19,12 +19,10 @@ static const char *const prog = "#include <stdio.h>\n#include <stdlib.h>\n"
 /* The [lo, hi) range of section @name in @path, from readelf. */
 static bool section_range(const char *path, const char *name, uint64_t *lo, uint64_t *hi)
 {
-	char cmd[512], line[512];
+	FILE *p = unit_readelf("-W -S", path);
+	char line[512];
 	bool found = false;
-	FILE *p;
 
-	snprintf(cmd, sizeof(cmd), "readelf -W -S %s", path);
-	p = popen(cmd, "r");
 	if (!p)
 		return false;
 	while (fgets(line, sizeof(line), p)) {

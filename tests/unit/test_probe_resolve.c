@@ -331,12 +331,10 @@ UNIT_TEST(test_line_inlined_site)
  */
 static bool readelf_says_program(const char *bin)
 {
-	char cmd[256], line[512];
 	bool pie = false, dynamic = false;
-	FILE *p;
+	FILE *p = unit_readelf("-hd", bin);
+	char line[512];
 
-	snprintf(cmd, sizeof(cmd), "readelf -hd %s", bin);
-	p = popen(cmd, "r");
 	if (!p)
 		return false;
 	while (fgets(line, sizeof(line), p)) {

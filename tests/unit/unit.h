@@ -61,6 +61,18 @@ struct unit_test {
 static struct unit_test unit_tests[UNIT_MAX_TESTS];
 static int unit_n_tests;
 
+/*
+ * readelf @opts @path, its output to read (pclose() it), or NULL: the
+ * tests' independent reader of what an ELF file holds.
+ */
+static inline FILE *unit_readelf(const char *opts, const char *path)
+{
+	char cmd[4200];
+
+	snprintf(cmd, sizeof(cmd), "readelf %s '%s'", opts, path);
+	return popen(cmd, "r");
+}
+
 static inline void unit_register(const char *name, void (*fn)(void), int line)
 {
 	if (unit_n_tests == UNIT_MAX_TESTS) {
