@@ -567,7 +567,7 @@ int probe_resolve(const char *binary_path, const struct probe_spec *spec, struct
 		goto out;
 	}
 	out->is_go = elf_is_go(c.elf);
-	out->is_exe = elf_is_program(c.elf);
+	out->is_program = elf_is_program(c.elf);
 	if (spec->kind == PROBE_SPEC_LINE)
 		ret = probe_resolve_line(&c, spec, out);
 	else if (spec->kind == PROBE_SPEC_FUNC)

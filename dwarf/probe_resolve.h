@@ -92,7 +92,7 @@ struct probe_target {
 	bool is_line;	       /* sites[] are line addresses */
 	bool is_offset;	       /* FUNC+OFF: sites[0] takes a hit probe, never a return probe */
 	bool is_go;	       /* Go binary: use ret_sites[], never uretprobes */
-	bool is_exe;	       /* a program's own file (elf_is_program()), not a library */
+	bool is_program;       /* a program's own file (elf_is_program()), not a library */
 	uint64_t entry_vaddr;  /* function entry (+OFF), 0 for a line spec */
 	uint64_t entry_offset; /* file offset of entry_vaddr */
 	uint64_t body_vaddr;   /* after the prologue (== entry_vaddr when unknown) */

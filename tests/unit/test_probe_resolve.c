@@ -366,9 +366,9 @@ UNIT_TEST(test_program_or_library)
 		CHECK(system(cmd) == 0);
 		CHECK(readelf_says_program(bin) == program[k]);
 		CHECK_EQ_INT(resolve(bin, "handle", &sp, &t, err, sizeof(err)), 0);
-		if (t.is_exe != program[k])
-			fprintf(stderr, "  %s: is_exe %d\n", kinds[k], t.is_exe);
-		CHECK(t.is_exe == program[k]);
+		if (t.is_program != program[k])
+			fprintf(stderr, "  %s: is_program %d\n", kinds[k], t.is_program);
+		CHECK(t.is_program == program[k]);
 		probe_target_free(&t);
 	}
 }

@@ -196,7 +196,7 @@ static int attach_func(struct traces *t, struct trace *tr, struct probe_target *
 		cfg.n_ret_values = nr;
 		/* A --by value alone is used in BPF, never sent per call. */
 		cfg.flags = tr->user_args ? LP_PCF_EMIT_VALUES : 0;
-		if (pt->is_exe)
+		if (pt->is_program)
 			cfg.flags |= LP_PCF_IN_PROGRAM;
 		cfg.module_bias = loc->bias;
 		/* a file not mapped yet: the entry takes the bias from where it
