@@ -61,12 +61,12 @@ __u32 probe_gen = 0;
  * the other at the same hit, which a memo by address cannot tell apart:
  * when the innermost frame was entered at this very address and stack
  * slot, or there is no room for another frame, the cookie answers. *@m is
- * the memo's slot for this address, or NULL when the cookie must answer.
+ * the memo's slot for this address, or NULL when the cookie must answer;
+ * @tc is the current @task's.
  */
-static __always_inline __u32 entry_probe_id(struct pt_regs *ctx, struct lp_thread_calls *tc,
-					    struct lp_site_memo **m)
+static __always_inline __u32 entry_probe_id(struct pt_regs *ctx, struct task_struct *task,
+					    struct lp_thread_calls *tc, struct lp_site_memo **m)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
 	__u64 ip = ctx->ip, exec_id = task->self_exec_id;
 	__u32 d = tc->depth, i;
 	const struct lp_frame_state *top = &tc->f[call_idx(d - 1)];
@@ -295,6 +295,7 @@ __noinline __u32 lp_drop_stale_entries(struct lp_thread_calls *tc, __u32 probe_i
 SEC("uprobe")
 int BPF_KPROBE(lp_func_entry)
 {
+	struct task_struct *task = bpf_get_current_task_btf();
 	struct lp_site_memo *memo;
 	struct lp_thread_calls *tc;
 	struct lp_probe_cfg *cfg;
@@ -306,10 +307,10 @@ int BPF_KPROBE(lp_func_entry)
 	 * (liveprof probes itself on purpose once, to measure probe cost.) */
 	if (in_self() || is_paused())
 		return 0;
-	tc = thread_calls_of(bpf_get_current_task_btf(), true);
+	tc = thread_calls_of(task, true);
 	if (!tc)
 		return 0;
-	probe_id = entry_probe_id(ctx, tc, &memo);
+	probe_id = entry_probe_id(ctx, task, tc, &memo);
 	cfg = bpf_map_lookup_elem(&probes, &probe_id);
 	if (!cfg)
 		return 0;
