@@ -14,6 +14,33 @@ struct lp_interp_stack {
 	struct lp_interp_frame f[LP_MAX_PYFRAMES];
 };
 
+/*
+ * The walkers' buffers (a Ruby control frame, an identity window), per
+ * CPU and out of the BPF stack: every program's frames and the callback
+ * frames under it share 512 bytes, and the walkers run two calls deep
+ * below the sampler and the off-CPU program. Two users, never nested on
+ * one CPU: the sampler runs in the timer interrupt, the off-CPU program
+ * with interrupts off, and neither ever preempts the other.
+ */
+struct lp_interp_scratch {
+	__u64 cfp[LP_RB_CFP_WORDS];
+	__u64 ident[LP_RB_IDENT_WORDS > LP_PY_IDENT_WORDS ? LP_RB_IDENT_WORDS : LP_PY_IDENT_WORDS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lp_interp_scratch);
+} interp_scratch SEC(".maps");
+
+static __always_inline struct lp_interp_scratch *lp_interp_scratch(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&interp_scratch, &zero);
+}
+
 #define LP_INTERP_NONE	(-1)	  /* not a process of this interpreter: stack untouched */
 #define LP_INTERP_FAULT (1 << 16) /* a read of the target's memory failed */
 #define LP_INTERP_TRUNC (1 << 17) /* more frames than LP_MAX_PYFRAMES */

@@ -87,20 +87,21 @@ static __always_inline __u64 py_thread_state(const struct lp_py_cfg *cfg, struct
 struct py_walk {
 	const struct lp_py_cfg *cfg;
 	struct lp_interp_stack *s;
+	struct lp_interp_scratch *x;
 	__u64 frame;
 	__u32 n;
 	__u32 faults;
 };
 
 /* The hash of @code's identity window now (liveprof.h); 0 if unread. */
-static __always_inline __u16 py_code_ident(const struct lp_py_cfg *cfg, __u64 code)
+static __always_inline __u16 py_code_ident(const struct lp_py_cfg *cfg, __u64 code,
+					   struct lp_interp_scratch *x)
 {
-	__u64 w[LP_PY_IDENT_WORDS];
-
 	if (!cfg->code_ident ||
-	    bpf_probe_read_user(w, sizeof(w), (const void *)(code + cfg->code_ident)))
+	    bpf_probe_read_user(x->ident, LP_PY_IDENT_WORDS * 8,
+				(const void *)(code + cfg->code_ident)))
 		return 0;
-	return lp_py_ident_hash(w);
+	return lp_py_ident_hash(x->ident);
 }
 
 /* One _PyInterpreterFrame: record it, or mark the boundary a shim is. */
@@ -112,7 +113,7 @@ static long py_walk_step(__u32 i, struct py_walk *w)
 	__u8 owner = 0, entry = 0;
 	__u32 k;
 
-	if (!f || !cfg || !s || w->n >= LP_MAX_PYFRAMES)
+	if (!f || !cfg || !s || !w->x || w->n >= LP_MAX_PYFRAMES)
 		return 1;
 	if (bpf_probe_read_user(&code, sizeof(code), (const void *)(f + cfg->iframe_code)) ||
 	    bpf_probe_read_user(&instr, sizeof(instr), (const void *)(f + cfg->iframe_instr)) ||
@@ -138,7 +139,7 @@ static long py_walk_step(__u32 i, struct py_walk *w)
 	/* code units are 2-byte aligned: bit 0 carries the entry mark */
 	s->f[k].code = code;
 	/* the object's identity now: it is named later (liveprof.h) */
-	s->f[k].aux = py_code_ident(cfg, code);
+	s->f[k].aux = py_code_ident(cfg, code, w->x);
 	s->f[k].instr = (instr & ~(__u64)LP_PYF_ENTRY) | (entry ? LP_PYF_ENTRY : 0);
 	w->n = k + 1;
 	return 0;
@@ -174,6 +175,7 @@ __noinline int lp_py_walk(struct lp_interp_stack *s, __u32 tgid, __u32 tid)
 	}
 	w.cfg = cfg;
 	w.s = s;
+	w.x = lp_interp_scratch();
 	bpf_loop(LP_MAX_PYFRAMES * 2, py_walk_step, &w, 0);
 	r = w.n;
 	if (w.faults)

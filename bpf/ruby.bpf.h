@@ -114,6 +114,7 @@ static __always_inline __u64 rb_thread_of(const struct lp_rb_cfg *cfg, struct ta
 struct rb_walk {
 	const struct lp_rb_cfg *cfg;
 	struct lp_interp_stack *s;
+	struct lp_interp_scratch *x;
 	__u64 cfp, end; /* the next frame; the end of the VM stack */
 	__u32 n;
 	__u32 faults;
@@ -169,13 +170,15 @@ static __always_inline __u64 rb_frame_me(struct rb_env e)
  * a running frame is live (the frame marks it), so this is the iseq the
  * sample saw, whatever user space finds at its address later.
  */
-static __always_inline __u16 rb_iseq_ident(const struct lp_rb_cfg *cfg, __u64 iseq)
+static __always_inline __u16 rb_iseq_ident(const struct lp_rb_cfg *cfg, __u64 iseq,
+					   struct lp_interp_scratch *x)
 {
-	__u64 w[LP_RB_IDENT_WORDS];
+	__u64 *w = x->ident;
 
 	if (!cfg->iseq_body ||
 	    bpf_probe_read_user(&w[0], sizeof(w[0]), (const void *)(iseq + cfg->iseq_body)) ||
-	    !w[0] || bpf_probe_read_user(&w[1], sizeof(w) - sizeof(w[0]), (const void *)w[0]))
+	    !w[0] ||
+	    bpf_probe_read_user(&w[1], (LP_RB_IDENT_WORDS - 1) * 8, (const void *)w[0]))
 		return 0;
 	return lp_rb_ident_hash(w);
 }
@@ -185,18 +188,20 @@ static long rb_walk_step(__u32 i, struct rb_walk *w)
 {
 	const struct lp_rb_cfg *cfg = w->cfg;
 	struct lp_interp_stack *s = w->s;
-	__u64 cfp = w->cfp, pc, iseq, ep, ident, c[LP_RB_CFP_WORDS];
+	struct lp_interp_scratch *x = w->x;
+	__u64 cfp = w->cfp, pc, iseq, ep, ident, *c;
 	struct rb_env env = {};
 	__u32 k;
 
 	/* the two outermost frames are the VM stack's dummy and the toplevel
 	 * (TOPLEVEL_BINDING's) frame: Ruby's own backtraces stop before them */
-	if (!cfg || !s || !cfg->cfp_size || cfp + 2 * cfg->cfp_size > w->end)
+	if (!cfg || !s || !x || !cfg->cfp_size || cfp + 2 * cfg->cfp_size > w->end)
 		return 1;
+	c = x->cfp;
 	/* one read for the frame's pc, iseq and ep: the identity's two reads
 	 * below cost what the two saved here did (inside the VM stack: two
 	 * frames are left, each larger than half of the read) */
-	if (bpf_probe_read_user(c, sizeof(c), (const void *)cfp)) {
+	if (bpf_probe_read_user(c, sizeof(x->cfp), (const void *)cfp)) {
 		w->faults++;
 		return 1;
 	}
@@ -214,7 +219,7 @@ static long rb_walk_step(__u32 i, struct rb_walk *w)
 	if (k >= LP_MAX_PYFRAMES)
 		return 1;
 	s->f[k].code = iseq;
-	ident = rb_iseq_ident(cfg, iseq);
+	ident = rb_iseq_ident(cfg, iseq, x);
 	s->f[k].aux = (rb_frame_me(env) & LP_RBF_ME_MASK) | ident << LP_RBF_IDENT_SHIFT;
 	s->f[k].instr = pc & ~LP_PYF_ENTRY;
 	if (env.flags & LP_RB_FRAME_FINISH)
@@ -254,6 +259,7 @@ __noinline int lp_rb_walk(struct lp_interp_stack *s, __u32 tgid, __u32 tid)
 	w.end = stack + size * 8;
 	w.cfg = cfg;
 	w.s = s;
+	w.x = lp_interp_scratch();
 	bpf_loop(LP_RB_MAX_CFPS, rb_walk_step, &w, 0);
 	r = w.n;
 	if (w.faults)

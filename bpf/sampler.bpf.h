@@ -81,16 +81,20 @@ static __always_inline void walk_ustack(struct lp_sample *s, __u32 tgid,
 }
 
 /*
- * Fill everything but the weight and the flags that depend on the caller.
- * @ctx is the program context, used by bpf_get_stack.
+ * The sample's header, registers and traced calls. Global functions, as
+ * lp_sample_ustack() below: each has a frame of its own, and the frames
+ * that sit under the unwinder's and the interpreter walkers' callbacks are
+ * only lp_sample_cpu's and the one walking. Inlined into one program they
+ * added up to 544 bytes of stack, which 6.1 and 6.12 refuse (512 at most
+ * for a program and all the calls under it).
  */
-static __always_inline void fill_sample(void *ctx, struct lp_sample *s, __u32 tgid, __u32 tid)
+__noinline int lp_sample_head(struct lp_sample *s, __u32 tgid, __u32 tid)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct pt_regs *uregs = (struct pt_regs *)bpf_task_pt_regs(task);
-	const struct lp_thread_calls *tc;
-	long n;
 
+	if (!s)
+		return 0;
 	s->hdr.type = LP_EV_SAMPLE;
 	s->hdr.size = sizeof(*s);
 	s->pid = tgid;
@@ -108,10 +112,30 @@ static __always_inline void fill_sample(void *ctx, struct lp_sample *s, __u32 tg
 	s->regs.ip = BPF_CORE_READ(uregs, ip);
 	s->regs.sp = BPF_CORE_READ(uregs, sp);
 	s->regs.bp = BPF_CORE_READ(uregs, bp);
+	tag_calls(s, task, true);
+	return 0;
+}
 
-	tc = tag_calls(s, task, true);
+/* The user stack of sample @s by the BPF walk (a global function: above). */
+__noinline int lp_sample_ustack(struct lp_sample *s, __u32 tgid)
+{
+	if (!s)
+		return 0;
+	walk_ustack(s, tgid, thread_calls_of(bpf_get_current_task_btf(), false));
+	return 0;
+}
+
+/*
+ * Fill everything but the weight and the flags that depend on the caller.
+ * @ctx is the program context, used by bpf_get_stack.
+ */
+static __always_inline void fill_sample(void *ctx, struct lp_sample *s, __u32 tgid, __u32 tid)
+{
+	long n;
+
+	lp_sample_head(s, tgid, tid);
 	if (kernel_unwind) {
-		walk_ustack(s, tgid, tc);
+		lp_sample_ustack(s, tgid);
 	} else {
 		n = bpf_get_stack(ctx, s->ustack, sizeof(s->ustack), BPF_F_USER_STACK);
 		if (n < 0) {

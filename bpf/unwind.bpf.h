@@ -248,10 +248,14 @@ static __always_inline int step_signal(struct lp_unwind_state *st, const struct 
 	{
 		__u64 n = st->n;
 
-		/* 64-bit and opaque: the verifier sees the bound on the index */
-		asm volatile("" : "+r"(n));
-		if (n >= 2 && n <= LP_MAX_USTACK)
-			st->pcs[n - 1] += 1;
+		/* Each bound tested on the register that indexes: clang
+		 * folds "2 <= n <= max" into one test of a copy, n - 2,
+		 * whose bound only 6.18's verifier carries back to n. */
+		if (n >= 2) {
+			asm volatile("" : "+r"(n));
+			if (n <= LP_MAX_USTACK)
+				st->pcs[n - 1] += 1;
+		}
 	}
 	st->sp = sp;
 	st->bp = bp;
