@@ -30,6 +30,7 @@ struct offcpu_stash {
 	__u32 waker_tid;	       /* 0: not woken by a thread of its process */
 	__u32 waker_n;		       /* frames in wstack */
 	__u64 wstack[LP_MAX_WSTACK];
+	char next_comm[16]; /* set at the switch-in, for its sample */
 };
 
 struct {
@@ -51,41 +52,50 @@ struct {
 /*
  * The CFI walk from the registers the task entered the kernel with: a
  * wait inside libc's futex wrappers (no frame pointers) then shows its
- * whole chain. prev is still current, so its memory is readable.
+ * whole chain. The task switching out is still current, so its memory is
+ * readable.
+ *
+ * This and lp_offcpu_emit() are global functions, each with a frame of its
+ * own: inlined into lp_sched_switch, the program's frame and the frames
+ * of the unwinder's or an interpreter walker's callbacks under it came to
+ * 544-688 bytes, and 6.1, 6.12 and some 6.18 builds refuse more than 512.
  */
-static __always_inline void walk_switched_out(struct offcpu_stash *s, struct task_struct *prev,
-					      __u32 tgid)
+__noinline int lp_offcpu_ustack(struct offcpu_stash *s, __u32 tgid)
 {
+	struct task_struct *prev = bpf_get_current_task_btf();
 	struct lp_unwind_state *st = unwind_begin(1);
 	struct lp_thread_calls *tc = thread_calls_of(prev, false);
 	__u32 depth, first = 0;
 
+	if (!s)
+		return 0;
 	s->ustack_bytes = -1;
 	if (!st)
-		return;
+		return 0;
 	if (tc) {
 		/* the innermost calls, as tag_calls() picks them; a call
 		 * whose slot no uretprobe hijacked needs no fix-up (0) */
-		__u64 rets[LP_MAX_CALLS] = {};
+		struct returns_walk w;
 
 		depth = tc->depth < LP_MAX_DEPTH ? tc->depth : LP_MAX_DEPTH;
 		if (depth > LP_MAX_CALLS)
 			first = depth - LP_MAX_CALLS;
-		real_returns(prev, tc, first, depth - first, false, rets);
+		real_returns(&w, lp_return_instances(prev), tc, first, depth - first, false);
 		for (__u32 i = 0; i < LP_MAX_CALLS; i++) {
 			__u32 k = first + i;
 
 			if (k >= depth)
 				break;
 			asm volatile("" : "+r"(k));
-			if (rets[i])
-				unwind_add_fix(st, tc->f[k & (LP_MAX_DEPTH - 1)].sp, rets[i]);
+			if (w.ret[i])
+				unwind_add_fix(st, tc->f[k & (LP_MAX_DEPTH - 1)].sp, w.ret[i]);
 		}
 	}
 	unwind_user(st, tgid, s->ip, s->sp, s->bp);
 	__builtin_memcpy(s->ustack, st->pcs, sizeof(s->ustack));
 	s->ustack_bytes = (st->n <= LP_MAX_USTACK ? st->n : LP_MAX_USTACK) * sizeof(__u64);
 	s->uflags = st->flags;
+	return 0;
 }
 
 static __always_inline void stash_switch_out(void *ctx, struct task_struct *prev, __u32 tgid,
@@ -117,7 +127,7 @@ static __always_inline void stash_switch_out(void *ctx, struct task_struct *prev
 	s->bp = BPF_CORE_READ(uregs, bp);
 	s->uflags = 0;
 	if (kernel_unwind)
-		walk_switched_out(s, prev, tgid);
+		lp_offcpu_ustack(s, tgid);
 	else
 		s->ustack_bytes =
 			bpf_get_stack(ctx, s->ustack, sizeof(s->ustack), BPF_F_USER_STACK);
@@ -154,18 +164,26 @@ static __always_inline void emit_waker(__u32 tgid, __u32 tid, __u64 time_ns,
 	bpf_ringbuf_submit(w, rb_flags());
 }
 
-static __always_inline void emit_switch_in(struct task_struct *next, __u32 tgid, __u32 tid,
-					   struct offcpu_stash *st)
+/*
+ * The off-CPU sample of a thread switching in after @st's wait, tagged with
+ * its calls in flight @tc (its task storage, may be NULL) and @ri (its
+ * pending uretprobe returns). A global function: see lp_offcpu_ustack().
+ */
+__noinline int lp_offcpu_emit(struct offcpu_stash *st, struct lp_thread_calls *tc, __u64 ri,
+			      __u32 tgid, __u32 tid)
 {
-	__u64 now = bpf_ktime_get_ns(), delta = now - st->start_ns;
+	__u64 now = bpf_ktime_get_ns(), delta;
 	struct lp_sample *s;
 
+	if (!st)
+		return 0;
+	delta = now - st->start_ns;
 	if (delta < offcpu_min_ns || !is_target(tgid))
-		return;
+		return 0;
 	s = bpf_ringbuf_reserve(&events, sizeof(*s), 0);
 	if (!s) {
 		count_event(LP_CNT_LOST);
-		return;
+		return 0;
 	}
 	s->hdr.type = LP_EV_SAMPLE;
 	s->hdr.size = sizeof(*s);
@@ -178,7 +196,7 @@ static __always_inline void emit_switch_in(struct task_struct *next, __u32 tgid,
 	s->reserved = 0;
 	s->stack_len = 0;
 	s->pad = 0;
-	BPF_CORE_READ_STR_INTO(&s->comm, next, comm);
+	__builtin_memcpy(s->comm, st->next_comm, sizeof(s->comm));
 	s->regs.ip = st->ip;
 	s->regs.sp = st->sp;
 	s->regs.bp = st->bp;
@@ -202,10 +220,11 @@ static __always_inline void emit_switch_in(struct task_struct *next, __u32 tgid,
 				 &st->interp.f[LP_MAX_PYFRAMES / 2], sizeof(s->interp) / 2);
 		lp_interp_to_sample(s, st->interp_res);
 	}
-	tag_calls(s, next, false);
+	tag_calls(s, tc, ri, false);
 	bpf_ringbuf_submit(s, rb_flags());
 	count_event(LP_CNT_OFFCPU);
 	emit_waker(tgid, tid, now, st);
+	return 0;
 }
 
 #define NR_FUTEX 202 /* x86-64 */
@@ -266,7 +285,9 @@ int BPF_PROG(lp_sched_switch, bool preempt, struct task_struct *prev, struct tas
 		stash_switch_out(ctx, prev, prev_tgid, prev_tid);
 	st = bpf_map_lookup_elem(&offcpu_start, &next_tid);
 	if (st) {
-		emit_switch_in(next, next_tgid, next_tid, st);
+		BPF_CORE_READ_STR_INTO(&st->next_comm, next, comm);
+		lp_offcpu_emit(st, thread_calls_of(next, false), lp_return_instances(next),
+			       next_tgid, next_tid);
 		bpf_map_delete_elem(&offcpu_start, &next_tid);
 	}
 	return 0;

@@ -20,12 +20,13 @@
 /* The kernel keeps at most 64 pending uretprobes per thread. */
 #define LP_MAX_PENDING 64
 
+/* On the caller's stack (bpf_loop's context must be): kept small. */
 struct returns_walk {
-	__u64 ri;		  /* the next list entry to look at (kernel address) */
-	__u64 slot[LP_MAX_CALLS]; /* the calls' return-address slots */
-	__u64 ret[LP_MAX_CALLS];  /* out */
-	__u32 n, done;		  /* calls, and calls answered (from the innermost) */
+	__u64 ri; /* the next list entry to look at (kernel address) */
+	const struct lp_thread_calls *tc;
+	__u32 first, n, done; /* calls tc->f[first..first + n); answered so far */
 	__u32 read_slot;
+	__u64 ret[LP_MAX_CALLS]; /* out */
 };
 
 /* One step of real_returns(): a list entry skipped, or one call answered. */
@@ -37,8 +38,10 @@ static long real_return_step(__u32 k, struct returns_walk *w)
 
 	if (w->done >= w->n)
 		return 1;
+	if (!w->tc)
+		return 1;
 	i = (w->n - 1 - w->done) & (LP_MAX_CALLS - 1);
-	slot = w->slot[i];
+	slot = w->tc->f[(w->first + i) & (LP_MAX_DEPTH - 1)].sp;
 	stack = ri ? BPF_CORE_READ(ri, stack) : ~0ULL;
 	if (stack < slot) {
 		w->ri = (__u64)BPF_CORE_READ(ri, next);
@@ -56,7 +59,7 @@ static long real_return_step(__u32 k, struct returns_walk *w)
 }
 
 /*
- * Fill rets[i] with the return address of tc->f[first + i], for i < n
+ * Fill w->ret[i] with the return address of tc->f[first + i], for i < n
  * (n <= LP_MAX_CALLS): what a pending uretprobe saved, else, where
  * @read_slot allows (the task is current, so its memory is ours to read),
  * what the slot holds (a ret-instruction probe, or a call past the
@@ -68,26 +71,25 @@ static long real_return_step(__u32 k, struct returns_walk *w)
  * uretprobes) and are skipped; an entry with a higher slot belongs to an
  * outer call, and the current call has none. A bpf_loop() callback, so
  * the verifier checks one step, not every path through 72 of them.
+ * @ri is the thread's list of pending returns (lp_return_instances()).
  */
-static __always_inline void real_returns(struct task_struct *task, const struct lp_thread_calls *tc,
-					 __u32 first, __u32 n, bool read_slot, __u64 *rets)
+/* The first of @task's pending uretprobe returns (its kernel list). */
+static __always_inline __u64 lp_return_instances(struct task_struct *task)
 {
-	struct returns_walk w = {};
-	__u32 i;
+	return (__u64)BPF_CORE_READ(task, utask, return_instances);
+}
 
-	if (n > LP_MAX_CALLS)
-		n = LP_MAX_CALLS;
-	for (i = 0; i < LP_MAX_CALLS; i++) {
-		if (i >= n)
-			break;
-		w.slot[i] = tc->f[(first + i) & (LP_MAX_DEPTH - 1)].sp;
-	}
-	w.ri = (__u64)BPF_CORE_READ(task, utask, return_instances);
-	w.n = n;
-	w.read_slot = read_slot;
-	bpf_loop(LP_MAX_PENDING + LP_MAX_CALLS, real_return_step, &w, 0);
-	for (i = 0; i < LP_MAX_CALLS; i++)
-		rets[i] = w.ret[i];
+static __always_inline void real_returns(struct returns_walk *w, __u64 ri,
+					 const struct lp_thread_calls *tc, __u32 first, __u32 n,
+					 bool read_slot)
+{
+	__builtin_memset(w, 0, sizeof(*w));
+	w->ri = ri;
+	w->tc = tc;
+	w->first = first;
+	w->n = n > LP_MAX_CALLS ? LP_MAX_CALLS : n;
+	w->read_slot = read_slot;
+	bpf_loop(LP_MAX_PENDING + LP_MAX_CALLS, real_return_step, w, 0);
 }
 
 #endif /* LP_RETURNS_BPF_H */

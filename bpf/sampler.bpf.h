@@ -13,16 +13,15 @@
  * sampled, so that their returns send LP_EV_CALL_END. Marking here is
  * what keeps the event rate bounded by the sampling rate.
  */
-static __always_inline const struct lp_thread_calls *
-tag_calls(struct lp_sample *s, struct task_struct *task, bool is_current)
+static __always_inline void tag_calls(struct lp_sample *s, struct lp_thread_calls *tc, __u64 ri,
+				      bool is_current)
 {
-	struct lp_thread_calls *tc = thread_calls_of(task, false);
-	__u64 rets[LP_MAX_CALLS] = {};
+	struct returns_walk w;
 	__u32 depth, first = 0, i;
 
 	s->n_calls = 0;
 	if (!tc)
-		return NULL;
+		return;
 	depth = tc->depth;
 	if (depth > LP_MAX_DEPTH)
 		depth = LP_MAX_DEPTH;
@@ -32,7 +31,7 @@ tag_calls(struct lp_sample *s, struct task_struct *task, bool is_current)
 		first = depth - LP_MAX_CALLS;
 		s->flags |= LP_SF_CALLS_OVFL;
 	}
-	real_returns(task, tc, first, depth - first, is_current, rets);
+	real_returns(&w, ri, tc, first, depth - first, is_current);
 	for (i = 0; i < LP_MAX_CALLS; i++) {
 		__u32 k = first + i;
 		struct lp_frame_state *f;
@@ -46,11 +45,10 @@ tag_calls(struct lp_sample *s, struct task_struct *task, bool is_current)
 		s->calls[i].probe_id = f->probe_id;
 		s->calls[i].depth = first + i;
 		s->calls[i].call_id = ((__u64)s->tid << 32) | f->seq;
-		s->calls[i].ret_addr = rets[i];
+		s->calls[i].ret_addr = w.ret[i];
 		s->calls[i].ret_slot = f->sp;
 	}
 	s->n_calls = depth - first;
-	return tc;
 }
 
 /*
@@ -112,7 +110,7 @@ __noinline int lp_sample_head(struct lp_sample *s, __u32 tgid, __u32 tid)
 	s->regs.ip = BPF_CORE_READ(uregs, ip);
 	s->regs.sp = BPF_CORE_READ(uregs, sp);
 	s->regs.bp = BPF_CORE_READ(uregs, bp);
-	tag_calls(s, task, true);
+	tag_calls(s, thread_calls_of(task, false), lp_return_instances(task), true);
 	return 0;
 }
 
