@@ -17,6 +17,25 @@ struct fetch_regs {
 	__u64 r[17];
 };
 
+/*
+ * Where the copy goes: the thread's own storage, not the BPF stack (136
+ * bytes there put the py: programs' deepest call chain at 496 of the 512
+ * bytes 6.1 and 6.12 allow) and not a per-CPU slot (a uprobe program can
+ * be preempted, and another thread's hit would write the same slot).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct fetch_regs);
+} fetch_regs_of SEC(".maps");
+
+static __always_inline struct fetch_regs *fetch_regs_here(void)
+{
+	return bpf_task_storage_get(&fetch_regs_of, bpf_get_current_task_btf(), NULL,
+				    BPF_LOCAL_STORAGE_GET_F_CREATE);
+}
+
 static __always_inline void fetch_regs_load(struct fetch_regs *fr, struct pt_regs *regs)
 {
 	fr->r[0] = regs->ax;

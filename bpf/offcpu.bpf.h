@@ -50,47 +50,59 @@ struct {
 } offcpu_zero SEC(".maps");
 
 /*
- * The CFI walk from the registers the task entered the kernel with: a
- * wait inside libc's futex wrappers (no frame pointers) then shows its
- * whole chain. The task switching out is still current, so its memory is
- * readable.
+ * The off-CPU stash's user stack is a CFI walk from the registers the task
+ * entered the kernel with: a wait inside libc's futex wrappers (no frame
+ * pointers) then shows its whole chain. The task switching out is still
+ * current, so its memory is readable.
  *
- * This and lp_offcpu_emit() are global functions, each with a frame of its
- * own: inlined into lp_sched_switch, the program's frame and the frames
- * of the unwinder's or an interpreter walker's callbacks under it came to
- * 544-688 bytes, and 6.1, 6.12 and some 6.18 builds refuse more than 512.
+ * lp_offcpu_fixups(), lp_offcpu_ustack() and lp_offcpu_emit() are global
+ * functions, each with a frame of its own: inlined into lp_sched_switch,
+ * the program's frame and the frames of the unwinder's or an interpreter
+ * walker's callbacks under it came to 544-688 bytes, and 6.1, 6.12 and
+ * some 6.18 builds refuse more than 512.
+ *
+ * lp_offcpu_fixups - add to @st the real return addresses of the current
+ * thread's traced calls in flight (their slots hold the uretprobe
+ * trampoline). Returns 0.
  */
-__noinline int lp_offcpu_ustack(struct offcpu_stash *s, __u32 tgid)
+__noinline int lp_offcpu_fixups(struct lp_unwind_state *st)
 {
 	struct task_struct *prev = bpf_get_current_task_btf();
-	struct lp_unwind_state *st = unwind_begin(1);
 	struct lp_thread_calls *tc = thread_calls_of(prev, false);
+	struct returns_walk w;
 	__u32 depth, first = 0;
+
+	if (!st || !tc)
+		return 0;
+	/* the innermost calls, as tag_calls() picks them; a call whose slot
+	 * no uretprobe hijacked needs no fix-up (0) */
+	depth = tc->depth < LP_MAX_DEPTH ? tc->depth : LP_MAX_DEPTH;
+	if (depth > LP_MAX_CALLS)
+		first = depth - LP_MAX_CALLS;
+	real_returns(&w, lp_return_instances(prev), tc, first, depth - first, false);
+	for (__u32 i = 0; i < LP_MAX_CALLS; i++) {
+		__u32 k = first + i;
+
+		if (k >= depth)
+			break;
+		asm volatile("" : "+r"(k));
+		if (w.ret[i])
+			unwind_add_fix(st, tc->f[k & (LP_MAX_DEPTH - 1)].sp, w.ret[i]);
+	}
+	return 0;
+}
+
+/* The walk itself, from @s's registers, fixed up by lp_offcpu_fixups(). */
+__noinline int lp_offcpu_ustack(struct offcpu_stash *s, __u32 tgid)
+{
+	struct lp_unwind_state *st = unwind_begin(1);
 
 	if (!s)
 		return 0;
 	s->ustack_bytes = -1;
 	if (!st)
 		return 0;
-	if (tc) {
-		/* the innermost calls, as tag_calls() picks them; a call
-		 * whose slot no uretprobe hijacked needs no fix-up (0) */
-		struct returns_walk w;
-
-		depth = tc->depth < LP_MAX_DEPTH ? tc->depth : LP_MAX_DEPTH;
-		if (depth > LP_MAX_CALLS)
-			first = depth - LP_MAX_CALLS;
-		real_returns(&w, lp_return_instances(prev), tc, first, depth - first, false);
-		for (__u32 i = 0; i < LP_MAX_CALLS; i++) {
-			__u32 k = first + i;
-
-			if (k >= depth)
-				break;
-			asm volatile("" : "+r"(k));
-			if (w.ret[i])
-				unwind_add_fix(st, tc->f[k & (LP_MAX_DEPTH - 1)].sp, w.ret[i]);
-		}
-	}
+	lp_offcpu_fixups(st);
 	unwind_user(st, tgid, s->ip, s->sp, s->bp);
 	__builtin_memcpy(s->ustack, st->pcs, sizeof(s->ustack));
 	s->ustack_bytes = (st->n <= LP_MAX_USTACK ? st->n : LP_MAX_USTACK) * sizeof(__u64);

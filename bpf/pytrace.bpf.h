@@ -342,28 +342,41 @@ static __always_inline void py_drop_above(struct lp_thread_calls *tc, __u32 d)
 	tc->depth = top;
 }
 
-/*
- * What both py: programs look up first: this process's config @cfg, the
- * thread's current frame @f, its code object @code and that code's trace
- * (@id1: probe id + 1, 0 if untraced; @is_gen: a generator's code). False
- * when there is nothing to do: another trace's program (@mine is not the
- * owner), liveprof itself, paused, or no frame to read.
- */
-static __always_inline bool py_hit_frame(__u64 id, __u32 mine, struct lp_py_cfg **cfg, __u64 *f,
-					 __u64 *code, __u32 *id1, bool *is_gen)
-{
-	__u32 tgid = id >> 32;
+/* What both py: programs look up first (lp_py_hit_frame()). */
+struct py_hit {
+	__u64 f;    /* the thread's current frame */
+	__u64 code; /* its code object */
+	__u32 id1;  /* that code's trace: probe id + 1, 0 if untraced */
+	__u32 is_gen; /* a generator's code */
+};
 
-	if (mine != py_owner_id || (filter_all && tgid == self_tgid) || is_paused())
-		return false;
-	*cfg = bpf_map_lookup_elem(&py_procs, &tgid);
-	if (!*cfg)
-		return false;
-	*f = py_current_frame(*cfg, (__u32)id, code);
-	if (!*f)
-		return false;
-	*id1 = py_code_trace(*cfg, tgid, *code, is_gen);
-	return true;
+/*
+ * Fill @h for the hit of probe @mine: the thread's current frame, its code
+ * object and that code's trace. Returns 0 when there is nothing to do:
+ * another trace's program (@mine is not the owner), liveprof itself,
+ * paused, or no frame to read. A global function with a frame of its own:
+ * inlined, its reads and lookups put the py: programs' frames at 296-304
+ * bytes, and with the push and the value fetches under them 6.1 and 6.12
+ * refused 656 (512 at most).
+ */
+__noinline int lp_py_hit_frame(__u32 mine, struct py_hit *h)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32;
+	struct lp_py_cfg *cfg;
+	bool is_gen = false;
+
+	if (!h || mine != py_owner_id || (filter_all && tgid == self_tgid) || is_paused())
+		return 0;
+	cfg = bpf_map_lookup_elem(&py_procs, &tgid);
+	if (!cfg)
+		return 0;
+	h->f = py_current_frame(cfg, (__u32)id, &h->code);
+	if (!h->f)
+		return 0;
+	h->id1 = py_code_trace(cfg, tgid, h->code, &is_gen);
+	h->is_gen = is_gen;
+	return 1;
 }
 
 /* What kind of start a hit on frame @f of @code (trace @id1) is. */
@@ -426,24 +439,37 @@ __noinline int lp_py_push(struct pt_regs *ctx, struct lp_thread_calls *tc, __u64
 	return 0;
 }
 
+/*
+ * The kind of start that hit @h is, with its generator call in *@g; a
+ * global function, as lp_py_hit_frame() is.
+ */
+__noinline int lp_py_classify(struct py_hit *h)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32;
+	struct lp_py_cfg *cfg = bpf_map_lookup_elem(&py_procs, &tgid);
+	struct py_gen_call *g = NULL;
+
+	if (!h || !cfg)
+		return PY_START_NONE;
+	return py_classify_start(cfg, id, h->f, h->code, h->id1, h->is_gen, &g);
+}
+
 SEC("uprobe")
 int BPF_KPROBE(lp_py_start)
 {
-	__u64 t0 = 0, id = 0, code = 0, f = 0;
-	__u32 id1 = 0, mine = (__u32)bpf_get_attach_cookie(ctx);
+	__u32 mine = (__u32)bpf_get_attach_cookie(ctx);
+	struct py_hit h = {};
 	struct lp_thread_calls *tc;
-	struct lp_py_cfg *cfg = NULL;
-	struct py_gen_call *g = NULL;
 	enum py_start_kind kind;
-	bool is_gen = false;
+	__u64 t0;
 
 	if (mine != py_owner_id)
 		return 0;
 	t0 = bpf_ktime_get_ns();
-	id = bpf_get_current_pid_tgid();
-	if (!py_hit_frame(id, mine, &cfg, &f, &code, &id1, &is_gen))
+	if (!lp_py_hit_frame(mine, &h))
 		return 0;
-	kind = py_classify_start(cfg, id, f, code, id1, is_gen, &g);
+	kind = lp_py_classify(&h);
 	if (kind == PY_START_NONE) {
 		/* an untraced frame inside traced calls: theirs */
 		tc = thread_calls_of(bpf_get_current_task_btf(), false);
@@ -452,7 +478,7 @@ int BPF_KPROBE(lp_py_start)
 		return 0;
 	}
 	tc = thread_calls_of(bpf_get_current_task_btf(), true);
-	return lp_py_push(ctx, tc, ((__u64)kind << 32) | (id1 - 1), f, t0);
+	return lp_py_push(ctx, tc, ((__u64)kind << 32) | (h.id1 - 1), h.f, t0);
 }
 
 #define PY_END_YIELDED (1ull << 63)
@@ -514,12 +540,10 @@ __noinline int lp_py_end(struct pt_regs *ctx, struct lp_thread_calls *tc, __u64 
  */
 static __always_inline int py_on_return(struct pt_regs *ctx, bool yielded)
 {
-	__u64 now = bpf_ktime_get_ns(), id = bpf_get_current_pid_tgid();
-	__u64 code = 0, f = 0;
-	__u32 id1 = 0, mine = (__u32)bpf_get_attach_cookie(ctx);
+	__u64 now = bpf_ktime_get_ns();
+	__u32 mine = (__u32)bpf_get_attach_cookie(ctx);
 	struct lp_thread_calls *tc;
-	struct lp_py_cfg *cfg = NULL;
-	bool is_gen = false;
+	struct py_hit h = {};
 
 	/* No call in flight on this thread (nor a generator's suspended): no
 	 * call can end here and none is there to charge, so most returns
@@ -530,18 +554,18 @@ static __always_inline int py_on_return(struct pt_regs *ctx, bool yielded)
 	tc = thread_calls_of(bpf_get_current_task_btf(), false);
 	if (!tc || (!tc->depth && !tc->py_gens))
 		return 0;
-	if (!py_hit_frame(id, mine, &cfg, &f, &code, &id1, &is_gen))
+	if (!lp_py_hit_frame(mine, &h))
 		return 0;
-	if (!id1) {
+	if (!h.id1) {
 		/* an untraced frame's return inside traced calls: theirs */
 		if (tc->depth)
 			tc->overhead_ns += py_hit_cost(tc, now, py_return_hit_ns, 1);
 		return 0;
 	}
 	return lp_py_end(ctx, tc,
-			 ((__u64)py_find_frame(tc, f) << 32) | (id1 - 1) |
-				 (yielded ? PY_END_YIELDED : 0) | (is_gen ? PY_END_GEN : 0),
-			 f, now);
+			 ((__u64)py_find_frame(tc, h.f) << 32) | (h.id1 - 1) |
+				 (yielded ? PY_END_YIELDED : 0) | (h.is_gen ? PY_END_GEN : 0),
+			 h.f, now);
 }
 
 SEC("uprobe")

@@ -22,11 +22,11 @@
 
 /* On the caller's stack (bpf_loop's context must be): kept small. */
 struct returns_walk {
-	__u64 ri; /* the next list entry to look at (kernel address) */
-	const struct lp_thread_calls *tc;
-	__u32 first, n, done; /* calls tc->f[first..first + n); answered so far */
+	__u64 ri;		  /* the next list entry to look at (kernel address) */
+	__u64 slot[LP_MAX_CALLS]; /* the calls' return-address slots */
+	__u64 ret[LP_MAX_CALLS];  /* out */
+	__u32 n, done;		  /* calls, and calls answered (from the innermost) */
 	__u32 read_slot;
-	__u64 ret[LP_MAX_CALLS]; /* out */
 };
 
 /* One step of real_returns(): a list entry skipped, or one call answered. */
@@ -38,10 +38,8 @@ static long real_return_step(__u32 k, struct returns_walk *w)
 
 	if (w->done >= w->n)
 		return 1;
-	if (!w->tc)
-		return 1;
 	i = (w->n - 1 - w->done) & (LP_MAX_CALLS - 1);
-	slot = w->tc->f[(w->first + i) & (LP_MAX_DEPTH - 1)].sp;
+	slot = w->slot[i];
 	stack = ri ? BPF_CORE_READ(ri, stack) : ~0ULL;
 	if (stack < slot) {
 		w->ri = (__u64)BPF_CORE_READ(ri, next);
@@ -83,11 +81,18 @@ static __always_inline void real_returns(struct returns_walk *w, __u64 ri,
 					 const struct lp_thread_calls *tc, __u32 first, __u32 n,
 					 bool read_slot)
 {
+	__u32 i;
+
 	__builtin_memset(w, 0, sizeof(*w));
+	if (n > LP_MAX_CALLS)
+		n = LP_MAX_CALLS;
+	for (i = 0; i < LP_MAX_CALLS; i++) {
+		if (i >= n)
+			break;
+		w->slot[i] = tc->f[(first + i) & (LP_MAX_DEPTH - 1)].sp;
+	}
 	w->ri = ri;
-	w->tc = tc;
-	w->first = first;
-	w->n = n > LP_MAX_CALLS ? LP_MAX_CALLS : n;
+	w->n = n;
 	w->read_slot = read_slot;
 	bpf_loop(LP_MAX_PENDING + LP_MAX_CALLS, real_return_step, w, 0);
 }

@@ -154,13 +154,17 @@ __noinline int lp_emit_values(struct pt_regs *ctx, __u32 probe_id, __u32 range, 
 	/* BPF calls take five arguments: first, n and at_return share one. */
 	__u32 first = range & 0xff, n = (range >> 8) & 0xff, at_return = range >> 16;
 	__u64 id = bpf_get_current_pid_tgid();
-	struct fetch_regs fr;
+	struct fetch_regs *fr = fetch_regs_here();
 	struct lp_hit *h;
 	__u32 i;
 
 	if (!ctx)
 		return 0;
-	fetch_regs_load(&fr, ctx);
+	if (!fr) {
+		count_event(LP_CNT_FETCH_FAULTS);
+		return 0;
+	}
+	fetch_regs_load(fr, ctx);
 	h = bpf_ringbuf_reserve(&events, sizeof(*h), 0);
 	if (!h) {
 		count_event(LP_CNT_LOST);
@@ -180,7 +184,7 @@ __noinline int lp_emit_values(struct pt_regs *ctx, __u32 probe_id, __u32 range, 
 	for (i = 0; i < LP_MAX_VALUES; i++) {
 		if (i >= n)
 			break;
-		if (run_fetch(&fr, probe_id * LP_MAX_VALUES + first + i, bias, &h->values[i])) {
+		if (run_fetch(fr, probe_id * LP_MAX_VALUES + first + i, bias, &h->values[i])) {
 			h->fault_mask |= 1ULL << i;
 			count_event(LP_CNT_FETCH_FAULTS);
 		}
@@ -192,13 +196,13 @@ __noinline int lp_emit_values(struct pt_regs *ctx, __u32 probe_id, __u32 range, 
 /* One value (the --by key) without sending it; 0 if it cannot be read. */
 __noinline __u64 lp_fetch_value(struct pt_regs *ctx, __u32 idx, __u64 bias)
 {
-	struct fetch_regs fr;
+	struct fetch_regs *fr = fetch_regs_here();
 	struct lp_value v;
 
-	if (!ctx)
+	if (!ctx || !fr)
 		return 0;
-	fetch_regs_load(&fr, ctx);
-	if (run_fetch(&fr, idx, bias, &v))
+	fetch_regs_load(fr, ctx);
+	if (run_fetch(fr, idx, bias, &v))
 		return 0;
 	return v.u64;
 }
