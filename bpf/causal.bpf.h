@@ -138,6 +138,8 @@ int lp_causal_tick(struct bpf_perf_event_data *ctx)
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32, n = causal_line_n, i;
 	__u64 ip = ctx->regs.ip, d;
 
+	LP_REFUSED_FOR_TEST(LP_CAP_CAUSAL);
+
 	if (!n || tgid != causal_line_tgid)
 		return 0;
 	__sync_fetch_and_add(&causal_line_ticks, 1);

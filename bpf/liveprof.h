@@ -15,6 +15,25 @@
 
 #include "interp_cfg.h"
 
+/*
+ * liveprof's capabilities, each loaded on its own (user/session/bpf_caps.h).
+ * Also the bits of the test hook refuse_caps (maps.bpf.h).
+ */
+enum lp_cap {
+	LP_CAP_SAMPLING,   /* lp_sample_cpu with frame-pointer stacks */
+	LP_CAP_KUNWIND,	   /* lp_sample_cpu walking CFI tables in BPF */
+	LP_CAP_INTERP,	   /* lp_sample_cpu reading CPython and CRuby frames */
+	LP_CAP_OFFCPU,	   /* lp_sched_switch, lp_sched_waking */
+	LP_CAP_TRACING,	   /* function, line and return probes */
+	LP_CAP_RET_INSN,   /* return probes on `ret` instructions (Go) */
+	LP_CAP_USDT,	   /* USDT pairs */
+	LP_CAP_PY_TRACE,   /* py: traces */
+	LP_CAP_CAUSAL,	   /* causal profiling's delays */
+	LP_CAP_TIMER_COST, /* the timer-interrupt bracket of the sample cost */
+	LP_CAP_ALLOC,	   /* --alloc (alloc.bpf.c) */
+	LP_CAP_NR,
+};
+
 #define LP_MAX_USTACK	   127 /* user frames per sample (perf's default max) */
 #define LP_MAX_WSTACK	   48  /* user frames of a waker's stack (struct lp_waker) */
 #define LP_MAX_KSTACK	   64  /* kernel frames per sample */

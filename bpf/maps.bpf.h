@@ -13,6 +13,12 @@ const volatile bool capture_kernel = false; /* --kernel */
 const volatile bool offcpu_enabled = false; /* --offcpu */
 const volatile __u64 offcpu_min_ns = 0;	    /* shorter blocks are not reported */
 const volatile __u32 self_tgid = 0;	    /* never profile liveprof itself */
+/*
+ * Test hook (LIVEPROF_TEST_REFUSE): bit (1 << LP_CAP_x) makes capability
+ * x's programs reach lp_refused_for_test(), which no verifier accepts.
+ * Zero, the branch is dead and the verifier never looks at it.
+ */
+const volatile __u32 refuse_caps = 0;
 /* Histogram and classify raw latencies, not net of measured overhead. */
 const volatile bool raw_latency = false;
 /* User stack bytes copied after each on-CPU sample for user-space unwinding
@@ -187,5 +193,20 @@ static __always_inline bool is_paused(void)
 
 	return rt && rt->paused;
 }
+
+/* An unbounded read from the stack: refused by every verifier (refuse_caps). */
+static __always_inline int lp_refused_for_test(void)
+{
+	volatile char b[8];
+
+	b[0] = 0;
+	return b[bpf_ktime_get_ns() & 0xffff];
+}
+
+#define LP_REFUSED_FOR_TEST(cap)                                                                   \
+	do {                                                                                       \
+		if (refuse_caps & (1u << (cap)))                                                   \
+			return lp_refused_for_test();                                              \
+	} while (0)
 
 #endif /* LP_MAPS_BPF_H */

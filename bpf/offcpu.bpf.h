@@ -290,6 +290,8 @@ int BPF_PROG(lp_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	__u32 next_tgid = next->tgid, next_tid = next->pid;
 	struct offcpu_stash *st;
 
+	LP_REFUSED_FOR_TEST(LP_CAP_OFFCPU);
+
 	if (!offcpu_enabled || is_paused())
 		return 0;
 	/* Switch-out: current is still prev, so its stacks can be taken. */

@@ -464,6 +464,8 @@ int BPF_KPROBE(lp_py_start)
 	enum py_start_kind kind;
 	__u64 t0;
 
+	LP_REFUSED_FOR_TEST(LP_CAP_PY_TRACE);
+
 	if (mine != py_owner_id)
 		return 0;
 	t0 = bpf_ktime_get_ns();

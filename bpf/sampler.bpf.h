@@ -304,6 +304,8 @@ int lp_sample_cpu(struct bpf_perf_event_data *ctx)
 	__u64 t0 = bpf_ktime_get_ns(); /* this sample's cost starts here (cost.bpf.h) */
 	struct lp_sample *s;
 
+	if (kernel_unwind)
+		LP_REFUSED_FOR_TEST(LP_CAP_KUNWIND);
 	/* the daemon's calibration thread is sampled like a target (and its
 	 * samples dropped by the daemon) */
 	if (!is_calib(tid)) {

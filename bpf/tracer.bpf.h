@@ -306,6 +306,8 @@ int BPF_KPROBE(lp_func_entry)
 	__u64 sp = ctx->sp;
 	__u32 probe_id, d;
 
+	LP_REFUSED_FOR_TEST(LP_CAP_TRACING);
+
 	/* No target lookup: uprobes are attached per target pid, so they fire
 	 * only where they should. With -a they fire everywhere but in us.
 	 * (liveprof probes itself on purpose once, to measure probe cost.) */

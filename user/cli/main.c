@@ -18,6 +18,7 @@
 #include <linux/capability.h>
 
 #include "dwarf/debuginfo.h"
+#include "user/session/bpf_caps.h"
 #include "user/session/daemon.h"
 #include "user/synth/emit.h"
 #include "user/util/exit_codes.h"
@@ -483,6 +484,9 @@ int main(int argc, char **argv)
 	int r;
 
 	mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD);
+	if (argc > 1 && !strcmp(argv[1], "--check"))
+		return lp_check_kernel(stdout, argc > 2 && (!strcmp(argv[2], "-v") ||
+							    !strcmp(argv[2], "--verbose")));
 	if (argc > 1 && !strcmp(argv[1], "emit"))
 		return cmd_emit(argc - 1, argv + 1);
 	if (argc > 1 && !strcmp(argv[1], "causal"))

@@ -19,6 +19,7 @@
 
 #include "user/session/bpf_session.h"
 #include "user/session/bpf_session_internal.h"
+#include "user/session/bpf_caps.h"
 #include "user/session/min_btf.h"
 #include "user/session/unwind_tables.h"
 #include "user/util/log.h"
@@ -28,9 +29,26 @@ static bool g_verbose;
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)
 {
-	if (level == LIBBPF_DEBUG || !g_verbose)
+	char *msg = NULL;
+	int n;
+
+	if (level == LIBBPF_DEBUG)
 		return 0;
-	return vfprintf(LP_LOG, fmt, args); /* the loader thread's are kept */
+	/* whole: a verifier log's reason is its last line (bpf_caps.c) */
+	n = vasprintf(&msg, fmt, args);
+	if (n < 0)
+		return 0;
+	lp_load_failure_note(msg);
+	if (g_verbose)
+		fputs(msg, LP_LOG); /* the loader thread's are kept */
+	free(msg);
+	return n;
+}
+
+void bpf_session__log_init(bool verbose)
+{
+	g_verbose = verbose;
+	libbpf_set_print(libbpf_print);
 }
 
 static void *map_mmap(struct bpf_map *map, size_t *len)
@@ -67,6 +85,7 @@ static int set_rodata(struct bpf_session *s, const struct bpf_session_opts *o)
 	rd->kernel_unwind = o->kernel_unwind;
 	rd->uprobes_possible = o->tracing;
 	rd->interp_frames = o->interp_frames;
+	rd->refuse_caps = lp_cap_test_mask();
 	return 0;
 }
 
@@ -196,8 +215,7 @@ int bpf_session__open(struct bpf_session **out, const struct bpf_session_opts *o
 	*out = NULL;
 	if (access("/sys/kernel/btf/vmlinux", R_OK))
 		return -ENOENT;
-	g_verbose = o->verbose;
-	libbpf_set_print(libbpf_print);
+	bpf_session__log_init(o->verbose);
 
 	s = calloc(1, sizeof(*s));
 	if (!s)

@@ -66,6 +66,12 @@ enum bpf_probe_prog {
 };
 
 /**
+ * bpf_session__log_init - route libbpf's messages: its warnings are read
+ * for a refused program's reason (bpf_caps.h), and printed with @verbose
+ */
+void bpf_session__log_init(bool verbose);
+
+/**
  * bpf_session__open - open, configure and load the BPF object
  * @out: set to the new session, owned by the caller
  *
@@ -87,6 +93,13 @@ int bpf_session__open(struct bpf_session **out, const struct bpf_session_opts *o
  * failed (printed; the waiting uprobes were not attached).
  */
 int bpf_session__programs_ready(struct bpf_session *s, bool wait);
+
+/**
+ * bpf_session__refused - why this kernel refused capability @cap's programs
+ * (a program's name and the verifier's reason), or NULL: not refused, or
+ * not known yet (the background load has not been joined)
+ */
+const char *bpf_session__refused(const struct bpf_session *s, enum lp_cap cap);
 
 /**
  * bpf_session__ready_ns - when bpf_session__programs_ready() attached the

@@ -26,9 +26,12 @@
 
 #include "user/session/bpf_session.h"
 #include "user/session/bpf_session_internal.h"
+#include "user/session/bpf_caps.h"
 #include "user/util/log.h"
 #include "user/util/util.h"
 #include "liveprof.skel.h"
+
+#define MAX_DEFERRED 16
 
 struct bpf_deferred {
 	pthread_t thread;
@@ -42,9 +45,13 @@ struct bpf_deferred {
 	uint64_t start_ns, ready_ns;
 	char *log; /* what the thread printed, for the join to print */
 	size_t log_len;
+	/* for a reload without a refused capability's programs */
+	struct liveprof_bpf *(*open)(int *btf_fd);
+	struct liveprof_bpf *core;
+	bool want[MAX_DEFERRED]; /* the programs the session asked for */
+	char *refused[LP_CAP_NR]; /* the verifier's reason, for those refused */
 };
 
-#define MAX_DEFERRED 16
 
 /* The programs that wait: everything but the sampler. */
 static void deferred_programs(struct liveprof_bpf *k, struct bpf_program **out, int *n)
@@ -63,11 +70,10 @@ static void deferred_programs(struct liveprof_bpf *k, struct bpf_program **out, 
 }
 
 /*
- * Hand the deferred programs from @core (as size_maps() left them: loaded
- * only if the session can use them) to a new instance @def, and keep them
- * out of @core's load. @def shares every map of @core once @core is loaded.
+ * Give @def the deferred programs that @want asks for, but those of a
+ * capability refused already, and set their attach types from @core's.
  */
-static void split_programs(struct liveprof_bpf *core, struct liveprof_bpf *def)
+static void choose_programs(struct bpf_deferred *dd, struct liveprof_bpf *def)
 {
 	struct bpf_program *c[MAX_DEFERRED], *d[MAX_DEFERRED];
 	struct bpf_program *p;
@@ -75,14 +81,35 @@ static void split_programs(struct liveprof_bpf *core, struct liveprof_bpf *def)
 
 	bpf_object__for_each_program (p, def->obj)
 		bpf_program__set_autoload(p, false);
-	deferred_programs(core, c, &n);
+	deferred_programs(dd->core, c, &n);
 	deferred_programs(def, d, &n);
 	for (int i = 0; i < n; i++) {
-		bpf_program__set_autoload(d[i], bpf_program__autoload(c[i]));
+		enum lp_cap cap = lp_cap_of_prog(bpf_program__name(d[i]));
+
+		bpf_program__set_autoload(d[i], dd->want[i] && (cap >= LP_CAP_NR || !dd->refused[cap]));
 		bpf_program__set_expected_attach_type(d[i],
 						      bpf_program__expected_attach_type(c[i]));
-		bpf_program__set_autoload(c[i], false);
 	}
+}
+
+/*
+ * Hand the deferred programs from @core (as size_maps() left them: loaded
+ * only if the session can use them) to @dd's instance, and keep them out
+ * of @core's load. The instance shares every map of @core once @core is
+ * loaded.
+ */
+static void split_programs(struct liveprof_bpf *core, struct bpf_deferred *dd)
+{
+	struct bpf_program *c[MAX_DEFERRED];
+	int n;
+
+	deferred_programs(core, c, &n);
+	dd->core = core;
+	for (int i = 0; i < n; i++)
+		dd->want[i] = bpf_program__autoload(c[i]);
+	choose_programs(dd, dd->skel);
+	for (int i = 0; i < n; i++)
+		bpf_program__set_autoload(c[i], false);
 }
 
 int bpf_session_defer_open(struct bpf_session *s, struct liveprof_bpf *(*open)(int *btf_fd),
@@ -99,7 +126,8 @@ int bpf_session_defer_open(struct bpf_session *s, struct liveprof_bpf *(*open)(i
 		free(def);
 		return err;
 	}
-	split_programs(s->skel, def->skel);
+	def->open = open;
+	split_programs(s->skel, def);
 	def->hook = hook;
 	def->hook_ctx = hook_ctx;
 	s->def = def;
@@ -115,12 +143,59 @@ static void attach_timer_bracket(struct bpf_session *s)
 {
 	struct liveprof_bpf *k = s->def->skel;
 
-	if (!bpf_program__autoload(k->progs.lp_timer_entry))
+	if (!bpf_program__autoload(k->progs.lp_timer_entry) ||
+	    bpf_program__fd(k->progs.lp_timer_entry) < 0)
 		return;
 	k->links.lp_timer_entry = bpf_program__attach(k->progs.lp_timer_entry);
 	k->links.lp_timer_exit = bpf_program__attach(k->progs.lp_timer_exit);
 	__atomic_store_n(&s->skel->bss->timer_bracket,
 			 k->links.lp_timer_entry && k->links.lp_timer_exit, __ATOMIC_RELEASE);
+}
+
+/* Every map of @skel shares the loaded core's, by name. */
+static int share_maps(struct liveprof_bpf *core, struct liveprof_bpf *skel)
+{
+	struct bpf_map *m, *shared;
+	int err;
+
+	bpf_object__for_each_map (m, skel->obj) {
+		shared = bpf_object__find_map_by_name(core->obj, bpf_map__name(m));
+		if (!shared)
+			return -ENOENT;
+		err = bpf_map__reuse_fd(m, bpf_map__fd(shared));
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/*
+ * After a failed load: note the refused program's capability and its
+ * reason, and open a new instance without that capability's programs
+ * (libbpf loads an object once). False when there is nothing to drop.
+ */
+static bool reopen_without_refused(struct bpf_deferred *def)
+{
+	struct lp_load_failure f;
+	enum lp_cap cap;
+
+	if (!lp_load_failure_take(&f))
+		return false;
+	cap = lp_cap_of_prog(f.prog);
+	if (cap >= LP_CAP_NR || def->refused[cap])
+		return false;
+	if (asprintf(&def->refused[cap], "%s: %s", f.prog, f.reason) < 0) {
+		def->refused[cap] = NULL;
+		return false;
+	}
+	if (def->btf_fd >= 0)
+		close(def->btf_fd);
+	liveprof_bpf__destroy(def->skel);
+	def->skel = def->open(&def->btf_fd);
+	if (!def->skel)
+		return false;
+	choose_programs(def, def->skel);
+	return !share_maps(def->core, def->skel);
 }
 
 static void *load_thread(void *arg)
@@ -133,7 +208,10 @@ static void *load_thread(void *arg)
 	 * printed then, or dropped if the run ends first, but never after
 	 * the run's last line */
 	lp_log_stream = log;
-	def->err = liveprof_bpf__load(def->skel);
+	/* a kernel that refuses one capability's programs loses that
+	 * capability alone: the rest load without them */
+	while ((def->err = liveprof_bpf__load(def->skel)) && reopen_without_refused(def))
+		;
 	if (def->err > 0)
 		def->err = -EINVAL;
 	if (def->btf_fd >= 0)
@@ -151,18 +229,12 @@ static void *load_thread(void *arg)
 int bpf_session_defer_start(struct bpf_session *s)
 {
 	struct bpf_deferred *def = s->def;
-	struct bpf_map *m, *shared;
 	int err;
 
 	/* every map of the loaded core, by name: created once, shared */
-	bpf_object__for_each_map (m, def->skel->obj) {
-		shared = bpf_object__find_map_by_name(s->skel->obj, bpf_map__name(m));
-		if (!shared)
-			return -ENOENT;
-		err = bpf_map__reuse_fd(m, bpf_map__fd(shared));
-		if (err)
-			return err;
-	}
+	err = share_maps(s->skel, def->skel);
+	if (err)
+		return err;
 	def->start_ns = lp_now_ns();
 	err = pthread_create(&def->thread, NULL, load_thread, s);
 	def->started = !err;
@@ -174,13 +246,37 @@ static int attach_offcpu(struct bpf_session *s)
 {
 	struct liveprof_bpf *k = s->def->skel;
 
-	if (!bpf_program__autoload(k->progs.lp_sched_switch))
+	if (!bpf_program__autoload(k->progs.lp_sched_switch) ||
+	    bpf_program__fd(k->progs.lp_sched_switch) < 0)
 		return 0;
 	k->links.lp_sched_switch = bpf_program__attach(k->progs.lp_sched_switch);
 	k->links.lp_sched_waking = bpf_program__attach(k->progs.lp_sched_waking);
 	if (!k->links.lp_sched_switch || !k->links.lp_sched_waking)
 		return errno ? -errno : -EINVAL;
 	return 0;
+}
+
+/*
+ * One line for each capability this kernel refused, with the verifier's
+ * reason. Returns -ENOEXEC when the session asked for off-CPU profiling or
+ * for function tracing and the kernel refused it: a request that needs a
+ * refused capability fails, with that reason. The others (USDT, py:, Go
+ * returns, causal) fail when a probe of theirs is asked for
+ * (bpf_session__refused()).
+ */
+static int report_refused(struct bpf_session *s)
+{
+	int err = 0;
+
+	for (int c = 0; c < LP_CAP_NR; c++) {
+		if (!s->def->refused[c])
+			continue;
+		lp_err("%s is not available on this kernel: %s", lp_cap_name(c),
+		       s->def->refused[c]);
+		if (c == LP_CAP_OFFCPU || c == LP_CAP_TRACING)
+			err = -ENOEXEC;
+	}
+	return err;
 }
 
 /* Join the loader and attach what waited for it; the load's result. */
@@ -204,11 +300,12 @@ static int finish(struct bpf_session *s)
 		def->hook(s, def->hook_ctx);
 	if (!err)
 		err = attach_offcpu(s);
-	if (err) {
+	if (err)
 		lp_err("cannot load the tracing and off-CPU programs: %s%s", strerror(-err),
 		       s->verbose ? "" : " (run with -v for the verifier log)");
-		def->err = err;
-	}
+	else
+		err = report_refused(s);
+	def->err = err;
 	bpf_session_attach_waiting(s, err);
 	/* after the attaches: from here on, all of them count */
 	def->ready_ns = lp_now_ns();
@@ -264,6 +361,15 @@ void bpf_session_defer_close(struct bpf_session *s)
 		close(def->btf_fd);
 	liveprof_bpf__destroy(def->skel);
 	free(def->log);
+	for (int c = 0; c < LP_CAP_NR; c++)
+		free(def->refused[c]);
 	free(def);
 	s->def = NULL;
+}
+
+const char *bpf_session__refused(const struct bpf_session *s, enum lp_cap cap)
+{
+	if (!s || !s->def || !s->def->joined || cap >= LP_CAP_NR)
+		return NULL;
+	return s->def->refused[cap];
 }

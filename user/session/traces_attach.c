@@ -19,6 +19,7 @@
 #include "dwarf/probe_resolve.h"
 #include "dwarf/proc_maps.h"
 #include "user/session/bpf_session.h"
+#include "user/session/bpf_caps.h"
 #include "user/session/session_core.h"
 #include "user/util/log.h"
 #include "user/session/traces.h"
@@ -146,6 +147,12 @@ static int returns_on_ret_insns(struct traces *t, const struct trace *tr,
 			 "uretprobe (it would crash the target)",
 			 tr->spec_text, why);
 		return -EOPNOTSUPP;
+	}
+	if (bpf_session__refused(t->c->bpf, LP_CAP_RET_INSN)) {
+		snprintf(err, errlen, "'%s' %s, and %s is not available on this kernel: %s",
+			 tr->spec_text, why, lp_cap_name(LP_CAP_RET_INSN),
+			 bpf_session__refused(t->c->bpf, LP_CAP_RET_INSN));
+		return -ENOEXEC;
 	}
 	if (!bpf_session__has_prog(t->c->bpf, PROBE_PROG_RET_INSN)) {
 		/* what liveprof looks at when it starts decides whether that

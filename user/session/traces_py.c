@@ -24,6 +24,7 @@
 #include "dwarf/python_runtime.h"
 #include "dwarf/usdt.h"
 #include "user/session/bpf_session.h"
+#include "user/session/bpf_caps.h"
 #include "user/session/session_core.h"
 #include "user/session/traces.h"
 #include "user/session/traces_internal.h"
@@ -286,8 +287,14 @@ static int attach_all(struct traces *t, struct trace *tr, int pid, const struct 
 		      const struct py_eval_points *pts, const struct usdt_note *notes,
 		      const size_t *idx, int n_ret, char *err, size_t errlen)
 {
+	const char *refused = bpf_session__refused(t->c->bpf, LP_CAP_PY_TRACE);
 	int r = 0;
 
+	if (refused) {
+		lp_errf(err, errlen, "'%s': %s is not available on this kernel: %s",
+			tr->spec_text, lp_cap_name(LP_CAP_PY_TRACE), refused);
+		return -ENOEXEC;
+	}
 	if (!bpf_session__has_prog(t->c->bpf, PROBE_PROG_PY_START)) {
 		lp_errf(err, errlen,
 			"'%s': the target did not look like CPython when liveprof started, so "
