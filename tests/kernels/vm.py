@@ -77,7 +77,7 @@ mount -t cgroup2 cgroup2 /sys/fs/cgroup 2>/dev/null
 ip link set lo up 2>/dev/null
 hostname lpvm
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root
-export LIVEPROF_IN_VM=1
+export LIVEPROF_IN_VM=1 LPVM_JOB=/job
 __ENV__
 echo "lpvm: $(uname -r) up"
 cd __CWD__ && __CMD__
@@ -200,11 +200,14 @@ def initramfs(kdir):
     return out
 
 
-def run(series, command, cwd=None, env=None, timeout=900, memory="4G", cpus=1, log=None):
+def run(series, command, cwd=None, env=None, timeout=900, memory="4G", cpus=1, log=None,
+        files=None):
     """Boot SERIES, run COMMAND (a shell string) in CWD; return (rc, output).
 
     rc is None when the guest did not report one (it crashed or timed
-    out); output is everything the guest's console printed."""
+    out); output is everything the guest's console printed. The command
+    finds $LPVM_JOB, a folder shared with this machine: what it writes
+    there comes back in FILES (a dict, name -> bytes) if one is given."""
     kdir = kernel_dir(series)
     vmlinuz = next(kdir.glob("boot/vmlinuz-*"))
     initrd = initramfs(kdir)
@@ -233,6 +236,10 @@ def run(series, command, cwd=None, env=None, timeout=900, memory="4G", cpus=1, l
             Path(log).write_text(output)
         rc_file = Path(job, "rc")
         rc = int(rc_file.read_text()) if rc_file.exists() else None
+        if files is not None:
+            for f in Path(job).iterdir():
+                if f.is_file() and f.name not in ("guest.sh", "rc"):
+                    files[f.name] = f.read_bytes()
         return rc, output
 
 
