@@ -46,6 +46,8 @@ DEB_TEST  += systemtap-sdt-dev
 DEB_TEST  += python3.11-dbg
 # test_serve_hostile's check that no descriptor is closed twice
 DEB_TEST  += strace
+# tests/kernels: Debian's 6.1 and 6.12 booted in QEMU (TCG) with a busybox initramfs
+DEB_TEST  += qemu-system-x86 busybox-static
 DEPS_STAMP := $(OUT)/.deps-ok
 
 CFLAGS_COMMON := -g -O2 -Wall -Wextra -Werror -std=gnu11 -D_GNU_SOURCE \
@@ -129,6 +131,8 @@ deps:
 	@# Debian's nodejs comes without npm; nodesource's has its own (they conflict)
 	@command -v npm >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm
 	@$(MAKE) --no-print-directory $(WEB_DEPS)
+	@# the kernel matrix's packages, unpacked into a cache outside the checkout
+	@$(PYTHON) tests/kernels/vm.py fetch
 	@mkdir -p $(OUT) && touch $(DEPS_STAMP)
 
 # ---- kernel types -------------------------------------------------------

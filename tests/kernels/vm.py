@@ -89,8 +89,14 @@ poweroff -f
 
 def newest_package(series):
     """Name of the newest package of SERIES that apt knows, or None."""
-    out = subprocess.run(["apt-cache", "search", "--names-only", SERIES[series]],
-                         capture_output=True, text=True).stdout
+    def search():
+        return subprocess.run(["apt-cache", "search", "--names-only", SERIES[series]],
+                              capture_output=True, text=True).stdout
+    out = search()
+    if not out.strip() and os.geteuid() == 0:
+        # a fresh machine's package lists may be empty
+        subprocess.run(["apt-get", "update", "-qq"], capture_output=True)
+        out = search()
     names = [line.split()[0] for line in out.splitlines() if line.strip()]
     if not names:
         return None
@@ -250,12 +256,17 @@ def shlex_quote(s):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("series", choices=sorted(SERIES))
-    ap.add_argument("command", nargs="+")
+    ap.add_argument("series", choices=sorted(SERIES) + ["fetch"],
+                    help="a kernel of the matrix, or 'fetch' to download and unpack them all")
+    ap.add_argument("command", nargs="*")
     ap.add_argument("--timeout", type=int, default=900)
     ap.add_argument("--cpus", type=int, default=1)
     a = ap.parse_args()
-    cmd = " ".join(a.command)
+    if a.series == "fetch":
+        for series in sorted(SERIES):
+            print(f"kernel {series}: {initramfs(kernel_dir(series)).parent.name}")
+        return
+    cmd = " ".join(a.command) or "sh"
     rc, out = run(a.series, cmd, timeout=a.timeout, cpus=a.cpus)
     sys.stdout.write(out)
     sys.exit(125 if rc is None else rc)
