@@ -41,7 +41,7 @@ MISSING = [t for t in ("qemu-system-x86_64", "busybox") if not shutil.which(t)]
 def _guest_script():
     tests = " ".join(SUBSET)
     return (f"./liveprof --check -v > $LPVM_JOB/check.txt 2>&1; "
-            f"/usr/bin/python3 -m pytest -p no:cacheprovider -q -x --no-header -rfE "
+            f"/usr/bin/python3 -m pytest -p no:cacheprovider -q --no-header -rfE "
             f"-o junit_family=xunit1 --junitxml=$LPVM_JOB/junit.xml {tests} "
             f"> $LPVM_JOB/pytest.txt 2>&1")
 
