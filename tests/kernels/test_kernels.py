@@ -67,6 +67,13 @@ def guest_run(series):
                     outcome = kind
                     text = (el.get("message") or "") + "\n" + (el.text or "")
             results[nodeid] = (outcome, text)
+    # kept for a person (and BENCHMARKS.md's per-kernel table): the guest's
+    # --check -v, its pytest output and its console
+    keep = ROOT / "tests" / "build" / "kernels" / series
+    keep.mkdir(parents=True, exist_ok=True)
+    for name, data in files.items():
+        (keep / name).write_bytes(data)
+    (keep / "console.txt").write_text(out)
     log = (files.get("pytest.txt", b"").decode(errors="replace")[-4000:] +
            "\n--- console ---\n" + out[-3000:])
     _RUNS[series] = (results, files.get("check.txt", b"").decode(errors="replace"), log, rc)

@@ -258,7 +258,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("series", choices=sorted(SERIES) + ["fetch"],
                     help="a kernel of the matrix, or 'fetch' to download and unpack them all")
-    ap.add_argument("command", nargs="*")
+    ap.add_argument("command", nargs=argparse.REMAINDER)
     ap.add_argument("--timeout", type=int, default=900)
     ap.add_argument("--cpus", type=int, default=1)
     a = ap.parse_args()
@@ -266,7 +266,7 @@ def main():
         for series in sorted(SERIES):
             print(f"kernel {series}: {initramfs(kernel_dir(series)).parent.name}")
         return
-    cmd = " ".join(a.command) or "sh"
+    cmd = " ".join(a.command[1:] if a.command[:1] == ["--"] else a.command) or "sh"
     rc, out = run(a.series, cmd, timeout=a.timeout, cpus=a.cpus)
     sys.stdout.write(out)
     sys.exit(125 if rc is None else rc)
