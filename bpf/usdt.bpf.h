@@ -22,23 +22,23 @@
  */
 __noinline int lp_usdt_match(struct pt_regs *ctx, __u32 probe_id, __u64 bias)
 {
+	struct fetch_regs *fr = fetch_regs_here();
 	struct lp_str_key key;
-	struct fetch_regs fr;
 	struct lp_value v;
 
-	if (!ctx)
+	if (!ctx || !fr)
 		return 0;
 	__builtin_memset(&key, 0, sizeof(key));
 	key.probe_id = probe_id;
-	fetch_regs_load(&fr, ctx);
+	fetch_regs_load(fr, ctx);
 	/* zeroed first: the string read stops at the NUL, the key's bytes
 	 * after it must be zeros */
 	__builtin_memset(&v, 0, sizeof(v));
-	if (run_fetch(&fr, probe_id * LP_MAX_VALUES, bias, &v))
+	if (run_fetch(fr, probe_id * LP_MAX_VALUES, bias, &v))
 		return 0;
 	__builtin_memcpy(key.a, v.str, LP_STR_LEN);
 	__builtin_memset(&v, 0, sizeof(v));
-	if (run_fetch(&fr, probe_id * LP_MAX_VALUES + 1, bias, &v))
+	if (run_fetch(fr, probe_id * LP_MAX_VALUES + 1, bias, &v))
 		return 0;
 	__builtin_memcpy(key.b, v.str, LP_STR_LEN);
 	/* The read keeps LP_STR_LEN - 1 bytes and a NUL: a name that long
