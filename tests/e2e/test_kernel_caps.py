@@ -87,3 +87,16 @@ def test_refused_py_trace_names_the_capability(run_lp, tmp_path):
     assert re.search(r"Python function tracing \(--trace py:\) is not available on this "
                      r"kernel: lp_py_start: ", r.stderr), r.stderr
     assert "did not look like CPython" not in r.stderr, r.stderr
+
+
+def test_refused_kernel_unwinding_falls_back_to_frame_pointers(run_lp, wl):
+    """The sampler's program with the CFI walk refused: sampling goes on
+    with frame-pointer stacks (fastslow keeps its frame pointers), and one
+    line says what was lost and why."""
+    r = run_lp(["-d", "3", "--", wl("fastslow"), "10"], env=refused_env("kunwind"), timeout=60)
+    assert r.rc == 0, r.stderr
+    lines = [l for l in r.stderr.splitlines() if "unwound in the kernel" in l]
+    assert len(lines) == 1 and "lp_sample_cpu: " in lines[0], r.stderr
+    assert VERIFIER.search(lines[0]) and "frame pointers" in lines[0], r.stderr
+    assert r.json["samples"] > 0 and not r.json["unwound_in_kernel"], r.json
+    assert any("slow" in s and "spin" in s for s in r.folded), r.folded

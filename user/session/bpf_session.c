@@ -207,10 +207,87 @@ static struct liveprof_bpf *open_skel(int *btf_fd)
 	return liveprof_bpf__open_opts(&oo);
 }
 
+/*
+ * Open and load the core instance for @o (the sampler, and the maps every
+ * program shares), and open the deferred one. Returns 0 or a negative
+ * errno; s->skel is left for the caller to destroy either way.
+ */
+static int load_core(struct bpf_session *s, const struct bpf_session_opts *o)
+{
+	int err, btf_fd;
+
+	s->skel = open_skel(&btf_fd);
+	if (!s->skel)
+		return errno ? -errno : -EINVAL;
+	err = set_rodata(s, o);
+	if (!err) {
+		size_maps(s, o);
+		bpf_session_choose_uprobe_kind(s, o);
+		/* what the first sample does not need is verified in the background */
+		if (o->tracing || o->offcpu)
+			err = bpf_session_defer_open(s, open_skel, o->loaded_hook, o->loaded_ctx);
+	}
+	if (!err)
+		err = liveprof_bpf__load(s->skel);
+	if (btf_fd >= 0)
+		close(btf_fd);
+	return err > 0 ? -EINVAL : err;
+}
+
+static void unload_core(struct bpf_session *s)
+{
+	bpf_session_defer_close(s);
+	liveprof_bpf__destroy(s->skel);
+	s->skel = NULL;
+}
+
+/*
+ * The sampler was refused with stacks unwound in BPF or interpreter frames
+ * on (@err): find which of them the kernel refuses by loading without
+ * each, keep the rest, and say in one line what was lost and why. Sampling
+ * itself stays: a kernel that refuses one capability loses that one alone.
+ * Returns 0 with *@eff the options that loaded, or @err.
+ */
+static int load_core_without_refused(struct bpf_session *s, struct bpf_session_opts *eff, int err)
+{
+	static const struct {
+		bool unwind, interp;
+	} tries[] = {{true, false}, {false, true}, {false, false}};
+	struct lp_load_failure f;
+	char why[sizeof(f.prog) + sizeof(f.reason) + 2];
+
+	if (!lp_load_failure_take(&f))
+		return err;
+	snprintf(why, sizeof(why), "%s: %s", f.prog, f.reason);
+	for (size_t i = 0; i < sizeof(tries) / sizeof(tries[0]); i++) {
+		struct bpf_session_opts t = *eff;
+
+		t.kernel_unwind = eff->kernel_unwind && tries[i].unwind;
+		t.interp_frames = eff->interp_frames && tries[i].interp;
+		if (t.kernel_unwind == eff->kernel_unwind && t.interp_frames == eff->interp_frames)
+			continue;
+		unload_core(s);
+		if (load_core(s, &t)) {
+			lp_load_failure_take(&f);
+			continue;
+		}
+		if (eff->kernel_unwind && !t.kernel_unwind)
+			lp_err("%s is not available on this kernel: %s; stacks come from frame "
+			       "pointers", lp_cap_name(LP_CAP_KUNWIND), why);
+		if (eff->interp_frames && !t.interp_frames)
+			lp_err("%s are not available on this kernel: %s", lp_cap_name(LP_CAP_INTERP),
+			       why);
+		*eff = t;
+		return 0;
+	}
+	return err;
+}
+
 int bpf_session__open(struct bpf_session **out, const struct bpf_session_opts *o)
 {
+	struct bpf_session_opts eff;
 	struct bpf_session *s;
-	int err, btf_fd = -1;
+	int err;
 
 	*out = NULL;
 	if (access("/sys/kernel/btf/vmlinux", R_OK))
@@ -237,30 +314,12 @@ int bpf_session__open(struct bpf_session **out, const struct bpf_session_opts *o
 	for (int i = 0; i < s->nr_cpus; i++)
 		s->perf_fds[i] = -1;
 
-	s->skel = open_skel(&btf_fd);
-	if (!s->skel) {
-		err = errno ? -errno : -EINVAL;
-		goto fail;
-	}
-	err = set_rodata(s, o);
+	eff = *o;
+	err = load_core(s, &eff);
+	if (err && (eff.kernel_unwind || eff.interp_frames))
+		err = load_core_without_refused(s, &eff, err);
 	if (err)
 		goto fail;
-	size_maps(s, o);
-	bpf_session_choose_uprobe_kind(s, o);
-	/* what the first sample does not need is verified in the background */
-	if (o->tracing || o->offcpu) {
-		err = bpf_session_defer_open(s, open_skel, o->loaded_hook, o->loaded_ctx);
-		if (err)
-			goto fail;
-	}
-	err = liveprof_bpf__load(s->skel);
-	if (btf_fd >= 0)
-		close(btf_fd);
-	btf_fd = -1;
-	if (err) {
-		err = err < 0 ? err : -EINVAL;
-		goto fail;
-	}
 	if (s->def) {
 		err = bpf_session_defer_start(s);
 		if (err)
@@ -268,17 +327,15 @@ int bpf_session__open(struct bpf_session **out, const struct bpf_session_opts *o
 	}
 	s->hist_mem = map_mmap(s->skel->maps.hist, &s->hist_len);
 	s->stats_mem = map_mmap(s->skel->maps.probe_stats, &s->stats_len);
-	if (o->kernel_unwind)
+	if (eff.kernel_unwind)
 		s->rows_mem = map_mmap(s->skel->maps.unwind_rows, &s->rows_len);
-	if (!s->hist_mem || !s->stats_mem || (o->kernel_unwind && !s->rows_mem)) {
+	if (!s->hist_mem || !s->stats_mem || (eff.kernel_unwind && !s->rows_mem)) {
 		err = -errno;
 		goto fail;
 	}
 	*out = s;
 	return 0;
 fail:
-	if (btf_fd >= 0)
-		close(btf_fd);
 	bpf_session__close(s);
 	return err;
 }
