@@ -7,7 +7,7 @@ run, repeated BENCH_REPS times (default 5) and given as min / median / max.
 
     /usr/bin/python3 tests/bench/run_bench.py [SECTION...]
     sections: slowdown percall daemon replay symbols first rss system unwind interp soak
-              probecost bias
+              probecost bias kernels
               (default: all; the sections not run keep their text from BENCHMARKS.md)
     SOAK_S=S       length of the HTTP soak (default 600)
     BENCH_REPS=N   repetitions (>= 5 for the published figures)
@@ -856,6 +856,11 @@ def bench_interp(res):
     res["interp"] = {"text": run_script("bench_interp.py", 1200, REPS=str(REPS))}
 
 
+def bench_kernels(res):
+    log("kernels: tests/bench/bench_kernels.py (the host's and Debian's 6.1 and 6.12 in QEMU)")
+    res["kernels"] = {"text": run_script("bench_kernels.py", 3600, REPS=str(REPS))}
+
+
 def bench_soak(res):
     soak_s = float(os.environ.get("SOAK_S", "600"))
     log(f"soak: tests/bench/bench_soak.py ({soak_s:.0f} s of liveprof serve, scraped)")
@@ -1115,6 +1120,12 @@ def write_report(res, started, load0):
     else:
         L.append(old.get("Unwinding (tests/bench/bench_unwind.py)", "not run\n"))
 
+    L.append("## BPF programs on each kernel (tests/bench/bench_kernels.py)\n")
+    if res.get("kernels"):
+        L.append(res["kernels"].get("text", "not run") + "\n")
+    else:
+        L.append(old.get("BPF programs on each kernel (tests/bench/bench_kernels.py)", "not run\n"))
+
     L.append("## Python and Ruby (tests/bench/bench_interp.py)\n")
     if res.get("interp"):
         L.append(res["interp"].get("text", "not run") + "\n")
@@ -1187,6 +1198,7 @@ SECTIONS = {"slowdown": bench_slowdown, "percall": bench_percall, "daemon": benc
             "replay": bench_replay, "symbols": bench_symbols, "first": bench_first, "rss": bench_rss,
             "system": bench_system,
             "unwind": bench_unwind, "interp": bench_interp, "soak": bench_soak,
+            "kernels": bench_kernels,
             "probecost": bench_probecost,
             "bias": bench_bias}
 
