@@ -15,6 +15,7 @@ import signal
 import subprocess
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -44,6 +45,18 @@ def as_str(text):
     return t[1:-1] if len(t) >= 2 and t[0] == t[-1] == '"' else t
 
 
+BUCKET = 0.016  # a percentile is a log-linear bucket's middle: within 1.6%
+LATENCY_SRC = (Path(__file__).resolve().parents[1] / "workloads" / "latency.c").read_text()
+PLATEAUS = re.search(r"long d = k < (\d+) \? (\d+) : k < (\d+) \? (\d+) : k < (\d+) \? (\d+) : "
+                     r"(\d+);", LATENCY_SRC)
+
+
+def plateau_ns(k):
+    """How long work() spins in call k of latency.c's 200-call cycle (its source)."""
+    c1, d1, c2, d2, c3, d3, d4 = map(int, PLATEAUS.groups())
+    return d1 if k < c1 else d2 if k < c2 else d3 if k < c3 else d4
+
+
 def test_percentiles_vs_ground_truth(run_lp, wl, tmp_path, h):
     """work traced twice (plain, and with its argument captured): two probe
     pairs on one address, whose frames share a stack slot in every call
@@ -57,20 +70,25 @@ def test_percentiles_vs_ground_truth(run_lp, wl, tmp_path, h):
     assert r.rc == 0, r
     lat = sorted(int(x) for x in truth_file.read_text().split())
     assert len(lat) == n
+    # Two truths bracket each percentile: work() spins until its deadline,
+    # so a call lasts at least its plateau's time (the source's cycle), and
+    # main's own clock around the call measured at most what it lasted with
+    # the probes' traps, which liveprof takes out of its figures (1-2 us a
+    # call here, 40-50 us in a TCG guest). A percentile is a bucket's middle:
+    # within BUCKET of the value.
+    deadlines = sorted(plateau_ns(k % 200) for k in range(n))
     for spec in ("work", "work(i)"):
         t = r.trace(spec)
         assert t["calls"] == n and t["untimed_calls"] == 0, t
         report = []
         for q, key in ((50, "p50_ns"), (95, "p95_ns"), (99, "p99_ns")):
-            want = h.percentile(lat, q)
-            got = t[key]
-            report.append(f"p{q} {got / 1e3:.0f}us vs {want / 1e3:.0f}us "
-                          f"({100.0 * (got - want) / want:+.1f}%)")
+            low, high, got = h.percentile(deadlines, q), h.percentile(lat, q), t[key]
+            report.append(f"p{q} {got / 1e3:.0f}us in [{low / 1e3:.0f}, {high / 1e3:.0f}]us")
         print(f"\n{spec} latency: " + ", ".join(report))
         for q, key in ((50, "p50_ns"), (95, "p95_ns"), (99, "p99_ns")):
-            want = h.percentile(lat, q)
-            assert abs(t[key] - want) <= 0.05 * want, f"p{q}: {t[key]} vs truth {want}; {report}"
-        assert t["max_ns"] <= max(lat) * 1.05
+            low, high = h.percentile(deadlines, q), h.percentile(lat, q)
+            assert low * (1 - BUCKET) <= t[key] <= high * (1 + BUCKET), (q, report)
+        assert t["max_ns"] <= max(lat) * (1 + BUCKET)
 
 
 def test_longjmp_skipped_returns(run_lp, wl, tmp_path, h):

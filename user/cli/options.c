@@ -102,6 +102,7 @@ void options_usage(FILE *f)
 	      "       liveprof emit ...      (liveprof emit --help)\n"
 	      "       liveprof validate ...  (liveprof validate --help)\n"
 	      "       liveprof causal ...    (liveprof causal --help)\n"
+	      "       liveprof --check [-v]  what this kernel supports, and why not\n"
 	      "\n"
 	      "Sampling:\n"
 	      "  -p, --pid PID[,PID]   profile running processes (all threads, also new ones)\n"
