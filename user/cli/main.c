@@ -256,7 +256,9 @@ static void batch_loop(struct daemon *d, const struct options *o)
 
 	while (!g_stop) {
 		uint64_t now = lp_now_ns();
-		int err = daemon__poll(d, poll_timeout_ms(d, now, next_print, deadline));
+		/* a deadline that waits for the programs does not shorten the wait */
+		int err = daemon__poll(d, poll_timeout_ms(d, now, next_print,
+							  wait_probes && deadline <= now ? 0 : deadline));
 
 		if (err && err != -EINTR) {
 			lp_err("reading events: %s", strerror(-err));
