@@ -13,6 +13,17 @@ BUILD = os.path.join(ROOT, "tests", "build")
 LIVEPROF = os.path.join(ROOT, "liveprof")
 
 
+# How much longer a run that collects samples gets on this machine: 1 here;
+# tests/kernels/vm.py sets it in its TCG guests, which run user code about
+# ten times slower (and verify BPF programs in seconds, not milliseconds).
+TIME_SCALE = float(os.environ.get("LIVEPROF_TIME_SCALE", "1"))
+
+
+def scaled(seconds):
+    """@seconds of profiling, stretched by TIME_SCALE for a slow machine."""
+    return seconds * TIME_SCALE
+
+
 def ensure_built(workloads):
     """Run `make liveprof workloads` if liveprof or one of @workloads is missing."""
     if os.access(LIVEPROF, os.X_OK) and all(

@@ -74,6 +74,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 import stats
+from lputil import scaled
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LIVEPROF = os.environ.get("LIVEPROF", os.path.join(ROOT, "liveprof"))
@@ -410,8 +411,8 @@ def test_auto_picks_the_hot_line(request, procs, liveprof, wl, tmp_path, h):
     target = procs.start(["nice", "-n", "-10", wl("causal_lines"), "120"], settle=0.5)
     js = tmp_path / "causal.json"
     r = subprocess.run(["nice", "-n", "-10", str(liveprof), "causal", "-p", str(target.pid),
-                        "--progress", "item_done", "-d", "14", "--json", str(js)],
-                       capture_output=True, text=True, timeout=240)
+                        "--progress", "item_done", "-d", str(scaled(14)), "--json", str(js)],
+                       capture_output=True, text=True, timeout=240 + scaled(14))
     assert r.returncode == 0, r.stdout + r.stderr
     print("\n" + r.stdout)
     by = {c["function"]: c for c in json.loads(js.read_text())["causal"]}

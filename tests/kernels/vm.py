@@ -78,6 +78,9 @@ ip link set lo up 2>/dev/null
 hostname lpvm
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root
 export LIVEPROF_IN_VM=1 LPVM_JOB=/job
+# TCG runs user code about ten times slower: runs that collect samples
+# get three times as long (tests/e2e/lputil.py scaled())
+export LIVEPROF_TIME_SCALE=3
 __ENV__
 echo "lpvm: $(uname -r) up"
 cd __CWD__ && __CMD__
