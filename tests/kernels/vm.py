@@ -67,7 +67,6 @@ exec /bin/busybox chroot /newroot /bin/sh /job/guest.sh
 
 GUEST = r"""#!/bin/sh
 # Runs chrooted in the guest's overlay of the host's root.
-mount -t tmpfs tmpfs /tmp
 mount -t tmpfs tmpfs /run
 mount -t devpts devpts /dev/pts 2>/dev/null
 mount -t bpf bpf /sys/fs/bpf
