@@ -264,11 +264,8 @@ test: test-deps liveprof unit fuzzers bench-bins workloads check-layers $(WEB_DE
 	$(Q)$(MAKE) --no-print-directory -f Makefile OUT=build-san \
 		CFLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
 		build-san/liveprof-unit-san
-	@# the kernel matrix's guests (tests/kernels/) run beside the host's tests
-	$(Q)rm -rf $(OUT)/kernels && mkdir -p $(OUT)/kernels && \
-	{ $(PYTHON) tests/kernels/matrix.py $(OUT)/kernels > $(OUT)/kernels/matrix.log 2>&1 & } && \
-	LIVEPROF_MATRIX_DIR=$(abspath $(OUT)/kernels) $(PYTHON) -m pytest -p no:cacheprovider \
-		-rfEs --durations=25 -n $(TEST_WORKERS) --dist loadfile tests
+	$(Q)$(PYTHON) -m pytest -p no:cacheprovider -rfEs --durations=25 -n $(TEST_WORKERS) \
+		--dist loadfile tests
 
 # Longer fuzzing than make test's 4 s per harness.
 fuzz: fuzzers

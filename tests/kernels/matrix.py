@@ -12,7 +12,6 @@ it single-threaded), so the guests overlap the host's own tests instead of
 adding their minutes to the suite's.
 """
 
-import os
 import sys
 import threading
 from pathlib import Path
@@ -68,9 +67,6 @@ def run_series(series, outdir):
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__.strip().splitlines()[0] + "\nusage: matrix.py OUTDIR")
-    # the host's tests first: several of them time calls and samples under
-    # the load they meet, and the guests, niced, take the CPU those leave
-    os.nice(19)
     threads = [threading.Thread(target=run_series, args=(s, sys.argv[1])) for s in vm.SERIES]
     for t in threads:
         t.start()
