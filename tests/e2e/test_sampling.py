@@ -79,9 +79,13 @@ def test_fastslow_shares(fastslow_run, h):
     total = sum(in_main.values())
     fast = sum(n for s, n in in_main.items() if "fast" in work_frames(s))
     slow = sum(n for s, n in in_main.items() if "slow" in work_frames(s))
-    # FASTSLOW_HZ per CPU-second the target actually ran (other load may preempt it)
-    assert total >= 0.75 * FASTSLOW_HZ * cpu, \
-        f"only {total} samples in main for {cpu:.2f} CPU-s: {folded}"
+    # FASTSLOW_HZ per CPU-second the target actually ran (other load may
+    # preempt it). Samples the ring buffer could not take are counted and
+    # reported ("lost": a TCG guest's daemon falls behind at 999 Hz); they
+    # were taken, and only those that vanished without a count fail this.
+    lost = json.loads((out / "out.json").read_text())["lost"]
+    assert total + lost >= 0.75 * FASTSLOW_HZ * cpu, \
+        f"only {total} samples in main (+{lost} lost) for {cpu:.2f} CPU-s: {folded}"
     print(f"\nfastslow: {total} samples in main ({cpu:.2f} CPU-s), "
           f"fast {100.0 * fast / total:.1f}% slow {100.0 * slow / total:.1f}%")
     # H0: each sample in fast() or slow() is in fast() with probability 0.2
@@ -105,7 +109,6 @@ def test_fastslow_shares(fastslow_run, h):
         assert below in (["fast", "spin"], ["slow", "spin"], ["fast"], ["slow"], ["dephase"],
                          ["dephase", "rand_r"], ["dephase", "rand_r@plt"], []) or \
             all(clock.fullmatch(x) for x in below), s
-    import json
     j = json.loads((out / "out.json").read_text())
     assert j["samples"] == sum(folded.values())
     assert j["pids"] == [pid]
